@@ -1,0 +1,450 @@
+//! Cards, deals and their validation.
+//!
+//! A deal is nine piles of four cards, each pile listed bottom card first and top card last, as in
+//! UVa 1637. Everything that a client or a file controls enters the program through this module, so
+//! every way it can be wrong has its own [`DealError`] variant that names the pile, the position and
+//! the offending token. Nothing here panics on input.
+
+use std::fmt;
+use std::str::FromStr;
+
+pub mod reader;
+pub use reader::{BadDeal, DealReader, ReadError};
+
+/// Number of piles on the table.
+pub const PILES: usize = 9;
+/// Cards per pile in a full deal.
+pub const PILE_HEIGHT: usize = 4;
+/// Cards in a deal: one 36-card deck (6 to ace in four suits).
+pub const CARDS: usize = PILES * PILE_HEIGHT;
+
+/// The nine ranks of the 36-card deck, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rank {
+    Six,
+    Seven,
+    Eight,
+    Nine,
+    Ten,
+    Jack,
+    Queen,
+    King,
+    Ace,
+}
+
+impl Rank {
+    /// All ranks, in the order of their index.
+    pub const ALL: [Rank; 9] = [
+        Rank::Six,
+        Rank::Seven,
+        Rank::Eight,
+        Rank::Nine,
+        Rank::Ten,
+        Rank::Jack,
+        Rank::Queen,
+        Rank::King,
+        Rank::Ace,
+    ];
+
+    /// A dense index in `0..9`, for tables indexed by rank.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The rank's letter as the UVa format writes it (`6`..`9`, `T`, `J`, `Q`, `K`, `A`).
+    pub fn symbol(self) -> char {
+        b"6789TJQKA"[self.index()] as char
+    }
+
+    fn from_symbol(c: char) -> Option<Rank> {
+        let i = "6789TJQKA".find(c.to_ascii_uppercase())?;
+        Some(Rank::ALL[i])
+    }
+}
+
+/// The four suits. The game ignores them; they matter only for telling cards apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Suit {
+    Spades,
+    Clubs,
+    Diamonds,
+    Hearts,
+}
+
+impl Suit {
+    /// All suits, in the order of their index.
+    pub const ALL: [Suit; 4] = [Suit::Spades, Suit::Clubs, Suit::Diamonds, Suit::Hearts];
+
+    /// A dense index in `0..4`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The suit's letter as the UVa format writes it.
+    pub fn symbol(self) -> char {
+        b"SCDH"[self.index()] as char
+    }
+
+    fn from_symbol(c: char) -> Option<Suit> {
+        let i = "SCDH".find(c.to_ascii_uppercase())?;
+        Some(Suit::ALL[i])
+    }
+}
+
+/// One card of the 36-card deck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Card {
+    pub rank: Rank,
+    pub suit: Suit,
+}
+
+impl Card {
+    /// A dense index in `0..36`, used to detect duplicates without allocating.
+    pub fn index(self) -> usize {
+        self.rank.index() * 4 + self.suit.index()
+    }
+
+    /// The whole deck, in the order of [`Card::index`].
+    pub const ALL: [Card; CARDS] = {
+        let mut all = [Card {
+            rank: Rank::Six,
+            suit: Suit::Spades,
+        }; CARDS];
+        let mut i = 0;
+        while i < CARDS {
+            all[i] = Card {
+                rank: Rank::ALL[i / 4],
+                suit: Suit::ALL[i % 4],
+            };
+            i += 1;
+        }
+        all
+    };
+}
+
+impl fmt::Display for Card {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.rank.symbol(), self.suit.symbol())
+    }
+}
+
+impl FromStr for Card {
+    type Err = ();
+
+    /// Accepts exactly two characters, rank then suit, in either case (`AS`, `as`, `tH`).
+    fn from_str(s: &str) -> Result<Card, ()> {
+        let mut chars = s.chars();
+        match (chars.next(), chars.next(), chars.next()) {
+            (Some(r), Some(s), None) => Ok(Card {
+                rank: Rank::from_symbol(r).ok_or(())?,
+                suit: Suit::from_symbol(s).ok_or(())?,
+            }),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Where a card lies: pile and position are 1-based, position 1 being the bottom card, as a person
+/// reading the deal would count them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub pile: usize,
+    pub position: usize,
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pile {}, position {}", self.pile, self.position)
+    }
+}
+
+/// Everything that can be wrong with one deal. Each variant says where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DealError {
+    /// A token that is not a card.
+    #[error(
+        "{place}: {token} is not a card (want a rank of 6 7 8 9 T J Q K A then a suit of S C D H, like AS)"
+    )]
+    BadCard { place: Place, token: Token },
+    /// A pile line that does not hold four cards.
+    #[error("pile {pile} has {found} cards; a pile has 4")]
+    PileSize { pile: usize, found: usize },
+    /// A deal that does not hold 36 cards in all.
+    #[error("the deal has {found} cards; a deal has 36 (9 piles of 4)")]
+    CardCount { found: usize },
+    /// A card that appears twice: a deal is one 36-card deck.
+    #[error("{card} appears twice, at {first} and at {second}; a deal is one 36-card deck")]
+    DuplicateCard {
+        card: Card,
+        first: Place,
+        second: Place,
+    },
+}
+
+/// What kind of mistake a [`DealError`] is, for protocols that report a code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DealErrorKind {
+    BadCard,
+    CardCount,
+    DuplicateCard,
+}
+
+impl DealError {
+    /// The error's kind: a wrong pile size is a card-count problem.
+    pub fn kind(&self) -> DealErrorKind {
+        match self {
+            DealError::BadCard { .. } => DealErrorKind::BadCard,
+            DealError::PileSize { .. } | DealError::CardCount { .. } => DealErrorKind::CardCount,
+            DealError::DuplicateCard { .. } => DealErrorKind::DuplicateCard,
+        }
+    }
+}
+
+/// A token quoted in an error message, made safe to print: control characters are escaped and a
+/// long token is cut, so a hostile 10 MB token costs a short line, not a flooded log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    const MAX_CHARS: usize = 16;
+
+    fn new(raw: &str) -> Token {
+        let mut shown: String = raw.chars().take(Self::MAX_CHARS).collect();
+        if raw.chars().nth(Self::MAX_CHARS).is_some() {
+            shown.push('…');
+        }
+        Token(shown)
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Debug formatting quotes the token and escapes control and invisible characters.
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// A validated deal: nine piles of four distinct cards, each pile bottom first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Deal {
+    piles: [[Card; PILE_HEIGHT]; PILES],
+}
+
+impl Deal {
+    /// Checks that the 36 cards form one deck and builds the deal.
+    pub fn new(piles: [[Card; PILE_HEIGHT]; PILES]) -> Result<Deal, DealError> {
+        let mut seen: [Option<Place>; CARDS] = [None; CARDS];
+        for (p, pile) in piles.iter().enumerate() {
+            for (i, card) in pile.iter().enumerate() {
+                let here = Place {
+                    pile: p + 1,
+                    position: i + 1,
+                };
+                match seen[card.index()] {
+                    Some(first) => {
+                        return Err(DealError::DuplicateCard {
+                            card: *card,
+                            first,
+                            second: here,
+                        });
+                    }
+                    None => seen[card.index()] = Some(here),
+                }
+            }
+        }
+        Ok(Deal { piles })
+    }
+
+    /// A uniformly shuffled deck dealt into nine piles. The same seed gives the same deals.
+    pub fn shuffled(rng: &mut fastrand::Rng) -> Deal {
+        let mut deck: [Card; CARDS] = std::array::from_fn(|i| Card::ALL[i]);
+        rng.shuffle(&mut deck);
+        let piles = std::array::from_fn(|p| std::array::from_fn(|i| deck[p * PILE_HEIGHT + i]));
+        Deal { piles }
+    }
+
+    /// The piles, each bottom card first.
+    pub fn piles(&self) -> &[[Card; PILE_HEIGHT]; PILES] {
+        &self.piles
+    }
+
+    /// Parses a deal written as 36 cards separated by any whitespace, pile by pile, each pile bottom
+    /// to top. This is the form the gRPC API carries; line breaks do not matter here.
+    pub fn parse(text: &str) -> Result<Deal, DealError> {
+        let mut builder = DealBuilder::default();
+        for token in text.split_whitespace() {
+            builder.push(token)?;
+        }
+        builder.finish()
+    }
+}
+
+impl FromStr for Deal {
+    type Err = DealError;
+
+    fn from_str(s: &str) -> Result<Deal, DealError> {
+        Deal::parse(s)
+    }
+}
+
+impl fmt::Display for Deal {
+    /// The UVa layout: one pile per line, bottom card first.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for pile in &self.piles {
+            writeln!(f, "{} {} {} {}", pile[0], pile[1], pile[2], pile[3])?;
+        }
+        Ok(())
+    }
+}
+
+/// Collects cards one token at a time, so that the string parser and the file reader report the
+/// same errors with the same places.
+pub(crate) struct DealBuilder {
+    cards: [Option<Card>; CARDS],
+    count: usize,
+}
+
+impl Default for DealBuilder {
+    fn default() -> Self {
+        DealBuilder {
+            cards: [None; CARDS],
+            count: 0,
+        }
+    }
+}
+
+impl DealBuilder {
+    /// Adds the next card; a token beyond the 36th is only counted.
+    pub(crate) fn push(&mut self, token: &str) -> Result<(), DealError> {
+        let place = Place {
+            pile: self.count / PILE_HEIGHT + 1,
+            position: self.count % PILE_HEIGHT + 1,
+        };
+        if self.count < CARDS {
+            let card = token.parse::<Card>().map_err(|()| DealError::BadCard {
+                place,
+                token: Token::new(token),
+            })?;
+            self.cards[self.count] = Some(card);
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    pub(crate) fn finish(self) -> Result<Deal, DealError> {
+        if self.count != CARDS {
+            return Err(DealError::CardCount { found: self.count });
+        }
+        let mut piles = [[Card {
+            rank: Rank::Six,
+            suit: Suit::Spades,
+        }; PILE_HEIGHT]; PILES];
+        for (i, card) in self.cards.iter().enumerate() {
+            // Every slot below `count` was filled by `push`.
+            if let Some(card) = card {
+                piles[i / PILE_HEIGHT][i % PILE_HEIGHT] = *card;
+            }
+        }
+        Deal::new(piles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "AS 9S 6C KS JC QH AC KH 7S QD JD KD QS TS JS 9H 6D TD AD 8S \
+                          QC TH KC 8D 8C 9D TC 7C 9C 7H JH 7D 8H 6S AH 6H";
+
+    #[test]
+    fn parses_a_deal_on_one_line_bottom_first() {
+        let deal = Deal::parse(SAMPLE).unwrap();
+        assert_eq!(deal.piles()[0][0].to_string(), "AS");
+        assert_eq!(deal.piles()[0][3].to_string(), "KS");
+        assert_eq!(deal.piles()[8][3].to_string(), "6H");
+    }
+
+    #[test]
+    fn accepts_lower_case_tabs_and_line_breaks() {
+        let messy = SAMPLE.to_lowercase().replace(' ', "\t\r\n ");
+        assert_eq!(Deal::parse(&messy), Deal::parse(SAMPLE));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        let deal = Deal::parse(SAMPLE).unwrap();
+        assert_eq!(Deal::parse(&deal.to_string()), Ok(deal));
+    }
+
+    #[test]
+    fn names_the_place_and_token_of_a_bad_card() {
+        let bad = SAMPLE.replacen("QD", "QX", 1);
+        let err = Deal::parse(&bad).unwrap_err();
+        assert_eq!(
+            err,
+            DealError::BadCard {
+                place: Place {
+                    pile: 3,
+                    position: 2
+                },
+                token: Token::new("QX")
+            }
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("pile 3, position 2") && msg.contains("\"QX\""), "{msg}");
+        assert_eq!(err.kind(), DealErrorKind::BadCard);
+    }
+
+    #[test]
+    fn counts_missing_and_extra_cards() {
+        let short: Vec<&str> = SAMPLE.split(' ').take(35).collect();
+        assert_eq!(
+            Deal::parse(&short.join(" ")),
+            Err(DealError::CardCount { found: 35 })
+        );
+        let long = format!("{SAMPLE} 6S");
+        assert_eq!(Deal::parse(&long), Err(DealError::CardCount { found: 37 }));
+        assert_eq!(Deal::parse(""), Err(DealError::CardCount { found: 0 }));
+    }
+
+    #[test]
+    fn finds_both_places_of_a_duplicate() {
+        let dup = SAMPLE.replacen("9S", "AS", 1);
+        match Deal::parse(&dup) {
+            Err(DealError::DuplicateCard {
+                card,
+                first,
+                second,
+            }) => {
+                assert_eq!(card.to_string(), "AS");
+                assert_eq!((first.pile, first.position), (1, 1));
+                assert_eq!((second.pile, second.position), (1, 2));
+            }
+            other => panic!("expected a duplicate, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn quotes_hostile_tokens_safely() {
+        let long = "Q\u{7}".repeat(1000);
+        let err = Deal::parse(&long).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.len() < 200, "{msg}");
+        assert!(msg.contains("\\u{7}"), "{msg}");
+    }
+
+    #[test]
+    fn rejects_tokens_that_are_almost_cards() {
+        for token in ["A", "ASS", "1S", "10S", "AZ", "ÄS", ""] {
+            assert!(token.parse::<Card>().is_err(), "{token:?}");
+        }
+        for (i, card) in Card::ALL.iter().enumerate() {
+            assert_eq!(card.index(), i);
+            assert_eq!(card.to_string().parse::<Card>(), Ok(*card));
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Exact win probabilities for Double Patience (UVa 1637), for whole streams of deals.
+//!
+//! # Layout
+//! Each layer uses only the ones above it in this list, so the engine never learns about gRPC and
+//! the service never touches a table.
+//! - [`deal`]: cards, deals, parsing and validation, and the UVa file reader.
+//! - [`solver`]: the engine. One [`solver::Solver`] owns one 5^9-entry table for life and solves a
+//!   deal without allocating.
+//! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
+//! - [`cli`]: the `patience` command line (`solve`, `gen`).
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod deal;
+pub mod pool;
+pub mod solver;

@@ -1,0 +1,5 @@
+//! The `patience` binary: everything lives in the library's `cli` module.
+
+fn main() -> std::process::ExitCode {
+    patience::cli::main()
+}

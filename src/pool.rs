@@ -1,0 +1,348 @@
+//! A bounded pool of solver threads, shared by everything that solves.
+//!
+//! Each worker is an OS thread that owns one [`Solver`] (and so one 5^9 table) for its whole life:
+//! solving is CPU-bound and allocation-free, so it belongs on dedicated threads rather than on an
+//! async runtime. Work enters through one bounded queue, which is where backpressure starts: a
+//! submitter waits (asynchronously, or by blocking) while the queue is full.
+//!
+//! A job's result comes back through a [`Ticket`]. Dropping the ticket cancels the job: a worker that
+//! takes a job whose ticket is gone skips it, so a stream whose client went away stops costing
+//! solver time as soon as its queued jobs reach the front.
+//!
+//! A job that panics is reported to its ticket as [`PoolError::Panicked`]; its worker then replaces
+//! its solver with a fresh one (the table may be half-written) and carries on, so the pool never
+//! shrinks.
+
+use std::any::Any;
+use std::future::Future;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::thread;
+
+use tokio::sync::oneshot;
+
+use crate::solver::Solver;
+
+/// Why a job produced no result.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    /// The job panicked; its worker has been given a fresh solver and goes on.
+    #[error("solver failed: {0}")]
+    Panicked(String),
+    /// The pool is shutting down and takes no more work.
+    #[error("the solver pool is shut down")]
+    Closed,
+}
+
+/// A queued unit of work. It reports whether it ran (false: its ticket was gone, so it was skipped).
+type Job = Box<dyn FnOnce(&mut Solver, &PoolStats) -> bool + Send>;
+
+/// Counters that outlive any one job; read them for metrics and tests.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    busy: AtomicUsize,
+    done: AtomicU64,
+    skipped: AtomicU64,
+    panicked: AtomicU64,
+}
+
+impl PoolStats {
+    /// Workers solving right now.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::Relaxed)
+    }
+    /// Jobs that ran (a batch cut short by cancellation counts here if it started).
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+    /// Jobs dropped unrun because their ticket was gone.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+    /// Items that panicked (each cost its worker a fresh solver, not its thread).
+    pub fn panicked(&self) -> u64 {
+        self.panicked.load(Ordering::Relaxed)
+    }
+}
+
+/// The pool. Dropping it stops taking work, lets the workers finish the queue, and joins them.
+pub struct Pool {
+    queue: async_channel::Sender<Job>,
+    workers: Vec<thread::JoinHandle<()>>,
+    stats: Arc<PoolStats>,
+}
+
+impl Pool {
+    /// Starts `workers` threads (at least one) behind a queue of `queue` jobs (at least one).
+    pub fn new(workers: usize, queue: usize) -> io::Result<Pool> {
+        let (tx, rx) = async_channel::bounded::<Job>(queue.max(1));
+        let stats = Arc::new(PoolStats::default());
+        let workers = (0..workers.max(1))
+            .map(|i| {
+                let rx = rx.clone();
+                let stats = stats.clone();
+                thread::Builder::new()
+                    .name(format!("solver-{i}"))
+                    .spawn(move || work(rx, stats))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Pool {
+            queue: tx,
+            workers,
+            stats,
+        })
+    }
+
+    /// The number of worker threads (and solver tables).
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Jobs waiting in the queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn stats(&self) -> &PoolStats {
+        &self.stats
+    }
+
+    /// Queues `f` to run on some worker's solver, waiting asynchronously while the queue is full.
+    pub async fn submit<T, F>(&self, f: F) -> Result<Ticket<T>, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Solver) -> T + Send + 'static,
+    {
+        let (job, ticket) = single(f);
+        self.queue.send(job).await.map_err(|_| PoolError::Closed)?;
+        Ok(ticket)
+    }
+
+    /// Queues `f`, blocking the calling thread while the queue is full. Not for async code.
+    pub fn submit_blocking<T, F>(&self, f: F) -> Result<Ticket<T>, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Solver) -> T + Send + 'static,
+    {
+        let (job, ticket) = single(f);
+        self.queue.send_blocking(job).map_err(|_| PoolError::Closed)?;
+        Ok(ticket)
+    }
+
+    /// Queues one job that applies `f` to each item in turn on one worker, so the per-job cost is
+    /// paid once per batch. Each item succeeds or panics on its own: a panic costs that item only.
+    /// If the ticket is dropped mid-batch, the rest of the batch is skipped.
+    pub async fn submit_batch<I, T, F>(&self, items: Vec<I>, f: F) -> Result<BatchTicket<T>, PoolError>
+    where
+        I: Send + 'static,
+        T: Send + 'static,
+        F: Fn(&mut Solver, I) -> T + Send + 'static,
+    {
+        let (job, ticket) = batch(items, f);
+        self.queue.send(job).await.map_err(|_| PoolError::Closed)?;
+        Ok(ticket)
+    }
+
+    /// [`submit_batch`](Pool::submit_batch) for plain threads: blocks while the queue is full.
+    pub fn submit_batch_blocking<I, T, F>(&self, items: Vec<I>, f: F) -> Result<BatchTicket<T>, PoolError>
+    where
+        I: Send + 'static,
+        T: Send + 'static,
+        F: Fn(&mut Solver, I) -> T + Send + 'static,
+    {
+        let (job, ticket) = batch(items, f);
+        self.queue.send_blocking(job).map_err(|_| PoolError::Closed)?;
+        Ok(ticket)
+    }
+}
+
+/// The result of a batch: one result per item, in order.
+pub type BatchTicket<T> = Ticket<Vec<Result<T, PoolError>>>;
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.queue.close();
+        for worker in self.workers.drain(..) {
+            // A worker never panics itself (jobs are caught), so there is nothing to report.
+            let _ = worker.join();
+        }
+    }
+}
+
+fn single<T, F>(f: F) -> (Job, Ticket<T>)
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Solver) -> T + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: Job = Box::new(move |solver, stats| {
+        if tx.is_closed() {
+            return false;
+        }
+        let _ = tx.send(guarded(solver, stats, f));
+        true
+    });
+    (job, Ticket { rx })
+}
+
+fn batch<I, T, F>(items: Vec<I>, f: F) -> (Job, BatchTicket<T>)
+where
+    I: Send + 'static,
+    T: Send + 'static,
+    F: Fn(&mut Solver, I) -> T + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job: Job = Box::new(move |solver, stats| {
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            if tx.is_closed() {
+                return !results.is_empty();
+            }
+            results.push(guarded(solver, stats, |s| f(s, item)));
+        }
+        let _ = tx.send(Ok(results));
+        true
+    });
+    (job, Ticket { rx })
+}
+
+/// Runs `f`, turning a panic into an error and giving the worker a fresh solver, since the panic
+/// may have left the table half-written.
+fn guarded<T>(
+    solver: &mut Solver,
+    stats: &PoolStats,
+    f: impl FnOnce(&mut Solver) -> T,
+) -> Result<T, PoolError> {
+    catch_unwind(AssertUnwindSafe(|| f(solver))).map_err(|payload| {
+        *solver = Solver::new();
+        stats.panicked.fetch_add(1, Ordering::Relaxed);
+        PoolError::Panicked(panic_message(&*payload))
+    })
+}
+
+fn work(queue: async_channel::Receiver<Job>, stats: Arc<PoolStats>) {
+    let mut solver = Solver::new();
+    while let Ok(job) = queue.recv_blocking() {
+        stats.busy.fetch_add(1, Ordering::Relaxed);
+        let ran = job(&mut solver, &stats);
+        stats.busy.fetch_sub(1, Ordering::Relaxed);
+        let counter = if ran { &stats.done } else { &stats.skipped };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// The pending result of one job. Await it, or [`wait`](Ticket::wait) for it from a plain thread.
+/// Dropping it cancels the job if no worker has started it yet.
+#[must_use = "dropping a ticket cancels its job"]
+pub struct Ticket<T> {
+    rx: oneshot::Receiver<Result<T, PoolError>>,
+}
+
+impl<T> Ticket<T> {
+    /// Blocks the calling thread until the job has run. Not for async code.
+    pub fn wait(self) -> Result<T, PoolError> {
+        self.rx.blocking_recv().unwrap_or(Err(PoolError::Closed))
+    }
+}
+
+impl<T> Future for Ticket<T> {
+    type Output = Result<T, PoolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(PoolError::Closed)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn returns_results_to_their_submitter() {
+        let pool = Pool::new(2, 4).unwrap();
+        let tickets: Vec<_> = (0..20)
+            .map(|i| pool.submit_blocking(move |_| i * 2).unwrap())
+            .collect();
+        let got: Vec<_> = tickets.into_iter().map(|t| t.wait().unwrap()).collect();
+        assert_eq!(got, (0..20).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_panicking_job_reports_an_error_and_the_pool_keeps_its_workers() {
+        let pool = Pool::new(2, 4).unwrap();
+        let bad = pool
+            .submit_blocking(|_| -> u32 { panic!("injected fault") })
+            .unwrap();
+        assert_eq!(
+            bad.wait(),
+            Err(PoolError::Panicked("injected fault".into()))
+        );
+        // Both workers still answer, concurrently: two jobs that each wait for the other to start.
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let tickets: Vec<_> = (0..2)
+            .map(|_| {
+                let b = barrier.clone();
+                pool.submit_blocking(move |_| b.wait().is_leader()).unwrap()
+            })
+            .collect();
+        let leaders = tickets.into_iter().map(|t| t.wait());
+        assert_eq!(leaders.filter(|r| *r == Ok(true)).count(), 1);
+        assert_eq!(pool.stats().panicked(), 1);
+    }
+
+    #[test]
+    fn a_job_whose_ticket_is_dropped_is_skipped() {
+        let pool = Pool::new(1, 8).unwrap();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let blocker = pool
+            .submit_blocking(move |_| release_rx.recv_timeout(Duration::from_secs(10)).is_ok())
+            .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..5 {
+            let ran = ran.clone();
+            drop(pool.submit_blocking(move |_| ran.fetch_add(1, Ordering::SeqCst)));
+        }
+        release_tx.send(()).unwrap();
+        assert_eq!(blocker.wait(), Ok(true));
+        let last = pool.submit_blocking(|_| ()).unwrap();
+        last.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(pool.stats().skipped(), 5);
+    }
+
+    #[test]
+    fn submitters_wait_while_the_queue_is_full() {
+        let pool = Arc::new(Pool::new(1, 1).unwrap());
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let _busy = pool
+            .submit_blocking(move |_| release_rx.recv_timeout(Duration::from_secs(10)))
+            .unwrap();
+        let _queued = pool.submit_blocking(|_| ()).unwrap();
+        // The queue (capacity 1) is full and the only worker is busy: the next submit must wait.
+        let p = pool.clone();
+        let start = Instant::now();
+        let waiter = thread::spawn(move || p.submit_blocking(|_| ()).map(|t| t.wait()));
+        thread::sleep(Duration::from_millis(100));
+        assert!(!waiter.is_finished(), "submit did not wait for queue space");
+        release_tx.send(()).unwrap();
+        assert!(matches!(waiter.join().unwrap(), Ok(Ok(()))));
+        assert!(start.elapsed() >= Duration::from_millis(100));
+    }
+}
