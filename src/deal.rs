@@ -395,7 +395,10 @@ mod tests {
             }
         );
         let msg = err.to_string();
-        assert!(msg.contains("pile 3, position 2") && msg.contains("\"QX\""), "{msg}");
+        assert!(
+            msg.contains("pile 3, position 2") && msg.contains("\"QX\""),
+            "{msg}"
+        );
         assert_eq!(err.kind(), DealErrorKind::BadCard);
     }
 

@@ -129,14 +129,20 @@ impl Pool {
         F: FnOnce(&mut Solver) -> T + Send + 'static,
     {
         let (job, ticket) = single(f);
-        self.queue.send_blocking(job).map_err(|_| PoolError::Closed)?;
+        self.queue
+            .send_blocking(job)
+            .map_err(|_| PoolError::Closed)?;
         Ok(ticket)
     }
 
     /// Queues one job that applies `f` to each item in turn on one worker, so the per-job cost is
     /// paid once per batch. Each item succeeds or panics on its own: a panic costs that item only.
     /// If the ticket is dropped mid-batch, the rest of the batch is skipped.
-    pub async fn submit_batch<I, T, F>(&self, items: Vec<I>, f: F) -> Result<BatchTicket<T>, PoolError>
+    pub async fn submit_batch<I, T, F>(
+        &self,
+        items: Vec<I>,
+        f: F,
+    ) -> Result<BatchTicket<T>, PoolError>
     where
         I: Send + 'static,
         T: Send + 'static,
@@ -148,14 +154,20 @@ impl Pool {
     }
 
     /// [`submit_batch`](Pool::submit_batch) for plain threads: blocks while the queue is full.
-    pub fn submit_batch_blocking<I, T, F>(&self, items: Vec<I>, f: F) -> Result<BatchTicket<T>, PoolError>
+    pub fn submit_batch_blocking<I, T, F>(
+        &self,
+        items: Vec<I>,
+        f: F,
+    ) -> Result<BatchTicket<T>, PoolError>
     where
         I: Send + 'static,
         T: Send + 'static,
         F: Fn(&mut Solver, I) -> T + Send + 'static,
     {
         let (job, ticket) = batch(items, f);
-        self.queue.send_blocking(job).map_err(|_| PoolError::Closed)?;
+        self.queue
+            .send_blocking(job)
+            .map_err(|_| PoolError::Closed)?;
         Ok(ticket)
     }
 }

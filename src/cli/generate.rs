@@ -9,7 +9,9 @@ use super::output::Status;
 use crate::deal::Deal;
 
 pub fn run(args: &GenArgs) -> anyhow::Result<Status> {
-    let mut rng = args.seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
+    let mut rng = args
+        .seed
+        .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let mut out = BufWriter::new(io::stdout().lock());
     for _ in 0..args.count {
         match write!(out, "{}", Deal::shuffled(&mut rng)) {

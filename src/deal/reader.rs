@@ -219,7 +219,10 @@ mod tests {
         let broken = SAMPLE.replacen("JD", "JX", 1);
         let got = read(&format!("{SAMPLE}\n{broken}"));
         let err = got[1].as_ref().unwrap_err();
-        assert!(err.starts_with("deal 2 (line 13): pile 3, position 3: \"JX\""), "{err}");
+        assert!(
+            err.starts_with("deal 2 (line 13): pile 3, position 3: \"JX\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -227,7 +230,10 @@ mod tests {
         let broken = SAMPLE.replacen("6H", "AS", 1);
         let got = read(&broken);
         let err = got[0].as_ref().unwrap_err();
-        assert!(err.starts_with("deal 1 (line 9): AS appears twice"), "{err}");
+        assert!(
+            err.starts_with("deal 1 (line 9): AS appears twice"),
+            "{err}"
+        );
     }
 
     #[test]
