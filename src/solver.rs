@@ -223,12 +223,12 @@ impl Solver {
             self.heights[p] = PILE_HEIGHT as u8;
         }
         self.left = seen;
-        for r in 0..9 {
-            for a in 0..4 {
-                for b in 0..4 {
+        for (dead, piles) in self.dead.iter_mut().zip(&piles_of) {
+            for (a, row) in dead.iter_mut().enumerate() {
+                for (b, cell) in row.iter_mut().enumerate() {
                     let mut rest = (0..4).filter(|&c| c != a && c != b);
-                    self.dead[r][a][b] = match (rest.next(), rest.next()) {
-                        (Some(c), Some(d)) if a != b => piles_of[r][c] == piles_of[r][d],
+                    *cell = match (rest.next(), rest.next()) {
+                        (Some(c), Some(d)) if a != b => piles[c] == piles[d],
                         _ => false,
                     };
                 }
@@ -241,7 +241,7 @@ impl Solver {
     fn winnable_by_counts(&self) -> bool {
         (0..9u8).all(|r| {
             let total = self.left[usize::from(r)];
-            total % 2 == 0
+            total.is_multiple_of(2)
                 && (0..PILES).all(|p| {
                     let here = self.tops[p][1..=usize::from(self.heights[p])]
                         .iter()
