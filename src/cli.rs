@@ -7,9 +7,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod batches;
+mod client;
 mod generate;
 mod input;
 mod output;
+mod serve;
 mod solve;
 
 pub use output::Status;
@@ -26,8 +28,93 @@ pub struct Cli {
 pub enum Command {
     /// Solve deal files in this process and print one probability per deal, in input order.
     Solve(SolveArgs),
+    /// Run the gRPC daemon (patience.v1.Solver, with health and reflection).
+    Serve(ServeArgs),
+    /// Stream deal files to a running daemon; prints exactly what `solve` prints.
+    Client(ClientArgs),
     /// Write uniformly shuffled deals in the UVa format.
     Gen(GenArgs),
+}
+
+/// How the daemon writes its logs (to standard error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Flags of `patience serve`. Each can also come from the environment variable named beside it.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port (the log says which).
+    #[arg(long, env = "PATIENCE_ADDR", default_value = "127.0.0.1:50051")]
+    pub addr: std::net::SocketAddr,
+    /// Solver threads, each with its own table [default: the number of cores].
+    #[arg(long, env = "PATIENCE_WORKERS")]
+    pub workers: Option<NonZeroUsize>,
+    /// Largest request message accepted, in bytes (a deal is under 200 bytes).
+    #[arg(long, env = "PATIENCE_MAX_MESSAGE_BYTES", default_value_t = 4 << 20)]
+    pub max_message_bytes: usize,
+    /// Most deals one request may carry.
+    #[arg(long, env = "PATIENCE_MAX_DEALS_PER_REQUEST", default_value_t = 10_000)]
+    pub max_deals_per_request: usize,
+    /// Unanswered deals one stream may have before the server stops reading it.
+    #[arg(long, env = "PATIENCE_MAX_IN_FLIGHT", default_value_t = 4_096)]
+    pub max_in_flight: usize,
+    /// Most concurrent calls on one HTTP/2 connection.
+    #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 64)]
+    pub max_concurrent_streams: u32,
+    /// HTTP/2 keepalive ping interval (e.g. 60s, 500ms).
+    #[arg(long, env = "PATIENCE_KEEPALIVE_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    pub keepalive_interval: std::time::Duration,
+    /// How long a keepalive ping may go unanswered before the connection is dropped.
+    #[arg(long, env = "PATIENCE_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub keepalive_timeout: std::time::Duration,
+    /// On SIGTERM/SIGINT, how long streams in flight may take to finish before they end with
+    /// UNAVAILABLE.
+    #[arg(long, env = "PATIENCE_DRAIN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub drain_timeout: std::time::Duration,
+    /// Log format; filter with RUST_LOG (default: info).
+    #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Flags of `patience client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// The daemon's address.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    pub addr: String,
+    /// Deals per request message.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch: u32,
+    /// Decimals printed per probability (6 matches the UVa judge).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
+    pub precision: u8,
+    /// UVa-format deal files; standard input when none is given or for "-".
+    pub files: Vec<PathBuf>,
+}
+
+/// Reads a duration such as `30s`, `500ms`, `2m` or a plain number of seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (text, 1.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (try 30s, 500ms or 2m)"))?;
+    std::time::Duration::try_from_secs_f64(value * scale)
+        .map_err(|_| format!("{text:?} is not a duration (try 30s, 500ms or 2m)"))
 }
 
 /// Flags of `patience solve`.
@@ -60,6 +147,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Solve(args) => solve::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Client(args) => client::run(&args),
         Command::Gen(args) => generate::run(&args),
     };
     match result {
@@ -69,9 +158,4 @@ pub fn main() -> ExitCode {
             Status::Trouble.into()
         }
     }
-}
-
-/// The default number of solver workers: one per core.
-pub fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }

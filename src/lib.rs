@@ -7,10 +7,16 @@
 //! - [`solver`]: the engine. One [`solver::Solver`] owns one 5^9-entry table for life and solves a
 //!   deal without allocating.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
-//! - [`cli`]: the `patience` command line (`solve`, `gen`).
+//! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
+//! - [`server`]: the daemon's wiring: health, reflection, limits, graceful shutdown.
+//! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
+//! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
 #![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod deal;
 pub mod pool;
+pub mod proto;
+pub mod server;
+pub mod service;
 pub mod solver;

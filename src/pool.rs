@@ -27,6 +27,11 @@ use tokio::sync::oneshot;
 
 use crate::solver::Solver;
 
+/// The default number of workers: one per core, since solving is CPU-bound.
+pub fn default_workers() -> usize {
+    thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
 /// Why a job produced no result.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {

@@ -13,8 +13,8 @@ use anyhow::Context as _;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
 use super::output::{Status, error_line, probability_line};
-use super::{SolveArgs, default_workers};
-use crate::pool::{BatchTicket, Pool};
+use super::SolveArgs;
+use crate::pool::{BatchTicket, Pool, default_workers};
 use crate::solver::Solver;
 
 /// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible

@@ -1,0 +1,92 @@
+//! `patience serve`: logging, binding, signals; the daemon itself is [`crate::server`].
+
+use std::io::IsTerminal as _;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+use super::output::Status;
+use super::{LogFormat, ServeArgs};
+use crate::server::{self, ServerConfig};
+use crate::service::Limits;
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
+    init_logging(args.log_format)?;
+    let config = ServerConfig {
+        workers: args
+            .workers
+            .map_or_else(crate::pool::default_workers, |n| n.get()),
+        limits: Limits {
+            max_deals_per_request: args.max_deals_per_request,
+            max_in_flight: args.max_in_flight.max(1),
+            ..Limits::default()
+        },
+        max_message_bytes: args.max_message_bytes,
+        max_concurrent_streams: args.max_concurrent_streams,
+        keepalive_interval: args.keepalive_interval,
+        keepalive_timeout: args.keepalive_timeout,
+        drain_timeout: args.drain_timeout,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("patience-io")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let bound = listener.local_addr().context("cannot read the bound address")?;
+        tracing::info!(
+            addr = %bound,
+            workers = config.workers,
+            max_message_bytes = config.max_message_bytes,
+            max_deals_per_request = config.limits.max_deals_per_request,
+            max_in_flight = config.limits.max_in_flight,
+            max_concurrent_streams = config.max_concurrent_streams,
+            drain_timeout_s = config.drain_timeout.as_secs_f64(),
+            "listening on {bound}"
+        );
+        server::run(listener, config, shutdown_signal()).await?;
+        tracing::info!("stopped");
+        Ok(Status::Ok)
+    })
+}
+
+fn init_logging(format: LogFormat) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+/// Completes on the first SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

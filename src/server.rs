@@ -1,0 +1,145 @@
+//! Wiring the daemon: the solver service with health and reflection beside it, the transport
+//! limits, and a graceful shutdown with a time limit.
+//!
+//! [`run`] takes a bound listener and a shutdown future, so tests start it on port 0 and stop it
+//! at will, exactly as `patience serve` does with SIGTERM.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::pool::Pool;
+use crate::proto::solver_server::SolverServer;
+use crate::service::{Lifecycle, Limits, SolverService};
+
+/// Everything `serve` can be told, with the defaults a daemon on one machine wants.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Solver threads, each with its own table.
+    pub workers: usize,
+    pub limits: Limits,
+    /// Largest request message accepted, in bytes (a deal is under 200 bytes).
+    pub max_message_bytes: usize,
+    /// Concurrent calls one HTTP/2 connection may have open.
+    pub max_concurrent_streams: u32,
+    /// Interval of HTTP/2 keepalive pings to idle clients, so dead peers are noticed.
+    pub keepalive_interval: Duration,
+    /// How long a keepalive ping may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// How long calls in flight may take to finish once shutdown begins.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            workers: crate::pool::default_workers(),
+            limits: Limits::default(),
+            max_message_bytes: 4 << 20,
+            max_concurrent_streams: 64,
+            keepalive_interval: Duration::from_secs(60),
+            keepalive_timeout: Duration::from_secs(20),
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why the server stopped other than by being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot start the solver threads: {0}")]
+    Pool(#[source] std::io::Error),
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("transport failed: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// Serves until `shutdown` completes, then drains: health turns NOT_SERVING, the listener closes
+/// and new calls are refused, calls in flight may finish within `drain_timeout`, and whatever is
+/// still running after that ends with `UNAVAILABLE`.
+pub async fn run(
+    listener: TcpListener,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let pool = Arc::new(Pool::new(config.workers, 2 * config.workers).map_err(ServerError::Pool)?);
+    let (lifecycle, control) = Lifecycle::new();
+    let service = SolverService::new(pool.clone(), config.limits.clone(), lifecycle);
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<SolverServer<SolverService>>().await;
+
+    // grpcurl speaks only v1alpha, buf curl v1: serve both.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
+
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(config.keepalive_interval));
+
+    let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
+    let control = Arc::new(control);
+    let signal = {
+        let control = control.clone();
+        let health = health.clone();
+        async move {
+            shutdown.await;
+            // Balancers watching health stop routing here before the listener goes away.
+            health.set_not_serving::<SolverServer<SolverService>>().await;
+            health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+            control.start_draining();
+            tracing::info!("shutting down: draining calls in flight");
+            let _ = began_tx.send(());
+        }
+    };
+
+    let solver = SolverServer::new(service)
+        .max_decoding_message_size(config.max_message_bytes)
+        .max_encoding_message_size(usize::MAX);
+    let server = Server::builder()
+        .max_concurrent_streams(Some(config.max_concurrent_streams))
+        .http2_keepalive_interval(Some(config.keepalive_interval))
+        .http2_keepalive_timeout(Some(config.keepalive_timeout))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(solver)
+        .serve_with_incoming_shutdown(incoming, signal);
+    tokio::pin!(server);
+
+    tokio::select! {
+        result = &mut server => return result.map_err(ServerError::from),
+        _ = began_rx => {}
+    }
+    // tonic waits for every connection without a limit (grpc/grpc-rust#1820): impose ours.
+    match tokio::time::timeout(config.drain_timeout, &mut server).await {
+        Ok(result) => {
+            tracing::info!("drained; stopping");
+            result.map_err(ServerError::from)
+        }
+        Err(_) => {
+            tracing::warn!(
+                drain_timeout_s = config.drain_timeout.as_secs_f64(),
+                "drain timeout reached; ending the calls still in flight with UNAVAILABLE"
+            );
+            control.abort_calls();
+            match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
+                Ok(result) => result.map_err(ServerError::from),
+                Err(_) => {
+                    tracing::warn!("connections still open after the calls ended; closing them");
+                    Ok(())
+                }
+            }
+        }
+    }
+}
