@@ -64,7 +64,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PATIENCE_MAX_IN_FLIGHT", default_value_t = 4_096)]
     pub max_in_flight: usize,
     /// Most concurrent calls on one HTTP/2 connection.
-    #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 64)]
+    #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 32)]
     pub max_concurrent_streams: u32,
     /// HTTP/2 keepalive ping interval (e.g. 60s, 500ms).
     #[arg(long, env = "PATIENCE_KEEPALIVE_INTERVAL", default_value = "60s", value_parser = parse_duration)]

@@ -14,7 +14,22 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::pool::Pool;
 use crate::proto::solver_server::SolverServer;
-use crate::service::{Lifecycle, Limits, SolverService};
+use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
+
+/// HTTP/2 receive window per stream. This is what a stream whose reading has been paused (its
+/// in-flight window is full) may still buffer in the server, so it bounds memory per stream.
+///
+/// It must also stay small for a reason of h2's own: h2 charges every small DATA frame it buffers
+/// against a per-connection budget of half the connection window, and closes the whole connection
+/// (GOAWAY `ENHANCE_YOUR_CALM`, "too_many_data_frames") when the budget runs out. A client that
+/// streams one deal per message (frames of ~120 bytes, charged ~136 each) to a server that has
+/// paused reading would hit that with hyper's 1 MiB windows; with these windows, 32 paused streams
+/// of one connection buffer at most 2 MiB of frames, charged under 5 MiB, within the 8 MiB
+/// budget.
+pub const STREAM_WINDOW: u32 = 64 << 10;
+/// HTTP/2 receive window per connection: large, so that the small-frame budget (half of it) is
+/// never what stops a well-behaved client; the per-stream windows bound the memory.
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
 
 /// Everything `serve` can be told, with the defaults a daemon on one machine wants.
 #[derive(Clone, Debug)]
@@ -22,8 +37,6 @@ pub struct ServerConfig {
     /// Solver threads, each with its own table.
     pub workers: usize,
     pub limits: Limits,
-    /// Largest request message accepted, in bytes (a deal is under 200 bytes).
-    pub max_message_bytes: usize,
     /// Concurrent calls one HTTP/2 connection may have open.
     pub max_concurrent_streams: u32,
     /// Interval of HTTP/2 keepalive pings to idle clients, so dead peers are noticed.
@@ -39,8 +52,7 @@ impl Default for ServerConfig {
         ServerConfig {
             workers: crate::pool::default_workers(),
             limits: Limits::default(),
-            max_message_bytes: 4 << 20,
-            max_concurrent_streams: 64,
+            max_concurrent_streams: 32,
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
@@ -67,7 +79,18 @@ pub async fn run(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let pool = Arc::new(Pool::new(config.workers, 2 * config.workers).map_err(ServerError::Pool)?);
+    let pool = Pool::new(config.workers, 2 * config.workers).map_err(ServerError::Pool)?;
+    run_with_pool(listener, Arc::new(pool), config, shutdown).await
+}
+
+/// [`run`] on a pool the caller made, for callers (and tests) that watch the pool's counters.
+/// `config.workers` is ignored.
+pub async fn run_with_pool(
+    listener: TcpListener,
+    pool: Arc<Pool>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
     let (lifecycle, control) = Lifecycle::new();
     let service = SolverService::new(pool.clone(), config.limits.clone(), lifecycle);
 
@@ -95,8 +118,12 @@ pub async fn run(
         async move {
             shutdown.await;
             // Balancers watching health stop routing here before the listener goes away.
-            health.set_not_serving::<SolverServer<SolverService>>().await;
-            health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+            health
+                .set_not_serving::<SolverServer<SolverService>>()
+                .await;
+            health
+                .set_service_status("", tonic_health::ServingStatus::NotServing)
+                .await;
             control.start_draining();
             tracing::info!("shutting down: draining calls in flight");
             let _ = began_tx.send(());
@@ -104,10 +131,16 @@ pub async fn run(
     };
 
     let solver = SolverServer::new(service)
-        .max_decoding_message_size(config.max_message_bytes)
+        .max_decoding_message_size(config.limits.max_message_bytes)
         .max_encoding_message_size(usize::MAX);
+    let limit = config.limits.max_message_bytes;
     let server = Server::builder()
+        .layer(tower::util::MapResponseLayer::new(
+            move |response: http::Response<tonic::body::Body>| too_large_status(response, limit),
+        ))
         .max_concurrent_streams(Some(config.max_concurrent_streams))
+        .initial_stream_window_size(Some(STREAM_WINDOW))
+        .initial_connection_window_size(Some(CONNECTION_WINDOW))
         .http2_keepalive_interval(Some(config.keepalive_interval))
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
         .add_service(health_service)
@@ -142,4 +175,28 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Rewrites tonic's `OUT_OF_RANGE` answer to a unary request over the size limit (sent before our
+/// handler runs, as a trailers-only response) into [`message_too_large`]. Streaming calls are
+/// mapped in the service, where the error surfaces.
+fn too_large_status(
+    mut response: http::Response<tonic::body::Body>,
+    limit: usize,
+) -> http::Response<tonic::body::Body> {
+    let headers = response.headers_mut();
+    let tonic_too_large = match (headers.get("grpc-status"), headers.get("grpc-message")) {
+        (Some(code), Some(message)) => {
+            let code = tonic::Code::from_bytes(code.as_bytes());
+            // grpc-message is percent-encoded; tonic's text needs only the spaces back.
+            let message = String::from_utf8_lossy(message.as_bytes()).replace("%20", " ");
+            is_tonic_too_large(code, &message)
+        }
+        _ => false,
+    };
+    if tonic_too_large {
+        // Only fails for a message that cannot be a header; ours can.
+        let _ = message_too_large(limit).add_header(headers);
+    }
+    response
 }

@@ -5,18 +5,18 @@
 //!
 //! # Flow control
 //! Each `SolveStream` call runs one task that alternates between reading the next request and
-//! forwarding the oldest finished response. It reads only while fewer than
-//! [`Limits::max_in_flight`] deals of that call are unanswered, and it forwards through a small
-//! bounded channel. So a client that sends faster than the workers solve, or reads slower, fills
-//! its own window and then HTTP/2 flow control holds it back; the server's memory per call stays
-//! bounded and other calls are not slowed.
+//! forwarding the oldest finished response. It reads a request only when the call has fewer than
+//! [`Limits::max_in_flight`] deals read but not yet handed to the transport. So a client that
+//! sends faster than the workers solve, or reads slower, fills its own window and then HTTP/2
+//! flow control holds it back; the server's memory per call stays bounded and other calls are not
+//! slowed. (What the transport has taken is bounded by the client's HTTP/2 receive window: a
+//! client that stops reading lets the server solve that much further ahead, no more.)
 //!
 //! # Cancellation
 //! When the client cancels, its deadline passes or its connection drops, tonic drops the response
 //! stream; the call's task sees that, stops, and drops its pool tickets, so its queued batches are
 //! skipped and a batch being solved stops after the current deal.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::{FutureExt, Stream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::deal::{Deal, DealError, DealErrorKind};
 use crate::pool::{Pool, PoolError};
@@ -40,6 +40,8 @@ use crate::solver::Solver;
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]
 pub struct Limits {
+    /// Largest request message, in bytes; more is `RESOURCE_EXHAUSTED` (a deal is under 200).
+    pub max_message_bytes: usize,
     /// Deals one request may carry; more is `INVALID_ARGUMENT`.
     pub max_deals_per_request: usize,
     /// Unanswered deals one `SolveStream` call may have before the server stops reading it.
@@ -52,6 +54,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            max_message_bytes: 4 << 20,
             max_deals_per_request: 10_000,
             max_in_flight: 4_096,
             batch: 32,
@@ -142,7 +145,8 @@ impl SolverService {
     }
 
     /// Validates a request's deals and queues the valid ones on the pool, waiting for queue space.
-    /// Returns the future of its response, numbered from `first_index`.
+    /// Returns the future of its response, numbered from `first_index`. Dropping this future
+    /// while it waits for queue space drops the tickets already taken, so nothing it queued runs.
     async fn start(
         &self,
         request: SolveRequest,
@@ -211,6 +215,9 @@ impl SolverService {
     }
 }
 
+/// A request queued on the pool: the future of its response, or why it could not be queued.
+type Started = Result<BoxFuture<'static, Answered>, Status>;
+
 /// A finished response and how many of its deals failed, for the call's log line.
 struct Answered {
     response: SolveResponse,
@@ -222,6 +229,21 @@ fn internal(e: &PoolError) -> Outcome {
         code: ErrorCode::Internal as i32,
         message: format!("internal error: {e}"),
     })
+}
+
+/// The status for a request message over [`Limits::max_message_bytes`]. tonic reports it as
+/// `OUT_OF_RANGE`; the gRPC spec, and every other implementation, says `RESOURCE_EXHAUSTED`, and a
+/// user needs to know which limit to raise or how to split the request.
+pub fn message_too_large(limit: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "the request message is larger than the limit of {limit} bytes (server flag \
+         --max-message-bytes); send fewer deals per request"
+    ))
+}
+
+/// Whether `status` is tonic's own report of a message over the receive limit.
+pub fn is_tonic_too_large(code: Code, message: &str) -> bool {
+    code == Code::OutOfRange && message.contains("message length too large")
 }
 
 /// The wire form of a deal's error.
@@ -240,9 +262,9 @@ pub fn deal_error(e: &DealError) -> ProtoDealError {
 /// The response stream of `SolveStream`.
 pub type ResponseStream = Pin<Box<dyn Stream<Item = Result<SolveResponse, Status>> + Send>>;
 
-/// Responses a call may have finished but the client not yet read: small, since the in-flight
-/// window already keeps the workers busy.
-const OUTBOX: usize = 4;
+/// What a call's task hands to tonic: a response with the in-flight permits of its deals, which
+/// are returned only when tonic takes the response for sending.
+type Outgoing = Result<(SolveResponse, OwnedSemaphorePermit), Status>;
 
 #[tonic::async_trait]
 impl proto::solver_server::Solver for SolverService {
@@ -255,9 +277,12 @@ impl proto::solver_server::Solver for SolverService {
         self.admit()?;
         let peer = request.remote_addr();
         let inbound = request.into_inner();
-        let (tx, rx) = mpsc::channel(OUTBOX);
+        // Every queued response holds at least one permit, so this capacity is never the limit.
+        let (tx, rx) = mpsc::channel::<Outgoing>(self.limits.max_in_flight.max(1));
         tokio::spawn(self.clone().run_stream(inbound, tx, peer));
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let responses =
+            ReceiverStream::new(rx).map(|item| item.map(|(response, _permit)| response));
+        Ok(Response::new(Box::pin(responses)))
     }
 
     async fn solve(
@@ -285,17 +310,44 @@ impl proto::solver_server::Solver for SolverService {
 
 impl SolverService {
     /// Runs one `SolveStream` call to its end and logs one line about it.
+    ///
+    /// Each request takes one permit per deal (at least one) from the call's in-flight budget
+    /// before it is read further; the permits come back only when tonic takes its response for
+    /// sending. So deals read but not yet handed to the transport never exceed `max_in_flight`,
+    /// whether the workers or the client's reading are the bottleneck.
     async fn run_stream(
         self,
         mut inbound: Streaming<SolveRequest>,
-        tx: mpsc::Sender<Result<SolveResponse, Status>>,
+        tx: mpsc::Sender<Outgoing>,
         peer: Option<SocketAddr>,
     ) {
         let started = Instant::now();
+        let max_in_flight = self.limits.max_in_flight.max(1);
+        let budget = Arc::new(Semaphore::new(max_in_flight));
         let mut abort = self.lifecycle.abort.clone();
-        let mut in_flight: FuturesOrdered<BoxFuture<'static, Answered>> = FuturesOrdered::new();
-        let mut in_flight_deals = VecDeque::new();
-        let mut unanswered = 0usize;
+        let mut in_flight: FuturesOrdered<BoxFuture<'static, (Answered, OwnedSemaphorePermit)>> =
+            FuturesOrdered::new();
+        // A request read from the client, waiting for its permits.
+        let mut waiting: Option<SolveRequest> = None;
+        // Requests with their permits go to a helper task that queues their batches on the pool
+        // one request after another (queueing waits while the pool's queue is full); it hands back
+        // each response's future in order. Meanwhile this loop goes on reading and forwarding.
+        let (submit_tx, mut submit_rx) =
+            mpsc::unbounded_channel::<(SolveRequest, u64, OwnedSemaphorePermit)>();
+        let (started_tx, mut started_rx) =
+            mpsc::unbounded_channel::<(Started, OwnedSemaphorePermit)>();
+        let _submitter = AbortOnDrop(tokio::spawn({
+            let service = self.clone();
+            async move {
+                while let Some((request, first_index, permit)) = submit_rx.recv().await {
+                    let started = service.start(request, first_index).await;
+                    if started_tx.send((started, permit)).is_err() {
+                        break;
+                    }
+                }
+            }
+        }));
+        let mut submitting = 0usize;
         let mut next_index = 0u64;
         let mut answered = 0u64;
         let mut errors = 0u64;
@@ -303,13 +355,16 @@ impl SolverService {
         // A status to end the call with once every earlier response has been sent.
         let mut failure: Option<Status> = None;
         let end = loop {
-            if !reading && in_flight.is_empty() {
+            if !reading && waiting.is_none() && submitting == 0 && in_flight.is_empty() {
                 if let Some(status) = failure.take() {
                     let _ = tx.send(Err(status)).await;
                     break "ended with an error";
                 }
                 break "completed";
             }
+            let cost = waiting
+                .as_ref()
+                .map_or(1, |r| r.deals.len().clamp(1, max_in_flight)) as u32;
             tokio::select! {
                 biased;
                 _ = tx.closed() => break "cancelled by the client",
@@ -322,40 +377,57 @@ impl SolverService {
                     let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
                     break "aborted by shutdown";
                 }
-                Some(done) = in_flight.next() => {
-                    unanswered -= in_flight_deals.pop_front().unwrap_or(0);
+                Some((done, permit)) = in_flight.next() => {
                     answered += done.response.results.len() as u64;
                     errors += done.errors;
-                    if tx.send(Ok(done.response)).await.is_err() {
+                    if tx.send(Ok((done.response, permit))).await.is_err() {
                         break "cancelled by the client";
                     }
                 }
-                message = inbound.message(), if reading && unanswered < self.limits.max_in_flight => {
+                Some((started, permit)) = started_rx.recv(), if submitting > 0 => {
+                    submitting -= 1;
+                    match started {
+                        Ok(future) => in_flight.push_back(future.map(move |done| (done, permit)).boxed()),
+                        Err(status) => {
+                            failure = Some(status);
+                            reading = false;
+                            waiting = None;
+                        }
+                    }
+                }
+                permit = budget.clone().acquire_many_owned(cost), if waiting.is_some() => {
+                    let (Ok(permit), Some(request)) = (permit, waiting.take()) else {
+                        break "internal error: the in-flight budget closed";
+                    };
+                    let first_index = next_index;
+                    next_index += request.deals.len() as u64;
+                    if submit_tx.send((request, first_index, permit)).is_err() {
+                        break "internal error: the submitter stopped";
+                    }
+                    submitting += 1;
+                }
+                message = inbound.message(), if reading && waiting.is_none() => {
                     match message {
-                        Ok(Some(request)) => {
-                            if let Err(status) = self.check_size(&request) {
+                        Ok(Some(request)) => match self.check_size(&request) {
+                            Ok(()) => waiting = Some(request),
+                            Err(status) => {
                                 failure = Some(status);
                                 reading = false;
-                                continue;
                             }
-                            let n = request.deals.len();
-                            match self.start(request, next_index).await {
-                                Ok(future) => {
-                                    in_flight.push_back(future);
-                                    in_flight_deals.push_back(n);
-                                    unanswered += n;
-                                    next_index += n as u64;
-                                }
-                                Err(status) => {
-                                    failure = Some(status);
-                                    reading = false;
-                                }
-                            }
-                        }
+                        },
                         Ok(None) => reading = false,
+                        // RST_STREAM(CANCEL): a cancel, or a deadline enforced by the client.
+                        Err(status) if status.code() == Code::Cancelled => {
+                            break "cancelled by the client";
+                        }
                         Err(status) => {
-                            // The client reset the stream or sent something undecodable.
-                            failure = Some(status);
+                            // Undecodable input, or the connection failed: answer what was read,
+                            // then the error (if anyone is still there to read it).
+                            failure = Some(if is_tonic_too_large(status.code(), status.message()) {
+                                message_too_large(self.limits.max_message_bytes)
+                            } else {
+                                status
+                            });
                             reading = false;
                         }
                     }
@@ -372,6 +444,15 @@ impl SolverService {
             end,
             "call finished"
         );
+    }
+}
+
+/// Aborts a helper task when the call that spawned it ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -68,7 +68,8 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
                             Err(msg) => Some(error_line(&msg)),
                         })
                         .collect();
-                    if !deals.is_empty() && requests_tx.blocking_send(SolveRequest { deals }).is_err()
+                    if !deals.is_empty()
+                        && requests_tx.blocking_send(SolveRequest { deals }).is_err()
                     {
                         return false;
                     }
@@ -99,7 +100,9 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
                 let mut answers = if lines.iter().any(Option::is_none) {
                     let response = match responses.message().await {
                         Ok(Some(r)) => r,
-                        Ok(None) => bail!("the server ended the stream before answering every deal"),
+                        Ok(None) => {
+                            bail!("the server ended the stream before answering every deal")
+                        }
                         Err(s) => bail!("the server failed: {}: {}", s.code(), s.message()),
                     };
                     response.results.into_iter()

@@ -18,11 +18,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             .workers
             .map_or_else(crate::pool::default_workers, |n| n.get()),
         limits: Limits {
+            max_message_bytes: args.max_message_bytes,
             max_deals_per_request: args.max_deals_per_request,
             max_in_flight: args.max_in_flight.max(1),
             ..Limits::default()
         },
-        max_message_bytes: args.max_message_bytes,
         max_concurrent_streams: args.max_concurrent_streams,
         keepalive_interval: args.keepalive_interval,
         keepalive_timeout: args.keepalive_timeout,
@@ -37,11 +37,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
         let listener = TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("cannot listen on {}", args.addr))?;
-        let bound = listener.local_addr().context("cannot read the bound address")?;
+        let bound = listener
+            .local_addr()
+            .context("cannot read the bound address")?;
         tracing::info!(
             addr = %bound,
             workers = config.workers,
-            max_message_bytes = config.max_message_bytes,
+            max_message_bytes = config.limits.max_message_bytes,
             max_deals_per_request = config.limits.max_deals_per_request,
             max_in_flight = config.limits.max_in_flight,
             max_concurrent_streams = config.max_concurrent_streams,

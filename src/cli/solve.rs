@@ -10,10 +10,10 @@ use std::thread;
 
 use anyhow::Context as _;
 
+use super::SolveArgs;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
 use super::output::{Status, error_line, probability_line};
-use super::SolveArgs;
 use crate::pool::{BatchTicket, Pool, default_workers};
 use crate::solver::Solver;
 

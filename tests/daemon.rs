@@ -1,0 +1,561 @@
+//! The gRPC daemon, tested on the wire: a real server on port 0, the generated client.
+//!
+//! Expected probabilities come from `tests/data/*.out9`, made by the reference solver.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use patience::deal::{Deal, DealReader};
+use patience::pool::Pool;
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, ErrorCode, SolveRequest, SolveResponse, result::Outcome};
+use patience::server::{ServerConfig, run_with_pool};
+use patience::service::Limits;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Code;
+use tonic::transport::Channel;
+
+/// The reference answers are printed with 9 decimals: allow their rounding on top of 1e-9.
+const TOLERANCE: f64 = 1e-9 + 5e-10;
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn corpus(name: &str) -> (Vec<Deal>, Vec<f64>) {
+    let text = std::fs::read_to_string(data(&format!("{name}.in"))).expect("corpus file");
+    let deals: Vec<Deal> = DealReader::new(text.as_bytes())
+        .map(|d| d.expect("corpus deals are valid"))
+        .collect();
+    let expected: Vec<f64> = std::fs::read_to_string(data(&format!("{name}.out9")))
+        .expect("reference answers")
+        .lines()
+        .map(|l| l.trim().parse().expect("a number"))
+        .collect();
+    assert_eq!(deals.len(), expected.len());
+    (deals, expected)
+}
+
+fn wire(deal: &Deal, id: impl Into<String>) -> proto::Deal {
+    proto::Deal {
+        id: id.into(),
+        cards: deal
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// A server running in this process on a free port, stopped when dropped.
+struct TestServer {
+    addr: String,
+    socket: std::net::SocketAddr,
+    pool: Arc<Pool>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestServer {
+    async fn start(workers: usize, config: ServerConfig) -> TestServer {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = listener.local_addr().unwrap();
+        let addr = format!("http://{socket}");
+        let pool = Arc::new(Pool::new(workers, 2 * workers).unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(run_with_pool(listener, pool.clone(), config, async {
+            let _ = stopped.await;
+        }));
+        let task = tokio::spawn(async move {
+            task.await.unwrap().unwrap();
+        });
+        TestServer {
+            addr,
+            socket,
+            pool,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    async fn client(&self) -> SolverClient<Channel> {
+        SolverClient::connect(self.addr.clone()).await.unwrap()
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("server stops")
+                .unwrap();
+        }
+    }
+}
+
+fn config() -> ServerConfig {
+    ServerConfig {
+        drain_timeout: Duration::from_secs(5),
+        ..ServerConfig::default()
+    }
+}
+
+/// Sends `requests` on one stream and collects every response.
+async fn stream_all(
+    client: &mut SolverClient<Channel>,
+    requests: Vec<SolveRequest>,
+) -> Result<Vec<SolveResponse>, tonic::Status> {
+    let outbound = tokio_stream::iter(requests);
+    let mut inbound = client.solve_stream(outbound).await?.into_inner();
+    let mut responses = Vec::new();
+    while let Some(r) = inbound.message().await? {
+        responses.push(r);
+    }
+    Ok(responses)
+}
+
+fn probability(r: &proto::Result) -> f64 {
+    match &r.outcome {
+        Some(Outcome::Probability(p)) => *p,
+        other => panic!("result {} is not a probability: {other:?}", r.index),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random1000_comes_back_in_order_and_correct_for_any_workers_and_batching() {
+    let (deals, expected) = corpus("random1000");
+    for workers in [1, 2, 4] {
+        let server = TestServer::start(workers, config()).await;
+        let mut client = server.client().await;
+        for batch in [1, 7, 500] {
+            let requests: Vec<SolveRequest> = deals
+                .chunks(batch)
+                .enumerate()
+                .map(|(c, chunk)| SolveRequest {
+                    deals: chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, d)| wire(d, format!("deal-{}", c * batch + i)))
+                        .collect(),
+                })
+                .collect();
+            let responses = stream_all(&mut client, requests).await.unwrap();
+            assert_eq!(responses.len(), deals.len().div_ceil(batch));
+            let results: Vec<proto::Result> =
+                responses.into_iter().flat_map(|r| r.results).collect();
+            assert_eq!(results.len(), deals.len());
+            for (i, r) in results.iter().enumerate() {
+                assert_eq!(r.index, i as u64, "workers {workers}, batch {batch}");
+                assert_eq!(r.id, format!("deal-{i}"));
+                let p = probability(r);
+                assert!(
+                    (p - expected[i]).abs() <= TOLERANCE,
+                    "workers {workers}, batch {batch}, deal {i}: {p} vs {}",
+                    expected[i]
+                );
+            }
+        }
+        server.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_deals_get_their_error_codes_and_the_rest_are_answered() {
+    let (deals, expected) = corpus("random1000");
+    let good = |i: usize| wire(&deals[i], format!("good-{i}"));
+    let text = |cards: &str| proto::Deal {
+        id: "bad".into(),
+        cards: cards.into(),
+    };
+    let sample = good(0).cards;
+    let cards: Vec<&str> = sample.split(' ').collect();
+    let bad_token = sample.replacen(cards[5], "QX", 1);
+    let short = cards[..35].join(" ");
+    let long = format!("{sample} {}", cards[0]);
+    let duplicate = sample.replacen(cards[1], cards[0], 1);
+    let request = SolveRequest {
+        deals: vec![
+            good(0),
+            text(&bad_token),
+            good(1),
+            text(&short),
+            text(""),
+            good(2),
+            text(&long),
+            text(&duplicate),
+            text("ÄS \u{0} \u{1b}[31m"),
+            good(3),
+        ],
+    };
+    let want = [
+        None,
+        Some(ErrorCode::BadCard),
+        None,
+        Some(ErrorCode::CardCount),
+        Some(ErrorCode::CardCount),
+        None,
+        Some(ErrorCode::CardCount),
+        Some(ErrorCode::DuplicateCard),
+        Some(ErrorCode::BadCard),
+        None,
+    ];
+    let server = TestServer::start(2, config()).await;
+    let mut client = server.client().await;
+    // Twice on one stream, so the second request's indexes continue from the first's.
+    let responses = stream_all(&mut client, vec![request.clone(), request.clone()])
+        .await
+        .unwrap();
+    assert_eq!(responses.len(), 2);
+    let mut good_seen = 0;
+    for (r, result) in responses.iter().flat_map(|r| &r.results).enumerate() {
+        assert_eq!(result.index, r as u64);
+        match (want[r % want.len()], &result.outcome) {
+            (None, Some(Outcome::Probability(p))) => {
+                let i = good_seen % 4;
+                assert_eq!(result.id, format!("good-{i}"));
+                assert!((p - expected[i]).abs() <= TOLERANCE);
+                good_seen += 1;
+            }
+            (Some(code), Some(Outcome::Error(e))) => {
+                assert_eq!(e.code, code as i32, "{}", e.message);
+                assert_eq!(result.id, "bad");
+                assert!(!e.message.is_empty());
+            }
+            (w, got) => panic!("result {r}: wanted {w:?}, got {got:?}"),
+        }
+    }
+    assert_eq!(good_seen, 8);
+    let messages: Vec<&str> = responses[0]
+        .results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Some(Outcome::Error(e)) => Some(e.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(messages[0].contains("pile 2, position 2") && messages[0].contains("QX"));
+    assert!(messages[1].contains("35 cards"));
+    assert!(messages[3].contains("37 cards"));
+    assert!(messages[4].contains("appears twice"));
+    // Control characters are escaped, never echoed raw.
+    assert!(!messages[5].contains('\u{1b}'), "{}", messages[5]);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unary_solve_answers_a_request() {
+    let (deals, expected) = corpus("random1000");
+    let server = TestServer::start(2, config()).await;
+    let mut client = server.client().await;
+    let request = SolveRequest {
+        deals: deals[..50].iter().map(|d| wire(d, "")).collect(),
+    };
+    let response = client.solve(request).await.unwrap().into_inner();
+    assert_eq!(response.results.len(), 50);
+    for (i, r) in response.results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        assert!((probability(r) - expected[i]).abs() <= TOLERANCE);
+    }
+    let empty = client.solve(SolveRequest::default()).await.unwrap();
+    assert!(empty.into_inner().results.is_empty());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_a_limit_get_the_status_users_expect() {
+    let (deals, expected) = corpus("random1000");
+    let config = ServerConfig {
+        limits: Limits {
+            max_deals_per_request: 10,
+            max_message_bytes: 4096,
+            ..Limits::default()
+        },
+        ..config()
+    };
+    let server = TestServer::start(1, config).await;
+    let mut client = server.client().await;
+    let eleven = SolveRequest {
+        deals: deals[..11].iter().map(|d| wire(d, "")).collect(),
+    };
+    let status = client.solve(eleven.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("limit is 10 deals"),
+        "{}",
+        status.message()
+    );
+
+    // On a stream, the requests before the bad one are still answered, in order.
+    let ok = SolveRequest {
+        deals: deals[..3].iter().map(|d| wire(d, "")).collect(),
+    };
+    let outbound = tokio_stream::iter(vec![ok.clone(), eleven, ok]);
+    let mut inbound = client.solve_stream(outbound).await.unwrap().into_inner();
+    let first = inbound.message().await.unwrap().unwrap();
+    assert_eq!(first.results.len(), 3);
+    assert!((probability(&first.results[2]) - expected[2]).abs() <= TOLERANCE);
+    let status = inbound.message().await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+
+    let huge = SolveRequest {
+        deals: vec![proto::Deal {
+            id: String::new(),
+            cards: "AS ".repeat(5000),
+        }],
+    };
+    let status = client.solve(huge.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert!(
+        status.message().contains("limit of 4096 bytes"),
+        "{}",
+        status.message()
+    );
+    let status = stream_all(&mut client, vec![huge]).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert!(
+        status.message().contains("--max-message-bytes"),
+        "{}",
+        status.message()
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_serves_both_names_and_reflection_lists_the_solver() {
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+    let server = TestServer::start(1, config()).await;
+    let channel = Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel.clone());
+    for service in ["", "patience.v1.Solver"] {
+        let status = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .status;
+        assert_eq!(status, ServingStatus::Serving as i32, "{service:?}");
+    }
+    let unknown = health
+        .check(HealthCheckRequest {
+            service: "no.such.Service".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+
+    let mut reflection = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = reflection
+        .server_reflection_info(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+        panic!("not a service list: {response:?}");
+    };
+    let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"patience.v1.Solver"), "{names:?}");
+    assert!(names.contains(&"grpc.health.v1.Health"), "{names:?}");
+    server.stop().await;
+}
+
+/// Waits until the pool is idle; returns the batches that ran meanwhile.
+async fn batches_run_until_idle(server: &TestServer, since: u64) -> u64 {
+    let stats = server.pool.stats();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.pool.queued() > 0 || stats.busy() > 0 {
+        assert!(Instant::now() < deadline, "the pool never went idle");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stats.done() - since
+}
+
+/// After a call went away, the next call is served by a pool that runs nothing else.
+async fn next_stream_gets_the_whole_pool(server: &TestServer) {
+    let (deals, expected) = corpus("random1000");
+    let mut client = server.client().await;
+    let request = SolveRequest {
+        deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
+    };
+    let before = server.pool.stats().done();
+    let responses = stream_all(&mut client, vec![request]).await.unwrap();
+    for (i, r) in responses[0].results.iter().enumerate() {
+        assert!((probability(r) - expected[i]).abs() <= TOLERANCE);
+    }
+    let batches = 100_u64.div_ceil(Limits::default().batch as u64);
+    assert_eq!(batches_run_until_idle(server, before).await, batches);
+}
+
+fn big_request() -> SolveRequest {
+    let (deals, _) = corpus("random1000");
+    SolveRequest {
+        deals: deals[..500].iter().map(|d| wire(d, "")).collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_stream_frees_the_workers_for_the_next_one() {
+    let server = TestServer::start(1, config()).await;
+    let mut client = server.client().await;
+    // 4,000 deals, about 100 batches of work for one worker; then the client waits.
+    let (tx, rx) = mpsc::channel::<SolveRequest>(8);
+    for _ in 0..8 {
+        tx.send(big_request()).await.unwrap();
+    }
+    let mut request = tonic::Request::new(ReceiverStream::new(rx));
+    let cancel = request.cancellation_handle();
+    let mut inbound = client.solve_stream(request).await.unwrap().into_inner();
+    inbound.message().await.unwrap().unwrap();
+    let done_at_cancel = server.pool.stats().done();
+    cancel.cancel();
+
+    // At most the batch being solved and the two queued ones (they are skipped, not run).
+    let ran = batches_run_until_idle(&server, done_at_cancel).await;
+    assert!(ran <= 3, "{ran} batches ran after the cancel");
+    drop((tx, inbound));
+    next_stream_gets_the_whole_pool(&server).await;
+    server.stop().await;
+}
+
+/// A TCP relay in front of the server, so a test can cut one client's connection the way a
+/// network or a dying process would. (Dropping a tonic client does not close its connection while
+/// a request stream is still being sent: grpc/grpc-rust#2079.)
+async fn relay(target: std::net::SocketAddr) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let (mut client_side, _) = listener.accept().await.unwrap();
+        let mut server_side = tokio::net::TcpStream::connect(target).await.unwrap();
+        let _ = tokio::io::copy_bidirectional(&mut client_side, &mut server_side).await;
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_frees_the_workers_for_the_next_one() {
+    let server = TestServer::start(1, config()).await;
+    let (addr, cable) = relay(server.socket).await;
+    let mut client = SolverClient::connect(addr).await.unwrap();
+    // 40 requests of 500 deals: far more than is solved before the cut.
+    let mut inbound = client
+        .solve_stream(tokio_stream::iter(vec![big_request(); 40]))
+        .await
+        .unwrap()
+        .into_inner();
+    inbound.message().await.unwrap().unwrap();
+    let done_at_drop = server.pool.stats().done();
+    cable.abort();
+
+    let ran = batches_run_until_idle(&server, done_at_drop).await;
+    assert!(ran <= 3, "{ran} batches ran after the connection closed");
+    next_stream_gets_the_whole_pool(&server).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
+    let (deals, _) = corpus("random1000");
+    let config = ServerConfig {
+        limits: Limits {
+            max_in_flight: 32,
+            ..Limits::default()
+        },
+        ..config()
+    };
+    let server = TestServer::start(2, config).await;
+    // A small receive window, as many non-Rust clients have, makes the stall come early; tonic's
+    // own 2 MiB window would let the server run ~80,000 one-deal answers ahead.
+    let channel = Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .initial_stream_window_size(Some(65_535))
+        .initial_connection_window_size(Some(1 << 20))
+        .connect()
+        .await
+        .unwrap();
+    let mut client = SolverClient::new(channel);
+    // Sixteen deals a message: answers of under 256 bytes each would trip h2's own guard
+    // against floods of small frames in a client that buffers without reading.
+    let total = 20_000;
+    let per_message = 16;
+    let (tx, rx) = mpsc::channel::<SolveRequest>(1);
+    let feeder = tokio::spawn(async move {
+        for i in (0..total).step_by(per_message) {
+            let req = SolveRequest {
+                deals: (i..i + per_message)
+                    .map(|j| wire(&deals[j % deals.len()], ""))
+                    .collect(),
+            };
+            if tx.send(req).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut inbound = client
+        .solve_stream(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    // Do not read. Wait until the server has stopped solving for us, then hold still a while.
+    let stats = server.pool.stats();
+    let mut last = u64::MAX;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats.done() != last {
+        assert!(
+            Instant::now() < deadline,
+            "the server never stopped solving"
+        );
+        last = stats.done();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        stats.done(),
+        last,
+        "the server kept solving for a client that does not read"
+    );
+    let solved = last as usize * Limits::default().batch.min(per_message);
+    assert!(
+        solved < total / 2,
+        "{solved} of {total} deals solved for a client that read nothing"
+    );
+    // Then read everything: all of it arrives, in order.
+    let mut next = 0u64;
+    while let Some(r) = inbound.message().await.unwrap() {
+        for result in r.results {
+            assert_eq!(result.index, next);
+            next += 1;
+        }
+    }
+    feeder.await.unwrap();
+    assert_eq!(next, total as u64);
+    server.stop().await;
+}
