@@ -1,0 +1,319 @@
+//! The `patience serve` and `patience client` binaries as users run them: real processes, real
+//! signals, output compared byte for byte with `patience solve`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use patience::deal::{Deal, DealReader};
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, SolveRequest, result::Outcome};
+use tonic::Code;
+
+const TOLERANCE: f64 = 1e-9 + 5e-10;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_patience")
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn corpus() -> (Vec<Deal>, Vec<f64>) {
+    let text = std::fs::read_to_string(data("random1000.in")).unwrap();
+    let deals = DealReader::new(text.as_bytes())
+        .map(|d| d.unwrap())
+        .collect();
+    let expected = std::fs::read_to_string(data("random1000.out9"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    (deals, expected)
+}
+
+/// A `patience serve` process on a free port, killed if the test ends early.
+struct Daemon {
+    child: Child,
+    addr: String,
+    log: mpsc::Receiver<String>,
+}
+
+impl Daemon {
+    fn start(args: &[&str]) -> Daemon {
+        let mut child = Command::new(exe())
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start patience serve");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr = loop {
+            let line = log
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the daemon logs its address");
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let bound = rest.split_whitespace().next().unwrap();
+                break format!("http://{bound}");
+            }
+        };
+        Daemon { child, addr, log }
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit and returns its exit code and everything it logged.
+    fn wait(mut self, limit: Duration) -> (Option<i32>, Vec<String>) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let log: Vec<String> = self.log.try_iter().collect();
+                return (status.code(), log);
+            }
+            assert!(Instant::now() < deadline, "the daemon did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveRequest> {
+    let all: Vec<&Deal> = (0..copies).flat_map(|_| deals.iter()).collect();
+    all.chunks(per_request)
+        .map(|chunk| SolveRequest {
+            deals: chunk
+                .iter()
+                .map(|d| proto::Deal {
+                    id: String::new(),
+                    cards: d.to_string(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_stream_in_flight_finish_then_exits_0() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+    let (deals, expected) = corpus();
+    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "60s"]);
+    let channel = tonic::transport::Channel::from_shared(daemon.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel.clone());
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: "patience.v1.Solver".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = watch.message().await.unwrap().unwrap();
+    assert_eq!(first.status, ServingStatus::Serving as i32);
+
+    let mut client = SolverClient::new(channel);
+    let mut inbound = client
+        .solve_stream(tokio_stream::iter(requests(&deals, 50, 3)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut results = inbound.message().await.unwrap().unwrap().results;
+    daemon.terminate();
+
+    // Balancers watching health see NOT_SERVING; new connections are refused.
+    let next = tokio::time::timeout(Duration::from_secs(10), watch.message())
+        .await
+        .expect("health changes on shutdown")
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.status, ServingStatus::NotServing as i32);
+    let refused = async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if SolverClient::connect(daemon.addr.clone()).await.is_err() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "new connections still accepted");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    refused.await;
+
+    // The stream in flight is answered to the end, in order.
+    while let Some(r) = inbound.message().await.unwrap() {
+        results.extend(r.results);
+    }
+    assert_eq!(results.len(), 3 * deals.len());
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        let Some(Outcome::Probability(p)) = r.outcome else {
+            panic!("result {i}: {:?}", r.outcome)
+        };
+        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
+    }
+    drop((client, health, watch));
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("shutting down")), "{log:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_drain_timeout_a_stream_ends_unavailable_after_an_in_order_prefix() {
+    let (deals, expected) = corpus();
+    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "300ms"]);
+    let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+    // Far more than one worker solves in the drain time.
+    let mut inbound = client
+        .solve_stream(tokio_stream::iter(requests(&deals, 100, 200)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut results = inbound.message().await.unwrap().unwrap().results;
+    daemon.terminate();
+    let status = loop {
+        match inbound.message().await {
+            Ok(Some(r)) => results.extend(r.results),
+            Ok(None) => panic!("the stream ended cleanly without all its results"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(results.len() < 200 * deals.len());
+    // The message says where to resume, and everything before that point arrived in order.
+    let resume = format!("from index {} on", results.len());
+    assert!(status.message().contains(&resume), "{}", status.message());
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        let Some(Outcome::Probability(p)) = r.outcome else {
+            panic!("result {i}: {:?}", r.outcome)
+        };
+        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
+    }
+    drop(client);
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(exe()).args(args).output().unwrap()
+}
+
+/// A file of good and bad deals, in the layouts users write.
+fn mixed_file(dir: &Path) -> PathBuf {
+    let good = std::fs::read_to_string(data("random1000.in")).unwrap();
+    let deals: Vec<&str> = good.lines().collect();
+    let deal = |i: usize| deals[9 * i..9 * i + 9].join("\n") + "\n";
+    let mut text = String::new();
+    for i in 0..300 {
+        match i % 50 {
+            7 => text.push_str(&deal(i).replacen(' ', " QX ", 1)),
+            13 => text.push_str(&deal(i).replacen('\n', " 6S\n", 1)),
+            21 => text.push_str(&deal(i).to_lowercase().replace('\n', "\r\n\n")),
+            33 => text.push_str(&(deal(i).replace('\n', " ") + "\n")),
+            _ => text.push_str(&deal(i)),
+        }
+    }
+    text.push_str(&deal(300)[..40]);
+    let path = dir.join("mixed.in");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn client_prints_exactly_what_solve_prints() {
+    let dir = std::env::temp_dir().join(format!("patience-client-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mixed = mixed_file(&dir);
+    let mixed = mixed.to_str().unwrap();
+    let random = data("random1000.in");
+    let random = random.to_str().unwrap();
+    let missing = dir.join("missing.in");
+    let missing = missing.to_str().unwrap();
+
+    let daemon = Daemon::start(&["--workers", "2"]);
+    let cases: Vec<Vec<&str>> = vec![
+        vec![random],
+        vec![mixed],
+        vec![random, mixed],
+        vec![mixed, missing, random],
+    ];
+    for files in &cases {
+        let solve = run(&[&["solve"], &files[..]].concat());
+        for batch in ["1", "7", "500"] {
+            let client = run(&[
+                &["client", "--addr", &daemon.addr, "--batch", batch],
+                &files[..],
+            ]
+            .concat());
+            assert_eq!(
+                String::from_utf8_lossy(&client.stdout),
+                String::from_utf8_lossy(&solve.stdout),
+                "files {files:?}, batch {batch}"
+            );
+            assert_eq!(client.status.code(), solve.status.code(), "{files:?}");
+        }
+    }
+    // And the exit statuses are the documented ones.
+    assert_eq!(run(&["solve", random]).status.code(), Some(0));
+    assert_eq!(run(&["solve", mixed]).status.code(), Some(1));
+    assert_eq!(run(&["solve", mixed, missing]).status.code(), Some(2));
+    let out = run(&["solve", mixed]).stdout;
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(text.lines().count(), 301);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("error: ")).count(),
+        13
+    );
+
+    // Standard input works for the client too.
+    let mut child = Command::new(exe())
+        .args(["client", "--addr", &daemon.addr])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sample = std::fs::read(data("sample.in")).unwrap();
+    child.stdin.take().unwrap().write_all(&sample).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0.589314\n");
+
+    // With no daemon to talk to, the client says so and exits 2.
+    drop(daemon);
+    let refused = run(&["client", "--addr", "http://127.0.0.1:1", random]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot connect"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
