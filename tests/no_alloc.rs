@@ -1,0 +1,212 @@
+//! `Solver::solve` allocates nothing: a counting global allocator watches the heap while a solver
+//! works through thousands of deals.
+//!
+//! Counting is per thread and switched on only inside [`counted`], so the test harness, other tests
+//! of this binary running at the same time, and the set-up (building the solver, reading and
+//! generating deals) cannot add to the count. The controls at the end prove that the counter does
+//! see allocations, reallocations and frees made inside the counted region, and only those of the
+//! counting thread.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+
+use patience::deal::{Deal, PILES};
+use patience::solver::{Solution, Solver};
+
+struct Counting;
+
+thread_local! {
+    // `const` initialisers without destructors: touching these never allocates, so the allocator
+    // can use them.
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    static FREES: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note(counter: &'static std::thread::LocalKey<Cell<u64>>) {
+    // `try_with`: an allocation during thread teardown must not panic inside the allocator.
+    let _ = ACTIVE.try_with(|active| {
+        if active.get() {
+            let _ = counter.try_with(|c| c.set(c.get() + 1));
+        }
+    });
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the bookkeeping only touches
+// thread-local cells and never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(&ALLOCS);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(&ALLOCS);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(&ALLOCS);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note(&FREES);
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Heap calls made by this thread while `f` ran.
+#[derive(Debug, PartialEq, Eq)]
+struct Heap {
+    /// `alloc`, `alloc_zeroed` and `realloc` calls.
+    allocs: u64,
+    /// `dealloc` calls.
+    frees: u64,
+}
+
+fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
+    ALLOCS.with(|c| c.set(0));
+    FREES.with(|c| c.set(0));
+    ACTIVE.with(|a| a.set(true));
+    let out = f();
+    ACTIVE.with(|a| a.set(false));
+    let heap = Heap {
+        allocs: ALLOCS.with(Cell::get),
+        frees: FREES.with(Cell::get),
+    };
+    (out, heap)
+}
+
+fn read_deals(name: &str) -> Vec<Deal> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    let text = std::fs::read_to_string(&path).expect("reference input");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines
+        .chunks(PILES)
+        .map(|pile_lines| Deal::parse(&pile_lines.join("\n")).expect("a reference deal"))
+        .collect()
+}
+
+fn read_answers(name: &str) -> Vec<f64> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .expect("reference answers")
+        .lines()
+        .map(|l| l.trim().parse().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn solving_allocates_nothing() {
+    // Everything that may allocate happens first.
+    let special = read_deals("extra12.in");
+    let judged = read_deals("random1000.in");
+    let mut rng = fastrand::Rng::with_seed(20_251_129);
+    let random: Vec<Deal> = (0..2_000).map(|_| Deal::shuffled(&mut rng)).collect();
+    let deals: Vec<&Deal> = special.iter().chain(&judged).chain(&random).collect();
+    let mut solutions: Vec<Solution> = Vec::with_capacity(deals.len());
+    // A fresh solver, never used: its very first solve must not allocate either.
+    let mut solver = Solver::new();
+
+    let ((), heap) = counted(|| {
+        for deal in &deals {
+            // Within the capacity reserved above: this push does not allocate.
+            solutions.push(solver.solve(black_box(deal)));
+        }
+    });
+
+    assert_eq!(
+        heap,
+        Heap {
+            allocs: 0,
+            frees: 0
+        },
+        "solving {} deals touched the heap",
+        deals.len()
+    );
+    // The measured work was the real thing, not something optimised away.
+    assert_eq!(solutions.len(), deals.len());
+    let expected = read_answers("extra12.out9")
+        .into_iter()
+        .chain(read_answers("random1000.out9"));
+    for (i, (got, want)) in solutions.iter().zip(expected).enumerate() {
+        assert!(
+            (got.probability - want).abs() <= 1.5e-9,
+            "deal {i}: {got:?}, reference {want}"
+        );
+    }
+    assert!(solutions.iter().all(|s| s.states >= 1));
+}
+
+#[test]
+fn the_counter_sees_allocations_and_frees() {
+    let (len, heap) = counted(|| black_box(vec![1u8; 100]).len());
+    assert_eq!(len, 100);
+    assert_eq!(
+        heap,
+        Heap {
+            allocs: 1,
+            frees: 1
+        }
+    );
+
+    let (_, heap) = counted(|| {
+        let mut v: Vec<u64> = Vec::with_capacity(1);
+        for i in 0..1_000 {
+            v.push(black_box(i));
+        }
+        black_box(v)
+    });
+    assert!(heap.allocs >= 2, "{heap:?}");
+
+    // Building a solver is where its memory comes from, and the counter sees it.
+    let (solver, heap) = counted(Solver::new);
+    assert!(heap.allocs >= 1, "{heap:?}");
+    drop(black_box(solver));
+
+    // Nothing counted outside the region.
+    let _unseen = black_box(vec![0u8; 10]);
+    assert_eq!(ALLOCS.with(Cell::get), heap.allocs);
+}
+
+#[test]
+fn the_counter_ignores_other_threads() {
+    let start = Arc::new(Barrier::new(2));
+    let done = Arc::new(Barrier::new(2));
+    let other = {
+        let (start, done) = (start.clone(), done.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            let v = black_box(vec![7u8; 1_000]);
+            done.wait();
+            v.len()
+        })
+    };
+    let ((), heap) = counted(|| {
+        start.wait();
+        done.wait();
+    });
+    assert_eq!(other.join().unwrap(), 1_000);
+    assert_eq!(
+        heap,
+        Heap {
+            allocs: 0,
+            frees: 0
+        }
+    );
+}

@@ -1,0 +1,701 @@
+//! The `patience` binary, run as a user would: `solve` on files and standard input, its error lines
+//! and exit statuses, its worker counts, broken pipes, and `gen`.
+//!
+//! Expected probabilities come only from `tests/data/*.out6` / `*.out9` or, for generated deals,
+//! from `reference-solve` when it is available (see `tests/data/README.md`).
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES};
+
+/// A printed 9-decimal value is within 5e-10 of ours and the reference within 5e-10 of the exact
+/// one; the engine itself must be within 1e-9 of exact, which leaves at most 1e-9 + 5e-10 between
+/// two printed 9-decimal values.
+const NINE_DECIMALS: f64 = 1e-9 + 5e-10;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn patience() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_patience"))
+}
+
+/// A fresh directory for one test's files, removed when the test passes (kept when it fails, to
+/// look at).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "solve_cli-{}-{test}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        Scratch(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Runs the command with `input` on standard input (empty when `None`) and collects everything.
+fn run(cmd: &mut Command, input: Option<&[u8]>) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start patience");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.unwrap_or_default().to_vec();
+    // Written from another thread so that a large input cannot deadlock against the output.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for patience");
+    writer.join().expect("stdin writer");
+    out
+}
+
+fn stdout(out: &Output) -> &str {
+    std::str::from_utf8(&out.stdout).expect("UTF-8 output")
+}
+
+fn stderr(out: &Output) -> &str {
+    std::str::from_utf8(&out.stderr).expect("UTF-8 errors")
+}
+
+fn read_answers(name: &str) -> Vec<f64> {
+    std::fs::read_to_string(data(name))
+        .expect("reference answers")
+        .lines()
+        .map(|l| l.trim().parse().expect("a number"))
+        .collect()
+}
+
+/// The deals of a reference file as their nine text lines each, exactly as written there.
+fn deal_texts(name: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(data(name)).expect("reference input");
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len() % PILES, 0);
+    lines.chunks(PILES).map(<[String]>::to_vec).collect()
+}
+
+fn parse_number(line: &str) -> f64 {
+    line.parse()
+        .unwrap_or_else(|e| panic!("{line:?} is not a number: {e}"))
+}
+
+/// Checks printed probabilities against reference values, within `tolerance`, and that each is
+/// printed with exactly `decimals` decimals.
+fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f64) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "one line per deal:\n{out}");
+    for (i, (line, want)) in lines.iter().zip(expected).enumerate() {
+        let shown = line.split_once('.').map_or(0, |(_, frac)| frac.len());
+        assert_eq!(shown, decimals, "deal {}: {line:?}", i + 1);
+        let got = parse_number(line);
+        assert!(
+            (got - want).abs() <= tolerance,
+            "deal {}: printed {line}, reference {want}",
+            i + 1
+        );
+    }
+}
+
+/// True when `text` contains `word` followed by the number `n` (and not by a longer number).
+fn mentions(text: &str, word: &str, n: u64) -> bool {
+    let needle = format!("{word} {n}");
+    text.match_indices(&needle).any(|(at, _)| {
+        !text[at + needle.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+#[test]
+fn solves_the_sample_file() {
+    let out = run(patience().arg("solve").arg(data("sample.in")), None);
+    assert_eq!(stdout(&out), "0.589314\n");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn reads_standard_input() {
+    let sample = std::fs::read(data("sample.in")).unwrap();
+    for args in [&[][..], &["-"][..]] {
+        let out = run(patience().arg("solve").args(args), Some(&sample));
+        assert_eq!(stdout(&out), "0.589314\n", "solve {args:?}");
+        assert_eq!(out.status.code(), Some(0), "solve {args:?}: {out:?}");
+    }
+
+    // Files and standard input mixed, answered in the order given.
+    let extra = std::fs::read(data("extra12.in")).unwrap();
+    let out = run(
+        patience()
+            .args(["solve", "--precision", "9"])
+            .arg(data("sample.in"))
+            .arg("-")
+            .arg(data("sample.in")),
+        Some(&extra),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut expected = read_answers("sample.out9");
+    expected.extend(read_answers("extra12.out9"));
+    expected.extend(read_answers("sample.out9"));
+    assert_answers(stdout(&out), &expected, 9, NINE_DECIMALS);
+
+    // No trailing newline after the last pile.
+    let out = run(patience().arg("solve"), Some(sample.trim_ascii_end()));
+    assert_eq!(stdout(&out), "0.589314\n");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // Nothing in, nothing out.
+    let out = run(patience().arg("solve"), Some(b""));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // A bad deal on standard input: its error line names no file.
+    let out = run(patience().arg("solve"), Some(b"AS KS\n"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = stdout(&out).trim_end();
+    assert!(line.starts_with("error: deal 1"), "{line:?}");
+}
+
+#[test]
+fn prints_the_requested_precision() {
+    for name in ["sample", "extra12", "random1000"] {
+        let out = run(
+            patience()
+                .args(["solve", "--precision", "9"])
+                .arg(data(&format!("{name}.in"))),
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        assert_answers(
+            stdout(&out),
+            &read_answers(&format!("{name}.out9")),
+            9,
+            NINE_DECIMALS,
+        );
+    }
+
+    // No decimals: a whole number within half a unit (plus the reference's rounding).
+    let out = run(
+        patience()
+            .args(["solve", "--precision", "0"])
+            .arg(data("extra12.in")),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_answers(
+        stdout(&out),
+        &read_answers("extra12.out9"),
+        0,
+        0.5 + 5e-10 + 1e-12,
+    );
+    for line in stdout(&out).lines() {
+        assert!(line == "0" || line == "1", "{line:?}");
+    }
+}
+
+/// One entry of a hand-made input file, with what its output line must be.
+enum Expect {
+    /// Answered: index of the deal in the picked `random1000` deals.
+    Answer(usize),
+    /// An error line; the deal must be named, the line (relative to the entry's first line) too,
+    /// and each of these fragments must appear.
+    Error { line: u64, says: Vec<String> },
+}
+
+struct Entry {
+    bytes: Vec<u8>,
+    expect: Expect,
+}
+
+fn lines_of(pile_lines: &[String], eol: &str) -> Vec<u8> {
+    pile_lines
+        .iter()
+        .map(|l| format!("{l}{eol}"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// Replaces the `position`-th token (1-based) of pile `pile` (1-based).
+fn with_token(deal: &[String], pile: usize, position: usize, token: &str) -> Vec<String> {
+    let mut deal = deal.to_vec();
+    let mut tokens: Vec<&str> = deal[pile - 1].split_whitespace().collect();
+    tokens[position - 1] = token;
+    deal[pile - 1] = tokens.join(" ");
+    deal
+}
+
+fn token_at(deal: &[String], pile: usize, position: usize) -> String {
+    deal[pile - 1]
+        .split_whitespace()
+        .nth(position - 1)
+        .unwrap()
+        .to_string()
+}
+
+fn bad(bytes: Vec<u8>, line: u64, says: &[&str]) -> Entry {
+    Entry {
+        bytes,
+        expect: Expect::Error {
+            line,
+            says: says.iter().map(|s| s.to_string()).collect(),
+        },
+    }
+}
+
+fn good(bytes: Vec<u8>, deal: usize) -> Entry {
+    Entry {
+        bytes,
+        expect: Expect::Answer(deal),
+    }
+}
+
+#[test]
+fn bad_deals_cost_only_their_own_line() {
+    let all_deals = deal_texts("random1000.in");
+    let reference = read_answers("random1000.out9");
+    // Deals with clearly non-zero answers, so that a deal answered in place of another (a framing
+    // mistake) cannot pass by sharing a common answer such as 0.
+    let picked: Vec<usize> = (0..all_deals.len())
+        .filter(|&i| reference[i] > 0.01)
+        .take(16)
+        .collect();
+    let deals: Vec<Vec<String>> = picked.iter().map(|&i| all_deals[i].clone()).collect();
+    let plain = |i: usize| lines_of(&deals[i], "\n");
+
+    let three_cards = {
+        let mut d = deals[3].to_vec();
+        d[3] = d[3]
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        d
+    };
+    let five_cards = {
+        let mut d = deals[5].to_vec();
+        d[5] = format!("{} {}", d[5], token_at(&d, 6, 1));
+        d
+    };
+    let first_card = token_at(&deals[7], 1, 1);
+    let duplicate = with_token(&deals[7], 9, 4, &first_card);
+    let blank_lines = {
+        let mut text = String::from("\n \t\n");
+        for l in &deals[9] {
+            text.push_str(l);
+            text.push_str("\n\n   \n");
+        }
+        text.into_bytes()
+    };
+    let one_line = format!("{}\n", deals[10].join(" ")).into_bytes();
+    let one_line_bad = format!("{}\n", with_token(&deals[11], 9, 4, "ZZ").join(" ")).into_bytes();
+    let not_utf8 = {
+        let mut bytes = plain(12);
+        bytes[0] = 0xff;
+        bytes
+    };
+    let messy = deals[13]
+        .iter()
+        .map(|l| format!("\t{}\t \r\n\r\n", l.to_lowercase().replace(' ', " \t ")))
+        .collect::<String>()
+        .into_bytes();
+    let truncated = lines_of(&deals[15][..5], "\n");
+
+    let entries = vec![
+        good(plain(0), 0),
+        bad(
+            lines_of(&with_token(&deals[1], 3, 2, "QX"), "\n"),
+            3,
+            &["pile 3, position 2", "\"QX\""],
+        ),
+        good(plain(2), 2),
+        bad(lines_of(&three_cards, "\n"), 4, &["pile 4", "3 cards"]),
+        good(
+            lines_of(
+                &deals[4]
+                    .iter()
+                    .map(|l| l.to_lowercase())
+                    .collect::<Vec<_>>(),
+                "\n",
+            ),
+            4,
+        ),
+        bad(lines_of(&five_cards, "\n"), 6, &["pile 6", "5 cards"]),
+        good(lines_of(&deals[6], "\r\n"), 6),
+        bad(
+            lines_of(&duplicate, "\n"),
+            9,
+            &[
+                &first_card,
+                "twice",
+                "pile 1, position 1",
+                "pile 9, position 4",
+            ],
+        ),
+        good(
+            lines_of(
+                &deals[8]
+                    .iter()
+                    .map(|l| format!("\t{}\t", l.replace(' ', "\t")))
+                    .collect::<Vec<_>>(),
+                "\n",
+            ),
+            8,
+        ),
+        good(blank_lines, 9),
+        good(one_line, 10),
+        bad(one_line_bad, 1, &["pile 9, position 4", "\"ZZ\""]),
+        bad(not_utf8, 1, &["pile 1, position 1"]),
+        good(messy, 13),
+        good(plain(14), 14),
+        // Cut after five piles: the end of the file comes where the sixth pile should.
+        bad(truncated, 5, &["20 cards"]),
+    ];
+
+    let dir = Scratch::new("bad_deals");
+    let path = dir.join("mixed.in");
+    let mut file = Vec::new();
+    let mut first_lines = Vec::new();
+    for entry in &entries {
+        first_lines.push(file.iter().filter(|&&b| b == b'\n').count() as u64 + 1);
+        file.extend_from_slice(&entry.bytes);
+    }
+    std::fs::write(&path, &file).unwrap();
+
+    let out = run(
+        patience().args(["solve", "--precision", "9"]).arg(&path),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(stderr(&out), "", "bad deals are reported on stdout");
+    let lines: Vec<&str> = stdout(&out).lines().collect();
+    assert_eq!(
+        lines.len(),
+        entries.len(),
+        "one line per deal:\n{}",
+        stdout(&out)
+    );
+    for (n, ((entry, line), first)) in entries.iter().zip(&lines).zip(&first_lines).enumerate() {
+        let deal_no = n as u64 + 1;
+        match &entry.expect {
+            Expect::Answer(i) => {
+                let want = reference[picked[*i]];
+                let got = parse_number(line);
+                assert!(
+                    (got - want).abs() <= NINE_DECIMALS,
+                    "deal {deal_no}: printed {line}, reference {want}"
+                );
+            }
+            Expect::Error { line: at, says } => {
+                assert!(line.starts_with("error: "), "deal {deal_no}: {line:?}");
+                assert!(
+                    line.contains(&path.display().to_string()),
+                    "deal {deal_no}: the file is not named: {line:?}"
+                );
+                assert!(
+                    mentions(line, "deal", deal_no),
+                    "deal {deal_no}: the deal number is not named: {line:?}"
+                );
+                let at = first + at - 1;
+                assert!(
+                    mentions(line, "line", at),
+                    "deal {deal_no}: expected line {at}: {line:?}"
+                );
+                for s in says {
+                    assert!(
+                        line.contains(s.as_str()),
+                        "deal {deal_no}: no {s:?} in {line:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_missing_file_is_reported_and_the_others_are_answered() {
+    let dir = Scratch::new("missing");
+    let missing = dir.join("no-such-deals.in");
+    let out = run(
+        patience()
+            .args(["solve", "--precision", "9"])
+            .arg(data("sample.in"))
+            .arg(&missing)
+            .arg(data("extra12.in")),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        stderr(&out).contains("no-such-deals.in"),
+        "stderr does not name the file: {:?}",
+        stderr(&out)
+    );
+    let mut expected = read_answers("sample.out9");
+    expected.extend(read_answers("extra12.out9"));
+    assert_answers(stdout(&out), &expected, 9, NINE_DECIMALS);
+
+    // Alone.
+    let out = run(patience().arg("solve").arg(&missing), None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("no-such-deals.in"), "{out:?}");
+
+    // A path that opens but cannot be read as a file (a directory) is trouble too.
+    let out = run(
+        patience().arg("solve").arg(&dir.0).arg(data("sample.in")),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(stdout(&out), "0.589314\n");
+    assert!(!stderr(&out).is_empty(), "{out:?}");
+}
+
+#[test]
+fn worker_counts_do_not_change_the_output() {
+    let outputs: Vec<(String, Vec<u8>)> = [&["1"][..], &["2"], &["4"], &[]]
+        .iter()
+        .map(|w| {
+            let mut cmd = patience();
+            cmd.args(["solve", "--precision", "9"]);
+            if let Some(n) = w.first() {
+                cmd.args(["--workers", n]);
+            }
+            let out = run(cmd.arg(data("random1000.in")), None);
+            assert_eq!(out.status.code(), Some(0), "workers {w:?}: {out:?}");
+            (format!("{w:?}"), out.stdout)
+        })
+        .collect();
+    for (w, out) in &outputs[1..] {
+        assert!(
+            *out == outputs[0].1,
+            "--workers {w} differs from --workers 1"
+        );
+    }
+    assert_answers(
+        std::str::from_utf8(&outputs[0].1).unwrap(),
+        &read_answers("random1000.out9"),
+        9,
+        NINE_DECIMALS,
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["solve", "--no-such-flag"][..],
+        &["solve", "--precision", "x"],
+        &["solve", "--precision", "-1"],
+        &["solve", "--workers", "0"],
+        &["gen"],
+        &["no-such-command"],
+        &[],
+    ] {
+        let out = run(patience().args(args).arg(data("sample.in")), None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(!stderr(&out).is_empty(), "{args:?}: {out:?}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+}
+
+fn generate(count: u64, seed: u64) -> Vec<u8> {
+    let out = run(
+        patience().args([
+            "gen",
+            "--count",
+            &count.to_string(),
+            "--seed",
+            &seed.to_string(),
+        ]),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(stderr(&out), "");
+    out.stdout
+}
+
+/// The deals of a generated file, checked line by line against the format.
+fn generated_deals(bytes: &[u8]) -> Vec<Deal> {
+    let text = std::str::from_utf8(bytes).expect("UTF-8 deals");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len() % PILES, 0, "9 lines per deal");
+    lines
+        .chunks(PILES)
+        .map(|pile_lines| {
+            let mut cards = HashSet::new();
+            for line in pile_lines {
+                let tokens: Vec<&str> = line.split(' ').collect();
+                assert_eq!(tokens.len(), PILE_HEIGHT, "{line:?}");
+                for token in tokens {
+                    assert_eq!(token.len(), 2, "{line:?}");
+                    assert_eq!(token, token.to_uppercase(), "{line:?}");
+                    cards.insert(token.parse::<Card>().expect("a card"));
+                }
+            }
+            assert_eq!(
+                cards.len(),
+                CARDS,
+                "36 distinct cards:\n{}",
+                pile_lines.join("\n")
+            );
+            Deal::parse(&pile_lines.join("\n")).expect("a valid deal")
+        })
+        .collect()
+}
+
+#[test]
+fn gen_is_deterministic_per_seed_and_writes_valid_deals() {
+    let a = generate(50, 7);
+    assert_eq!(a, generate(50, 7), "same seed, different deals");
+    assert_ne!(a, generate(50, 8), "another seed, same deals");
+    let deals = generated_deals(&a);
+    assert_eq!(deals.len(), 50);
+    assert_eq!(deals.iter().collect::<HashSet<_>>().len(), 50);
+    // A shorter run of the same seed is a prefix of the longer one.
+    assert!(a.starts_with(&generate(10, 7)));
+    assert_eq!(generate(0, 7), b"");
+    // Without a seed, two runs differ.
+    let unseeded = |_| {
+        let out = run(patience().args(["gen", "--count", "5"]), None);
+        assert_eq!(out.status.code(), Some(0));
+        out.stdout
+    };
+    assert_ne!(unseeded(0), unseeded(1));
+}
+
+fn reference_solver() -> Option<PathBuf> {
+    let candidates = std::env::var_os("PATIENCE_REFERENCE")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            PathBuf::from("/work/shared/reference/reference-solve"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-solve"),
+        ]);
+    let script = candidates.into_iter().find(|p| p.is_file())?;
+    let gxx = Command::new("g++")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    gxx.is_ok_and(|s| s.success()).then_some(script)
+}
+
+#[test]
+fn generated_deals_are_solved_like_the_reference() {
+    let Some(reference) = reference_solver() else {
+        eprintln!(
+            "note: skipping the comparison with reference-solve: the script \
+             (../shared/reference/reference-solve) or g++ is not available"
+        );
+        return;
+    };
+    let dir = Scratch::new("gen_reference");
+    let path = dir.join("generated.in");
+    let mut deals = generate(50, 7);
+    deals.extend(generate(450, 1637));
+    std::fs::write(&path, &deals).unwrap();
+
+    let theirs = Command::new(&reference)
+        .args(["--digits", "9"])
+        .arg(&path)
+        .output()
+        .expect("run reference-solve");
+    assert!(theirs.status.success(), "{theirs:?}");
+    let expected: Vec<f64> = std::str::from_utf8(&theirs.stdout)
+        .unwrap()
+        .lines()
+        .map(parse_number)
+        .collect();
+    assert_eq!(expected.len(), 500, "reference-solve answered every deal");
+
+    let ours = run(
+        patience().args(["solve", "--precision", "9"]).arg(&path),
+        None,
+    );
+    assert_eq!(ours.status.code(), Some(0), "{ours:?}");
+    assert_answers(stdout(&ours), &expected, 9, NINE_DECIMALS);
+}
+
+/// Waits for the child, killing it and failing after `limit`.
+fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("poll child") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {limit:?} after its reader went away");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads one line of output, closes the pipe, and expects a quiet, successful exit.
+fn survives_a_closed_pipe(cmd: &mut Command) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start patience");
+    let mut errors = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = errors.read_to_string(&mut text);
+        text
+    });
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .expect("read one line");
+    assert!(!first.trim().is_empty(), "no output before the pipe closed");
+    // The reader (and with it our end of the pipe) is gone now.
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    let errors = errors.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}, stderr: {errors:?}");
+    assert!(!errors.contains("patience:"), "{errors:?}");
+    assert_eq!(errors, "");
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    // 100,000 deals answer in 900 kB, far more than a pipe holds, so `solve` is certain to write
+    // into the closed pipe.
+    let dir = Scratch::new("broken_pipe");
+    let path = dir.join("big.in");
+    std::fs::write(&path, generate(100_000, 3)).unwrap();
+    survives_a_closed_pipe(patience().arg("solve").arg(&path));
+    survives_a_closed_pipe(patience().args(["gen", "--count", "1000000", "--seed", "1"]));
+}
