@@ -167,10 +167,10 @@ pub enum DealError {
     )]
     BadCard { place: Place, token: Token },
     /// A pile line that does not hold four cards.
-    #[error("pile {pile} has {found} cards; a pile has 4")]
+    #[error("pile {pile} has {found} {}; a pile has 4", cards(*found))]
     PileSize { pile: usize, found: usize },
     /// A deal that does not hold 36 cards in all.
-    #[error("the deal has {found} cards; a deal has 36 (9 piles of 4)")]
+    #[error("the deal has {found} {}; a deal has 36 (9 piles of 4)", cards(*found))]
     CardCount { found: usize },
     /// A card that appears twice: a deal is one 36-card deck.
     #[error("{card} appears twice, at {first} and at {second}; a deal is one 36-card deck")]
@@ -179,6 +179,10 @@ pub enum DealError {
         first: Place,
         second: Place,
     },
+}
+
+fn cards(n: usize) -> &'static str {
+    if n == 1 { "card" } else { "cards" }
 }
 
 /// What kind of mistake a [`DealError`] is, for protocols that report a code.

@@ -73,6 +73,10 @@ impl<R: BufRead> DealReader<R> {
                 return Ok(false);
             }
             self.line_no += 1;
+            // Some Windows editors start a UTF-8 file with a byte-order mark.
+            if self.line_no == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
+                self.line.drain(..3);
+            }
             if !self.line.iter().all(u8::is_ascii_whitespace) {
                 return Ok(true);
             }
@@ -245,6 +249,12 @@ mod tests {
             got[1].as_ref().unwrap_err(),
             "deal 2 (line 14): the deal has 20 cards; a deal has 36 (9 piles of 4)"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_ignored() {
+        let with_bom = format!("\u{feff}{SAMPLE}");
+        assert_eq!(read(&with_bom), read(SAMPLE));
     }
 
     #[test]
