@@ -1,1 +1,772 @@
-fn main() {}
+//! Service benchmark: prints figures, asserts nothing about time.
+//!
+//! `cargo bench --bench service` (options after `--`: `--deals N --runs R --workers W
+//! --latency-calls C`).
+//!
+//! Measures, side by side in one run on the same file of uniformly random deals (seeded), with
+//! the same number of solver workers everywhere:
+//! - `patience solve --workers W FILE`, the in-process baseline, median of R runs;
+//! - one `patience serve --workers W` daemon on loopback, driven by
+//!   - `patience client --batch 256 FILE` (the real client binary), median of R runs, and whether
+//!     its output is byte-identical to `patience solve`'s;
+//!   - an in-bench tonic client (one current-thread runtime) on one `SolveStream` call with 256
+//!     deals per message and with 1 deal per message (messages built before timing), median of R
+//!     runs each, its results checked for order and against `patience solve`'s;
+//!   - each as deals/s and as a share of the baseline, with the CPU time per deal of the daemon
+//!     and of the client (from /proc), which tells per-message overhead from machine noise;
+//! - latency of one-deal unary `Solve` calls on the idle daemon (sequential, one connection),
+//!   beside the engine alone and a solver pool in this process on the same deals, and the same
+//!   calls with a deal the server refuses before its solver pool (the bare gRPC round trip).
+//!
+//! Rounds alternate between the throughput modes so that drift affects them alike.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use patience::deal::Deal;
+use patience::pool::Pool;
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, SolveRequest, result::Outcome};
+use patience::solver::Solver;
+use tonic::transport::{Channel, Endpoint};
+
+/// Seed of the throughput deals (the engine bench uses the same one).
+const SEED: u64 = 2026;
+/// Seed of the latency deals, so that they differ from the throughput deals.
+const LATENCY_SEED: u64 = 2027;
+/// Deals per request message of the batched modes (the client's default).
+const BATCH: usize = 256;
+/// Unary calls before the latency is measured.
+const LATENCY_WARMUP: usize = 100;
+/// How long the daemon may take to log its address, and to stop on SIGTERM.
+const DAEMON_TIMEOUT: Duration = Duration::from_secs(10);
+/// Log lines of the daemon kept for diagnostics.
+const LOG_TAIL: usize = 20;
+
+struct Options {
+    deals: usize,
+    runs: usize,
+    workers: usize,
+    latency_calls: usize,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        deals: 20_000,
+        runs: 5,
+        workers: 2,
+        latency_calls: 2_000,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        let value = args.get(i + 1).and_then(|v| v.parse().ok());
+        match (args[i].as_str(), value) {
+            ("--deals", Some(v)) => o.deals = v,
+            ("--runs", Some(v)) => o.runs = v,
+            ("--workers", Some(v)) => o.workers = v,
+            ("--latency-calls", Some(v)) => o.latency_calls = v,
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o.deals = o.deals.max(1);
+    o.runs = o.runs.max(1);
+    o.workers = o.workers.max(1);
+    o.latency_calls = o.latency_calls.max(1);
+    o
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn list(rates: &[f64]) -> String {
+    rates
+        .iter()
+        .map(|r| format!("{r:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A directory for this run's files, removed however the bench ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("patience-service-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn write_deals(path: &Path, deals: &[Deal]) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("temp file"));
+    for d in deals {
+        write!(f, "{d}").expect("write deals");
+    }
+    f.flush().expect("write deals");
+}
+
+/// Waits for a child with a time limit; kills it and panics when the limit passes.
+fn wait_with_timeout(child: Child, what: &str, timeout: Duration) -> ExitStatus {
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(status) => status.unwrap_or_else(|e| panic!("{what}: cannot wait: {e}")),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what} did not finish within {timeout:?}; killed it");
+        }
+    }
+}
+
+/// Runs a command to completion with its standard output in `out`; returns its wall time.
+fn run_to_file(cmd: &mut Command, out: &Path, timeout: Duration) -> Duration {
+    let what = format!("{cmd:?}");
+    let file = std::fs::File::create(out).expect("temp file");
+    let start = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let status = wait_with_timeout(child, &what, timeout);
+    let elapsed = start.elapsed();
+    assert!(status.success(), "{what} failed: {status}");
+    elapsed
+}
+
+/// Clock ticks per second of /proc/PID/stat.
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// CPU seconds from `/proc/{pid}/stat`: (user + system of the process, user + system of its
+/// children that have been waited for).
+fn proc_cpu(pid: &str, ticks: f64) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap_or_else(|e| panic!("cannot read /proc/{pid}/stat: {e}"));
+    // Fields after the command name, which is in parentheses: state is the first, then utime,
+    // stime, cutime and cstime are the 12th to the 15th.
+    let rest = &stat[stat.rfind(')').expect("stat format") + 1..];
+    let fields: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse().expect("stat field"))
+        .collect();
+    (
+        (fields[0] + fields[1]) / ticks,
+        (fields[2] + fields[3]) / ticks,
+    )
+}
+
+/// CPU seconds of this process (all threads) and of its reaped children.
+fn own_cpu(ticks: f64) -> (f64, f64) {
+    proc_cpu("self", ticks)
+}
+
+/// What the daemon's log drain keeps.
+#[derive(Default)]
+struct Log {
+    lines: u64,
+    tail: VecDeque<String>,
+    warnings: Vec<String>,
+}
+
+/// The `patience serve` process. Dropping it kills the process, so a panic never leaves it behind.
+struct Daemon {
+    child: Option<Child>,
+    pid: u32,
+    addr: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    drain: Option<JoinHandle<()>>,
+}
+
+impl Daemon {
+    fn start(exe: &str, workers: usize) -> Daemon {
+        let mut cmd = Command::new(exe);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
+            .args(["--workers", &workers.to_string()])
+            // The "listening on" line is at info level.
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // Flags only: no setting of the caller's environment changes the daemon.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("PATIENCE_") {
+                cmd.env_remove(key);
+            }
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let pid = child.id();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(Log::default()));
+        let (addr_tx, addr_rx) = mpsc::channel();
+        // Drain the log for the daemon's whole life, so that it never blocks on a full pipe.
+        let drain = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(addr) = listening_addr(&line) {
+                        let _ = addr_tx.send(addr);
+                    }
+                    let mut log = log.lock().expect("log lock");
+                    log.lines += 1;
+                    if line.contains("WARN") || line.contains("ERROR") {
+                        log.warnings.push(line.clone());
+                    }
+                    if log.tail.len() == LOG_TAIL {
+                        log.tail.pop_front();
+                    }
+                    log.tail.push_back(line);
+                }
+            })
+        };
+        let mut daemon = Daemon {
+            child: Some(child),
+            pid,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log,
+            drain: Some(drain),
+        };
+        match addr_rx.recv_timeout(DAEMON_TIMEOUT) {
+            Ok(addr) => daemon.addr = addr,
+            Err(e) => {
+                let status = daemon
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten());
+                panic!(
+                    "the daemon did not log \"listening on 127.0.0.1:PORT\" within {DAEMON_TIMEOUT:?} \
+                     ({e}; exit status so far: {status:?}); its log ends with:\n{}",
+                    daemon.log_tail()
+                );
+            }
+        }
+        daemon
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.log.lock().expect("log lock");
+        log.tail.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// User plus system CPU time of the daemon so far, in seconds.
+    fn cpu_seconds(&self, ticks: f64) -> f64 {
+        proc_cpu(&self.pid.to_string(), ticks).0
+    }
+
+    /// Peak resident memory so far, in KiB.
+    fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .ok()
+            .and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("VmHWM:")
+                        .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
+                })
+            })
+            .unwrap_or(0)
+    }
+
+    /// Sends SIGTERM and waits for the daemon to drain and exit.
+    fn stop(mut self) -> (Duration, ExitStatus) {
+        let mut child = self.child.take().expect("daemon running");
+        let start = Instant::now();
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status();
+        assert!(
+            matches!(sent, Ok(s) if s.success()),
+            "cannot send SIGTERM to the daemon: {sent:?}"
+        );
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for the daemon") {
+                if let Some(drain) = self.drain.take() {
+                    let _ = drain.join();
+                }
+                return (start.elapsed(), status);
+            }
+            if start.elapsed() > DAEMON_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the daemon did not stop within {DAEMON_TIMEOUT:?} of SIGTERM; killed it. \
+                     Its log ends with:\n{}",
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The address in the daemon's "listening on 127.0.0.1:PORT" line.
+fn listening_addr(line: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find("listening on ")? + "listening on ".len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// One `SolveStream` call sending `messages`; returns its wall time and the probabilities in order.
+async fn stream_call(
+    client: &mut SolverClient<Channel>,
+    messages: Vec<SolveRequest>,
+    deals: usize,
+) -> (Duration, Vec<f64>) {
+    let mut probabilities = Vec::with_capacity(deals);
+    let start = Instant::now();
+    let mut responses = client
+        .solve_stream(tokio_stream::iter(messages))
+        .await
+        .unwrap_or_else(|s| panic!("SolveStream refused: {s}"))
+        .into_inner();
+    let mut next = 0u64;
+    loop {
+        let response = match responses.message().await {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(s) => panic!("SolveStream failed after {next} results: {s}"),
+        };
+        for r in response.results {
+            assert_eq!(r.index, next, "SolveStream results out of order");
+            match r.outcome {
+                Some(Outcome::Probability(p)) => probabilities.push(p),
+                other => panic!("deal {next}: no probability: {other:?}"),
+            }
+            next += 1;
+        }
+    }
+    let elapsed = start.elapsed();
+    assert_eq!(
+        probabilities.len(),
+        deals,
+        "SolveStream answered {} of {deals} deals",
+        probabilities.len()
+    );
+    (elapsed, probabilities)
+}
+
+/// Sequential one-deal unary calls; returns their latencies after the warm-up, in us, sorted.
+async fn unary_latencies(
+    client: &mut SolverClient<Channel>,
+    requests: Vec<SolveRequest>,
+    check: impl Fn(usize, Option<&Outcome>),
+) -> Vec<f64> {
+    let mut latencies = Vec::with_capacity(requests.len());
+    for (i, request) in requests.into_iter().enumerate() {
+        let start = Instant::now();
+        let response = tokio::time::timeout(Duration::from_secs(10), client.solve(request))
+            .await
+            .unwrap_or_else(|_| panic!("unary Solve {i} did not answer within 10 s"))
+            .unwrap_or_else(|s| panic!("unary Solve {i} failed: {s}"))
+            .into_inner();
+        let elapsed = start.elapsed();
+        let [result] = response.results.as_slice() else {
+            panic!(
+                "unary Solve {i}: {} results for one deal",
+                response.results.len()
+            );
+        };
+        assert_eq!(result.index, 0, "unary Solve {i}: index");
+        check(i, result.outcome.as_ref());
+        if i >= LATENCY_WARMUP {
+            latencies.push(elapsed.as_secs_f64() * 1e6);
+        }
+    }
+    sorted(latencies)
+}
+
+fn sorted(mut xs: Vec<f64>) -> Vec<f64> {
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+/// Median, p90, p99 and max of sorted microseconds.
+fn summary(us: &[f64]) -> String {
+    format!(
+        "median {:.0} us, p90 {:.0} us, p99 {:.0} us, max {:.0} us",
+        percentile(us, 0.5),
+        percentile(us, 0.9),
+        percentile(us, 0.99),
+        us[us.len() - 1]
+    )
+}
+
+/// Splits the deals into request messages of `per_message` deals each.
+fn messages(cards: &[String], per_message: usize) -> Vec<SolveRequest> {
+    cards
+        .chunks(per_message)
+        .map(|chunk| SolveRequest {
+            deals: chunk
+                .iter()
+                .map(|c| proto::Deal {
+                    id: String::new(),
+                    cards: c.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Where two outputs first differ, by line.
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    let (la, lb) = (a.lines().count(), b.lines().count());
+    match a.lines().zip(b.lines()).position(|(x, y)| x != y) {
+        Some(n) => format!(
+            "line {}: solve {:?}, client {:?}",
+            n + 1,
+            a.lines().nth(n).unwrap_or(""),
+            b.lines().nth(n).unwrap_or("")
+        ),
+        None => format!("solve has {la} lines, client {lb}"),
+    }
+}
+
+/// A measured mode: its rates, and the CPU seconds its client and the daemon spent over its runs.
+struct Mode {
+    name: String,
+    rates: Vec<f64>,
+    client_cpu: f64,
+    daemon_cpu: f64,
+}
+
+impl Mode {
+    fn new(name: String) -> Mode {
+        Mode {
+            name,
+            rates: Vec::new(),
+            client_cpu: 0.0,
+            daemon_cpu: 0.0,
+        }
+    }
+
+    fn cpu_us_per_deal(&self, seconds: f64, deals: usize) -> f64 {
+        1e6 * seconds / (deals * self.rates.len()) as f64
+    }
+}
+
+fn main() {
+    let o = options();
+    let exe = env!("CARGO_BIN_EXE_patience");
+    let mut rng = fastrand::Rng::with_seed(SEED);
+    let deals: Vec<Deal> = (0..o.deals).map(|_| Deal::shuffled(&mut rng)).collect();
+    let cards: Vec<String> = deals.iter().map(Deal::to_string).collect();
+    let n = deals.len();
+    println!(
+        "service bench: {n} uniformly random deals (seed {SEED}), {} runs, {} workers, \
+         {BATCH} deals per batched message",
+        o.runs, o.workers
+    );
+
+    let dir = TempDir::new();
+    let input = dir.join("deals.in");
+    write_deals(&input, &deals);
+    let solve_out = dir.join("solve.out");
+    let client_out = dir.join("client.out");
+    // Hang protection only: generous next to the ~0.5 s a run takes.
+    let run_timeout = Duration::from_secs(60) + Duration::from_millis(5 * n as u64);
+    let ticks = clock_ticks();
+
+    let daemon = Daemon::start(exe, o.workers);
+    println!("daemon: pid {}, listening on {}", daemon.pid, daemon.addr);
+    let url = format!("http://{}", daemon.addr);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mut client = runtime.block_on(async {
+        let channel = Endpoint::from_shared(url.clone())
+            .expect("endpoint")
+            .connect_timeout(Duration::from_secs(5))
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+        SolverClient::new(channel).max_decoding_message_size(usize::MAX)
+    });
+
+    // Throughput: rounds alternate between the modes.
+    let workers = o.workers.to_string();
+    let mut solve = Mode::new(format!(
+        "patience solve --workers {workers} (in-process baseline)"
+    ));
+    let mut expected: Vec<u8> = Vec::new();
+    let mut client_mode = Mode::new(format!("patience client --batch {BATCH} (binary)"));
+    let mut client_identical = 0;
+    let mut client_difference = None;
+    let mut streams = [
+        (
+            BATCH,
+            Mode::new(format!("tonic SolveStream, {BATCH} deals/message")),
+        ),
+        (
+            1,
+            Mode::new("tonic SolveStream, 1 deal/message".to_string()),
+        ),
+    ];
+    for run in 0..o.runs {
+        let (_, children) = own_cpu(ticks);
+        let t = run_to_file(
+            Command::new(exe)
+                .args(["solve", "--workers", &workers])
+                .arg(&input),
+            &solve_out,
+            run_timeout,
+        );
+        solve.client_cpu += own_cpu(ticks).1 - children;
+        solve.rates.push(n as f64 / t.as_secs_f64());
+        if run == 0 {
+            expected = std::fs::read(&solve_out).expect("read solve output");
+            assert_eq!(
+                expected.iter().filter(|&&b| b == b'\n').count(),
+                n,
+                "patience solve printed the wrong number of lines"
+            );
+        }
+
+        let cpu = daemon.cpu_seconds(ticks);
+        let (_, children) = own_cpu(ticks);
+        let t = run_to_file(
+            Command::new(exe)
+                .args(["client", "--addr", &url, "--batch", &BATCH.to_string()])
+                .arg(&input),
+            &client_out,
+            run_timeout,
+        );
+        client_mode.daemon_cpu += daemon.cpu_seconds(ticks) - cpu;
+        client_mode.client_cpu += own_cpu(ticks).1 - children;
+        client_mode.rates.push(n as f64 / t.as_secs_f64());
+        let got = std::fs::read(&client_out).expect("read client output");
+        if got == expected {
+            client_identical += 1;
+        } else if client_difference.is_none() {
+            client_difference = Some(first_difference(&expected, &got));
+        }
+
+        for (per_message, mode) in streams.iter_mut() {
+            let requests = messages(&cards, *per_message);
+            let cpu = daemon.cpu_seconds(ticks);
+            let (own, _) = own_cpu(ticks);
+            let (t, probabilities) = runtime.block_on(async {
+                tokio::time::timeout(run_timeout, stream_call(&mut client, requests, n))
+                    .await
+                    .unwrap_or_else(|_| panic!("{} did not finish in {run_timeout:?}", mode.name))
+            });
+            mode.daemon_cpu += daemon.cpu_seconds(ticks) - cpu;
+            mode.client_cpu += own_cpu(ticks).0 - own;
+            mode.rates.push(n as f64 / t.as_secs_f64());
+            let text = String::from_utf8_lossy(&expected);
+            for (i, (line, p)) in text.lines().zip(&probabilities).enumerate() {
+                assert_eq!(
+                    format!("{p:.6}"),
+                    line,
+                    "{}: deal {i} differs from patience solve",
+                    mode.name
+                );
+            }
+        }
+    }
+
+    // CPU figures: the solve process's own; for the daemon modes, the daemon's and the client's
+    // (the client binary, or this process for the in-bench client) over the same runs.
+    let baseline = median(solve.rates.clone());
+    println!(
+        "{}: median {baseline:.0} deals/s  (runs: {}; CPU {:.1} us/deal)",
+        solve.name,
+        list(&solve.rates),
+        solve.cpu_us_per_deal(solve.client_cpu, n)
+    );
+    let mut modes = vec![client_mode];
+    modes.extend(streams.into_iter().map(|(_, m)| m));
+    for mode in &modes {
+        let m = median(mode.rates.clone());
+        println!(
+            "{}: median {m:.0} deals/s = {:.1}% of baseline  (runs: {}; CPU us/deal: daemon {:.1}, \
+             client {:.1})",
+            mode.name,
+            100.0 * m / baseline,
+            list(&mode.rates),
+            mode.cpu_us_per_deal(mode.daemon_cpu, n),
+            mode.cpu_us_per_deal(mode.client_cpu, n)
+        );
+    }
+    match client_difference {
+        None => println!(
+            "patience client output byte-identical to patience solve: yes ({client_identical} of {} runs)",
+            o.runs
+        ),
+        Some(d) => println!(
+            "patience client output byte-identical to patience solve: NO ({client_identical} of {} \
+             runs identical; first difference at {d})",
+            o.runs
+        ),
+    }
+    println!(
+        "tonic SolveStream results: in order by index and equal to patience solve's, every run"
+    );
+
+    // Latency of one-deal unary calls on the idle daemon, one connection, one call at a time. The
+    // same calls with the deal's last card left out are refused by the parser and never reach the
+    // solver pool: they measure the gRPC round trip (and the call's log line) alone.
+    let mut rng = fastrand::Rng::with_seed(LATENCY_SEED);
+    let latency_deals: Vec<Deal> = (0..LATENCY_WARMUP + o.latency_calls)
+        .map(|_| Deal::shuffled(&mut rng))
+        .collect();
+    let mut solver = Solver::new();
+    let mut engine_us = Vec::with_capacity(latency_deals.len());
+    let mut want = Vec::with_capacity(latency_deals.len());
+    for d in &latency_deals {
+        let start = Instant::now();
+        want.push(solver.solve(d).probability);
+        engine_us.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    let one = |cards: String| SolveRequest {
+        deals: vec![proto::Deal {
+            id: String::new(),
+            cards,
+        }],
+    };
+    let valid: Vec<SolveRequest> = latency_deals.iter().map(|d| one(d.to_string())).collect();
+    let short: Vec<SolveRequest> = latency_deals
+        .iter()
+        .map(|d| {
+            let text = d.to_string();
+            let cut = text
+                .trim_end()
+                .rfind(char::is_whitespace)
+                .expect("36 cards");
+            one(text[..cut].to_string())
+        })
+        .collect();
+    let (solved_us, refused_us, pooled_us) = runtime.block_on(async {
+        let solved = unary_latencies(&mut client, valid, |i, outcome| match outcome {
+            Some(Outcome::Probability(p)) if (p - want[i]).abs() <= 1e-12 => {}
+            other => panic!(
+                "unary Solve {i}: got {other:?}, want probability {}",
+                want[i]
+            ),
+        })
+        .await;
+        let refused = unary_latencies(&mut client, short, |i, outcome| match outcome {
+            Some(Outcome::Error(e)) if e.code == proto::ErrorCode::CardCount as i32 => {}
+            other => panic!("unary Solve {i} of 35 cards: got {other:?}, want CARD_COUNT"),
+        })
+        .await;
+        // The daemon's hop to its solver threads, without gRPC: the same deals through a pool
+        // like the daemon's, from this runtime.
+        let pool = Pool::new(o.workers, 2 * o.workers).expect("solver pool");
+        let mut pooled = Vec::with_capacity(latency_deals.len());
+        for (i, deal) in latency_deals.iter().enumerate() {
+            let deal = *deal;
+            let start = Instant::now();
+            let ticket = pool
+                .submit(move |s: &mut Solver| s.solve(&deal).probability)
+                .await
+                .expect("pool submit");
+            let p = ticket.await.expect("pool job");
+            let elapsed = start.elapsed();
+            assert!(
+                (p - want[i]).abs() <= 1e-12,
+                "pool solve {i}: {p} != {}",
+                want[i]
+            );
+            if i >= LATENCY_WARMUP {
+                pooled.push(elapsed.as_secs_f64() * 1e6);
+            }
+        }
+        (solved, refused, sorted(pooled))
+    });
+    let engine_measured = sorted(engine_us.split_off(LATENCY_WARMUP));
+    println!(
+        "unary Solve, 1 deal, {} sequential calls on one connection after {LATENCY_WARMUP} warm-up: \
+         {}",
+        solved_us.len(),
+        summary(&solved_us)
+    );
+    println!(
+        "  engine alone on the same deals (in this process):      {}",
+        summary(&engine_measured)
+    );
+    println!(
+        "  same deals through a {}-worker solver pool in this process: {}",
+        o.workers,
+        summary(&pooled_us)
+    );
+    println!(
+        "  same calls with a 35-card deal (refused, no solver hop): {}",
+        summary(&refused_us)
+    );
+
+    drop(client);
+    drop(runtime);
+    let peak = daemon.peak_rss_kib();
+    let log = daemon.log.clone();
+    let (took, status) = daemon.stop();
+    let log = log.lock().expect("log lock");
+    println!(
+        "daemon: peak RSS {:.1} MiB; stopped {:.0} ms after SIGTERM with {status}; {} log lines, \
+         {} at WARN or ERROR",
+        peak as f64 / 1024.0,
+        took.as_secs_f64() * 1e3,
+        log.lines,
+        log.warnings.len()
+    );
+    for line in log.warnings.iter().take(5) {
+        println!("  {line}");
+    }
+}
