@@ -56,9 +56,19 @@ impl Rank {
         b"6789TJQKA"[self.index()] as char
     }
 
-    fn from_symbol(c: char) -> Option<Rank> {
-        let i = "6789TJQKA".find(c.to_ascii_uppercase())?;
-        Some(Rank::ALL[i])
+    fn from_symbol(c: u8) -> Option<Rank> {
+        Some(match c.to_ascii_uppercase() {
+            b'6' => Rank::Six,
+            b'7' => Rank::Seven,
+            b'8' => Rank::Eight,
+            b'9' => Rank::Nine,
+            b'T' => Rank::Ten,
+            b'J' => Rank::Jack,
+            b'Q' => Rank::Queen,
+            b'K' => Rank::King,
+            b'A' => Rank::Ace,
+            _ => return None,
+        })
     }
 }
 
@@ -85,9 +95,14 @@ impl Suit {
         b"SCDH"[self.index()] as char
     }
 
-    fn from_symbol(c: char) -> Option<Suit> {
-        let i = "SCDH".find(c.to_ascii_uppercase())?;
-        Some(Suit::ALL[i])
+    fn from_symbol(c: u8) -> Option<Suit> {
+        Some(match c.to_ascii_uppercase() {
+            b'S' => Suit::Spades,
+            b'C' => Suit::Clubs,
+            b'D' => Suit::Diamonds,
+            b'H' => Suit::Hearts,
+            _ => return None,
+        })
     }
 }
 
@@ -133,9 +148,9 @@ impl FromStr for Card {
 
     /// Accepts exactly two characters, rank then suit, in either case (`AS`, `as`, `tH`).
     fn from_str(s: &str) -> Result<Card, ()> {
-        let mut chars = s.chars();
-        match (chars.next(), chars.next(), chars.next()) {
-            (Some(r), Some(s), None) => Ok(Card {
+        // Every card symbol is ASCII, so a card is exactly two bytes.
+        match *s.as_bytes() {
+            [r, s] => Ok(Card {
                 rank: Rank::from_symbol(r).ok_or(())?,
                 suit: Suit::from_symbol(s).ok_or(())?,
             }),
