@@ -144,39 +144,48 @@ impl SolverService {
         Ok(())
     }
 
-    /// Validates a request's deals and queues the valid ones on the pool, waiting for queue space.
-    /// Returns the future of its response, numbered from `first_index`. Dropping this future
-    /// while it waits for queue space drops the tickets already taken, so nothing it queued runs.
+    /// Validates the deals of consecutive requests and queues the valid ones on the pool, waiting
+    /// for queue space. Each request comes with the stream index of its first deal. Returns the
+    /// future of their responses, in order. Deals of several small requests share pool jobs, so
+    /// one-deal messages do not cost one worker wake-up each. Dropping this future while it waits
+    /// for queue space drops the tickets already taken, so nothing it queued runs.
     async fn start(
         &self,
-        request: SolveRequest,
-        first_index: u64,
-    ) -> Result<BoxFuture<'static, Answered>, Status> {
-        let mut results = Vec::with_capacity(request.deals.len());
-        let mut valid: Vec<(usize, Deal)> = Vec::new();
-        let mut errors = 0;
-        for (i, deal) in request.deals.into_iter().enumerate() {
-            let outcome = match Deal::parse(&deal.cards) {
-                Ok(parsed) => {
-                    valid.push((i, parsed));
-                    None
-                }
-                Err(e) => {
-                    errors += 1;
-                    Some(Outcome::Error(deal_error(&e)))
-                }
-            };
-            results.push(proto::Result {
-                index: first_index + i as u64,
-                id: deal.id,
-                outcome,
+        requests: Vec<(SolveRequest, u64)>,
+    ) -> Result<BoxFuture<'static, Vec<Answered>>, Status> {
+        let mut answers: Vec<Answered> = Vec::with_capacity(requests.len());
+        // (request, position) of each valid deal, in order.
+        let mut valid: Vec<((usize, usize), Deal)> = Vec::new();
+        for (r, (request, first_index)) in requests.into_iter().enumerate() {
+            let mut results = Vec::with_capacity(request.deals.len());
+            let mut errors = 0;
+            for (i, deal) in request.deals.into_iter().enumerate() {
+                let outcome = match Deal::parse(&deal.cards) {
+                    Ok(parsed) => {
+                        valid.push(((r, i), parsed));
+                        None
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        Some(Outcome::Error(deal_error(&e)))
+                    }
+                };
+                results.push(proto::Result {
+                    index: first_index + i as u64,
+                    id: deal.id,
+                    outcome,
+                });
+            }
+            answers.push(Answered {
+                response: SolveResponse { results },
+                errors,
             });
         }
 
         let mut batches = Vec::new();
         let mut rest = valid.into_iter().peekable();
         while rest.peek().is_some() {
-            let (places, deals): (Vec<usize>, Vec<Deal>) =
+            let (places, deals): (Vec<(usize, usize)>, Vec<Deal>) =
                 rest.by_ref().take(self.limits.batch.max(1)).unzip();
             let ticket = self
                 .pool
@@ -191,7 +200,7 @@ impl SolverService {
         Ok(async move {
             for (places, ticket) in batches {
                 let outcomes = ticket.await;
-                for (n, place) in places.into_iter().enumerate() {
+                for (n, (r, i)) in places.into_iter().enumerate() {
                     let outcome = match &outcomes {
                         Ok(values) => match values.get(n) {
                             Some(Ok(p)) => Outcome::Probability(*p),
@@ -200,23 +209,23 @@ impl SolverService {
                         },
                         Err(e) => internal(e),
                     };
-                    if matches!(outcome, Outcome::Error(_)) {
-                        errors += 1;
+                    if let Some(answer) = answers.get_mut(r) {
+                        answer.errors += u64::from(matches!(outcome, Outcome::Error(_)));
+                        if let Some(result) = answer.response.results.get_mut(i) {
+                            result.outcome = Some(outcome);
+                        }
                     }
-                    results[place].outcome = Some(outcome);
                 }
             }
-            Answered {
-                response: SolveResponse { results },
-                errors,
-            }
+            answers
         }
         .boxed())
     }
 }
 
-/// A request queued on the pool: the future of its response, or why it could not be queued.
-type Started = Result<BoxFuture<'static, Answered>, Status>;
+/// Requests queued on the pool together: the future of their responses, or why they could not be
+/// queued.
+type Started = Result<BoxFuture<'static, Vec<Answered>>, Status>;
 
 /// A finished response and how many of its deals failed, for the call's log line.
 struct Answered {
@@ -295,7 +304,12 @@ impl proto::solver_server::Solver for SolverService {
         let request = request.into_inner();
         self.check_size(&request)?;
         let deals = request.deals.len();
-        let answered = self.start(request, 0).await?.await;
+        let answered = self
+            .start(vec![(request, 0)])
+            .await?
+            .await
+            .pop()
+            .ok_or_else(|| Status::internal("no response was produced"))?;
         tracing::info!(
             rpc = "Solve",
             peer = %display_peer(peer),
@@ -325,8 +339,9 @@ impl SolverService {
         let max_in_flight = self.limits.max_in_flight.max(1);
         let budget = Arc::new(Semaphore::new(max_in_flight));
         let mut abort = self.lifecycle.abort.clone();
-        let mut in_flight: FuturesOrdered<BoxFuture<'static, (Answered, OwnedSemaphorePermit)>> =
-            FuturesOrdered::new();
+        let mut in_flight: FuturesOrdered<
+            BoxFuture<'static, Vec<(Answered, OwnedSemaphorePermit)>>,
+        > = FuturesOrdered::new();
         // A request read from the client, waiting for its permits.
         let mut waiting: Option<SolveRequest> = None;
         // Requests with their permits go to a helper task that queues their batches on the pool
@@ -335,13 +350,28 @@ impl SolverService {
         let (submit_tx, mut submit_rx) =
             mpsc::unbounded_channel::<(SolveRequest, u64, OwnedSemaphorePermit)>();
         let (started_tx, mut started_rx) =
-            mpsc::unbounded_channel::<(Started, OwnedSemaphorePermit)>();
+            mpsc::unbounded_channel::<(Started, Vec<OwnedSemaphorePermit>)>();
+        let batch = self.limits.batch.max(1);
         let _submitter = AbortOnDrop(tokio::spawn({
             let service = self.clone();
             async move {
-                while let Some((request, first_index, permit)) = submit_rx.recv().await {
-                    let started = service.start(request, first_index).await;
-                    if started_tx.send((started, permit)).is_err() {
+                while let Some(first) = submit_rx.recv().await {
+                    // Requests that are already waiting join this one, up to one pool batch.
+                    let mut deals = first.0.deals.len();
+                    let mut group = vec![first];
+                    while deals < batch {
+                        let Ok(next) = submit_rx.try_recv() else {
+                            break;
+                        };
+                        deals += next.0.deals.len();
+                        group.push(next);
+                    }
+                    let (requests, permits): (Vec<_>, Vec<_>) = group
+                        .into_iter()
+                        .map(|(request, first_index, permit)| ((request, first_index), permit))
+                        .unzip();
+                    let started = service.start(requests).await;
+                    if started_tx.send((started, permits)).is_err() {
                         break;
                     }
                 }
@@ -377,17 +407,26 @@ impl SolverService {
                     let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
                     break "aborted by shutdown";
                 }
-                Some((done, permit)) = in_flight.next() => {
-                    answered += done.response.results.len() as u64;
-                    errors += done.errors;
-                    if tx.send(Ok((done.response, permit))).await.is_err() {
+                Some(group) = in_flight.next() => {
+                    let mut gone = false;
+                    for (done, permit) in group {
+                        answered += done.response.results.len() as u64;
+                        errors += done.errors;
+                        if tx.send(Ok((done.response, permit))).await.is_err() {
+                            gone = true;
+                            break;
+                        }
+                    }
+                    if gone {
                         break "cancelled by the client";
                     }
                 }
-                Some((started, permit)) = started_rx.recv(), if submitting > 0 => {
-                    submitting -= 1;
+                Some((started, permits)) = started_rx.recv(), if submitting > 0 => {
+                    submitting -= permits.len();
                     match started {
-                        Ok(future) => in_flight.push_back(future.map(move |done| (done, permit)).boxed()),
+                        Ok(future) => in_flight.push_back(
+                            future.map(move |done| done.into_iter().zip(permits).collect()).boxed(),
+                        ),
                         Err(status) => {
                             failure = Some(status);
                             reading = false;
