@@ -13,9 +13,11 @@
 //! client that stops reading lets the server solve that much further ahead, no more.)
 //!
 //! # Cancellation
-//! When the client cancels, its deadline passes or its connection drops, tonic drops the response
-//! stream; the call's task sees that, stops, and drops its pool tickets, so its queued batches are
-//! skipped and a batch being solved stops after the current deal.
+//! When the client cancels or its deadline passes (both reset the stream), or its connection
+//! drops, the call's task sees a cancelled request stream or a dropped response stream, stops, and
+//! drops its pool tickets: its queued batches are skipped and a batch being solved stops after
+//! the current deal. (A tonic client's `cancellation_handle` only sends its reset when its request
+//! body is next polled; the in-flight budget keeps the server reading, so that is soon.)
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -44,7 +46,8 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// Deals one request may carry; more is `INVALID_ARGUMENT`.
     pub max_deals_per_request: usize,
-    /// Unanswered deals one `SolveStream` call may have before the server stops reading it.
+    /// Deals one `SolveStream` call may have read but not yet handed back to the transport; at the
+    /// limit the server stops reading that call.
     pub max_in_flight: usize,
     /// Deals per pool job: large enough to amortise the hop to a worker, small enough to spread
     /// one request over every worker.
