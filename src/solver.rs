@@ -319,6 +319,7 @@ impl Solver {
     }
 
     /// Removes the tops of piles `a` and `b` (same rank) and updates the top bookkeeping.
+    #[inline(always)]
     fn play(&mut self, a: usize, b: usize) -> Undo {
         let undo = Undo {
             by_rank: self.by_rank,
@@ -353,6 +354,7 @@ impl Solver {
         undo
     }
 
+    #[inline(always)]
     fn undo(&mut self, a: usize, b: usize, undo: Undo) {
         self.heights[a] += 1;
         self.heights[b] += 1;
