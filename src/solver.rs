@@ -15,8 +15,9 @@
 //! - Before descending, the index-table entries of all children are loaded together, so their cache
 //!   misses overlap instead of following each other.
 //! - Positions that can no longer be won are not explored: a rank with more cards left in one pile
-//!   than in all the others together can never be paired off. They still count as moves when the
-//!   player picks among pairs, so the probability is unchanged.
+//!   than in all the others together can never be paired off, and two ranks whose last two cards
+//!   cross in the same two piles wait on each other forever. Such moves still count when the
+//!   player picks among pairs, so the probability is unchanged; they are just known to be worth 0.
 
 use crate::deal::{Deal, PILE_HEIGHT, PILES};
 
@@ -96,7 +97,33 @@ impl IndexTable for Wide {
 struct Undo {
     by_rank: [u16; 9],
     multi: u16,
+    remaining: u64,
 }
+
+/// The six ways to choose two of a rank's four cards, numbered as `OTHER_PAIR` numbers them.
+const PAIRS: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+
+/// `OTHER_PAIR[a][b]`: the number (index into `PAIRS`) of the two cards other than `a` and `b`.
+const OTHER_PAIR: [[usize; 4]; 4] = {
+    let mut t = [[0; 4]; 4];
+    let mut a = 0;
+    while a < 4 {
+        let mut b = 0;
+        while b < 4 {
+            let mut k = 0;
+            while k < 6 {
+                let (c, d) = PAIRS[k];
+                if c != a && c != b && d != a && d != b {
+                    t[a][b] = k;
+                }
+                k += 1;
+            }
+            b += 1;
+        }
+        a += 1;
+    }
+    t
+};
 
 /// What one solve found.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,6 +165,11 @@ pub struct Solver {
     dead: [[[bool; 4]; 4]; 9],
     /// Cards of each rank still on the table in the position being expanded.
     left: [u8; 9],
+    /// For each rank with two cards left, the bit `6 * rank + k`, `k` naming which two remain.
+    remaining: u64,
+    /// `crossing[6 * rank + k]`: the `remaining` bits of the other ranks whose last two cards
+    /// would deadlock with this rank's last two cards `k`.
+    crossing: [u64; 54],
     heights: [u8; PILES],
     /// For each rank, the piles that show it on top.
     by_rank: [u16; 9],
@@ -164,6 +196,8 @@ impl Solver {
             which: [[0; PILE_HEIGHT + 1]; PILES],
             dead: [[[false; 4]; 4]; 9],
             left: [0; 9],
+            remaining: 0,
+            crossing: [0; 54],
             heights: [0; PILES],
             by_rank: [0; 9],
             multi: 0,
@@ -211,6 +245,7 @@ impl Solver {
     fn load(&mut self, deal: &Deal) {
         let mut seen = [0u8; 9];
         let mut piles_of = [[0u8; 4]; 9];
+        let mut levels_of = [[0u8; 4]; 9];
         for (p, pile) in deal.piles().iter().enumerate() {
             self.tops[p][0] = EMPTY;
             for (i, card) in pile.iter().enumerate() {
@@ -218,11 +253,13 @@ impl Solver {
                 self.tops[p][i + 1] = r as u8;
                 self.which[p][i + 1] = seen[r];
                 piles_of[r][usize::from(seen[r])] = p as u8;
+                levels_of[r][usize::from(seen[r])] = i as u8 + 1;
                 seen[r] += 1;
             }
             self.heights[p] = PILE_HEIGHT as u8;
         }
         self.left = seen;
+        self.find_crossings(&piles_of, &levels_of);
         for (dead, piles) in self.dead.iter_mut().zip(&piles_of) {
             for (a, row) in dead.iter_mut().enumerate() {
                 for (b, cell) in row.iter_mut().enumerate() {
@@ -234,6 +271,60 @@ impl Solver {
                 }
             }
         }
+    }
+
+    /// Fills `crossing`. Two ranks whose last two cards lie in the same two piles, one rank above
+    /// the other in one pile and below it in the other, wait on each other forever: each pair can
+    /// only go once the other has. Only pairs of cards in the same two piles can cross, so the
+    /// candidates are grouped by their piles first.
+    fn find_crossings(&mut self, piles: &[[u8; 4]; 9], levels: &[[u8; 4]; 9]) {
+        self.crossing = [0; 54];
+        // (pile pair, rank, which two) for every way a rank can have two cards left apart.
+        let mut candidates = [(0u8, 0u8, 0u8); 54];
+        let mut n = 0;
+        for r in 0..9 {
+            for (k, &(c, d)) in PAIRS.iter().enumerate() {
+                let (pc, pd) = (piles[r][c], piles[r][d]);
+                if pc != pd {
+                    candidates[n] = (pc.min(pd) * 9 + pc.max(pd), r as u8, k as u8);
+                    n += 1;
+                }
+            }
+        }
+        let candidates = &mut candidates[..n];
+        candidates.sort_unstable();
+        for group in candidates.chunk_by(|x, y| x.0 == y.0) {
+            for (i, &(_, r, k)) in group.iter().enumerate() {
+                for &(_, y, ky) in &group[i + 1..] {
+                    if r == y {
+                        continue;
+                    }
+                    let (r, k, y, ky) = (
+                        usize::from(r),
+                        usize::from(k),
+                        usize::from(y),
+                        usize::from(ky),
+                    );
+                    // Levels of both ranks' cards, ordered by pile.
+                    let level_in = |rank: usize, k: usize| {
+                        let (c, d) = PAIRS[k];
+                        if piles[rank][c] < piles[rank][d] {
+                            (levels[rank][c], levels[rank][d])
+                        } else {
+                            (levels[rank][d], levels[rank][c])
+                        }
+                    };
+                    let (x1, x2) = level_in(r, k);
+                    let (y1, y2) = level_in(y, ky);
+                    if (x1 > y1) != (x2 > y2) {
+                        self.crossing[6 * r + k] |= 1 << (6 * y + ky);
+                        self.crossing[6 * y + ky] |= 1 << (6 * r + k);
+                    }
+                }
+            }
+        }
+        // A full deal starts with four cards of every rank.
+        self.remaining = 0;
     }
 
     /// False when some rank has more cards in one pile than elsewhere: such a deal is lost before
@@ -280,7 +371,9 @@ impl Solver {
                     if first_pair {
                         let ca = usize::from(self.which[a][usize::from(self.heights[a])]);
                         let cb = usize::from(self.which[b][usize::from(self.heights[b])]);
-                        if self.dead[r][ca][cb] {
+                        if self.dead[r][ca][cb]
+                            || self.crossing[6 * r + OTHER_PAIR[ca][cb]] & self.remaining != 0
+                        {
                             continue;
                         }
                     }
@@ -324,9 +417,17 @@ impl Solver {
         let undo = Undo {
             by_rank: self.by_rank,
             multi: self.multi,
+            remaining: self.remaining,
         };
         let r = usize::from(self.tops[a][usize::from(self.heights[a])]);
         self.left[r] -= 2;
+        if self.left[r] == 2 {
+            let ca = usize::from(self.which[a][usize::from(self.heights[a])]);
+            let cb = usize::from(self.which[b][usize::from(self.heights[b])]);
+            self.remaining |= 1 << (6 * r + OTHER_PAIR[ca][cb]);
+        } else {
+            self.remaining &= !(0b11_1111 << (6 * r));
+        }
         self.by_rank[r] &= !((1 << a) | (1 << b));
         let mut touched = 1u16 << r;
         for p in [a, b] {
@@ -362,6 +463,7 @@ impl Solver {
         self.left[r] += 2;
         self.by_rank = undo.by_rank;
         self.multi = undo.multi;
+        self.remaining = undo.remaining;
     }
 
     fn remember<I: IndexTable>(&mut self, position: u32, probability: f64) {
