@@ -282,9 +282,9 @@ impl Solver {
         // (pile pair, rank, which two) for every way a rank can have two cards left apart.
         let mut candidates = [(0u8, 0u8, 0u8); 54];
         let mut n = 0;
-        for r in 0..9 {
+        for (r, rank_piles) in piles.iter().enumerate() {
             for (k, &(c, d)) in PAIRS.iter().enumerate() {
-                let (pc, pd) = (piles[r][c], piles[r][d]);
+                let (pc, pd) = (rank_piles[c], rank_piles[d]);
                 if pc != pd {
                     candidates[n] = (pc.min(pd) * 9 + pc.max(pd), r as u8, k as u8);
                     n += 1;
