@@ -52,6 +52,11 @@ pub struct Limits {
     /// Deals per pool job: large enough to amortise the hop to a worker, small enough to spread
     /// one request over every worker.
     pub batch: usize,
+    /// Test hook: a deal with this id makes its worker panic while solving it, to prove that a
+    /// panic costs one `ERROR_CODE_INTERNAL` result and nothing else. `None` (off) by default;
+    /// the command line never sets it.
+    #[doc(hidden)]
+    pub panic_on_id: Option<String>,
 }
 
 impl Default for Limits {
@@ -61,6 +66,7 @@ impl Default for Limits {
             max_deals_per_request: 10_000,
             max_in_flight: 4_096,
             batch: 32,
+            panic_on_id: None,
         }
     }
 }
@@ -157,15 +163,16 @@ impl SolverService {
         requests: Vec<(SolveRequest, u64)>,
     ) -> Result<BoxFuture<'static, Vec<Answered>>, Status> {
         let mut answers: Vec<Answered> = Vec::with_capacity(requests.len());
-        // (request, position) of each valid deal, in order.
-        let mut valid: Vec<((usize, usize), Deal)> = Vec::new();
+        // (request, position) of each valid deal, in order, and whether it is to panic.
+        let mut valid: Vec<((usize, usize), (Deal, bool))> = Vec::new();
         for (r, (request, first_index)) in requests.into_iter().enumerate() {
             let mut results = Vec::with_capacity(request.deals.len());
             let mut errors = 0;
             for (i, deal) in request.deals.into_iter().enumerate() {
                 let outcome = match Deal::parse(&deal.cards) {
                     Ok(parsed) => {
-                        valid.push(((r, i), parsed));
+                        let panic = self.limits.panic_on_id.as_ref() == Some(&deal.id);
+                        valid.push(((r, i), (parsed, panic)));
                         None
                     }
                     Err(e) => {
@@ -188,11 +195,12 @@ impl SolverService {
         let mut batches = Vec::new();
         let mut rest = valid.into_iter().peekable();
         while rest.peek().is_some() {
-            let (places, deals): (Vec<(usize, usize)>, Vec<Deal>) =
+            let (places, deals): (Vec<(usize, usize)>, Vec<(Deal, bool)>) =
                 rest.by_ref().take(self.limits.batch.max(1)).unzip();
             let ticket = self
                 .pool
-                .submit_batch(deals, |solver: &mut Solver, deal: Deal| {
+                .submit_batch(deals, |solver: &mut Solver, (deal, panic): (Deal, bool)| {
+                    assert!(!panic, "fault injected by the panic_on_id test hook");
                     solver.solve(&deal).probability
                 })
                 .await
