@@ -163,8 +163,7 @@ impl SolverService {
         requests: Vec<(SolveRequest, u64)>,
     ) -> Result<BoxFuture<'static, Vec<Answered>>, Status> {
         let mut answers: Vec<Answered> = Vec::with_capacity(requests.len());
-        // (request, position) of each valid deal, in order, and whether it is to panic.
-        let mut valid: Vec<((usize, usize), (Deal, bool))> = Vec::new();
+        let mut valid: Vec<(Place, Work)> = Vec::new();
         for (r, (request, first_index)) in requests.into_iter().enumerate() {
             let mut results = Vec::with_capacity(request.deals.len());
             let mut errors = 0;
@@ -195,7 +194,7 @@ impl SolverService {
         let mut batches = Vec::new();
         let mut rest = valid.into_iter().peekable();
         while rest.peek().is_some() {
-            let (places, deals): (Vec<(usize, usize)>, Vec<(Deal, bool)>) =
+            let (places, deals): (Vec<Place>, Vec<Work>) =
                 rest.by_ref().take(self.limits.batch.max(1)).unzip();
             let ticket = self
                 .pool
@@ -233,6 +232,12 @@ impl SolverService {
         .boxed())
     }
 }
+
+/// Where a valid deal's result goes: (request in the group, position in the request).
+type Place = (usize, usize);
+
+/// A valid deal for the pool, and whether the `panic_on_id` test hook picked it.
+type Work = (Deal, bool);
 
 /// Requests queued on the pool together: the future of their responses, or why they could not be
 /// queued.
