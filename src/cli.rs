@@ -76,6 +76,19 @@ pub struct ServeArgs {
     /// UNAVAILABLE.
     #[arg(long, env = "PATIENCE_DRAIN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub drain_timeout: std::time::Duration,
+    /// Serve over TLS with this PEM certificate (chain); needs --tls-key.
+    #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "PATIENCE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this PEM CA (mutual TLS); needs --tls-cert.
+    #[arg(long, env = "PATIENCE_TLS_CLIENT_CA", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Require `authorization: Bearer <token>` on every Solver call, with the token in this file
+    /// (health stays open for probes).
+    #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
+    pub auth_token_file: Option<PathBuf>,
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -87,6 +100,18 @@ pub struct ClientArgs {
     /// The daemon's address.
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     pub addr: String,
+    /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Present this PEM client certificate (for daemons that require mutual TLS); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Send `authorization: Bearer <token>` with the token in this file.
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
     /// Deals per request message.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch: u32,

@@ -8,11 +8,13 @@
 //!   deal without allocating.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
-//! - [`server`]: the daemon's wiring: health, reflection, limits, graceful shutdown.
+//! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
+//! - [`server`]: the daemon's wiring: TLS, health, reflection, limits, graceful shutdown.
 //! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
 //! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod cli;
 pub mod deal;
 pub mod pool;

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tonic::transport::Server;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
+use crate::auth::{RequireBearer, Secret};
 use crate::pool::Pool;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
@@ -45,6 +47,28 @@ pub struct ServerConfig {
     pub keepalive_timeout: Duration,
     /// How long calls in flight may take to finish once shutdown begins.
     pub drain_timeout: Duration,
+    /// Serve over TLS with this identity (and, with a client CA, require client certificates).
+    pub tls: Option<TlsIdentity>,
+    /// Require `authorization: Bearer <token>` on every Solver call.
+    pub auth_token: Option<Secret>,
+}
+
+/// PEM-encoded TLS material for the server.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+    /// With this CA, only clients presenting a certificate it signed may connect (mutual TLS).
+    pub client_ca_pem: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsIdentity")
+            .field("key_pem", &"***")
+            .field("mutual", &self.client_ca_pem.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -56,6 +80,8 @@ impl Default for ServerConfig {
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
+            tls: None,
+            auth_token: None,
         }
     }
 }
@@ -69,6 +95,8 @@ pub enum ServerError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport failed: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error("cannot use the TLS certificate and key: {0}")]
+    Tls(#[source] tonic::transport::Error),
 }
 
 /// Serves until `shutdown` completes, then drains: health turns NOT_SERVING, the listener closes
@@ -130,11 +158,23 @@ pub async fn run_with_pool(
         }
     };
 
-    let solver = SolverServer::new(service)
-        .max_decoding_message_size(config.limits.max_message_bytes)
-        .max_encoding_message_size(usize::MAX);
+    let solver = InterceptedService::new(
+        SolverServer::new(service)
+            .max_decoding_message_size(config.limits.max_message_bytes)
+            .max_encoding_message_size(usize::MAX),
+        RequireBearer::new(config.auth_token.as_ref()),
+    );
+    let mut builder = Server::builder();
+    if let Some(tls) = &config.tls {
+        let mut tls_config =
+            ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
+        if let Some(ca) = &tls.client_ca_pem {
+            tls_config = tls_config.client_ca_root(Certificate::from_pem(ca));
+        }
+        builder = builder.tls_config(tls_config).map_err(ServerError::Tls)?;
+    }
     let limit = config.limits.max_message_bytes;
-    let server = Server::builder()
+    let server = builder
         .layer(tower::util::MapResponseLayer::new(
             move |response: http::Response<tonic::body::Body>| too_large_status(response, limit),
         ))

@@ -16,8 +16,40 @@ use super::ClientArgs;
 use super::batches::{Event, read_batches};
 use super::input::Input;
 use super::output::{Status, error_line, probability_line};
+use crate::auth::{AddBearer, read_token_file};
 use crate::proto::solver_client::SolverClient;
 use crate::proto::{self, SolveRequest, result::Outcome};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+/// The daemon's address with the TLS settings the flags ask for.
+fn endpoint(args: &ClientArgs) -> anyhow::Result<Endpoint> {
+    let endpoint = Endpoint::from_shared(args.addr.clone()).with_context(|| {
+        format!(
+            "{} is not an address like http://127.0.0.1:50051",
+            args.addr
+        )
+    })?;
+    let https = args.addr.starts_with("https://");
+    if !https && (args.tls_ca.is_some() || args.tls_cert.is_some()) {
+        bail!("TLS flags need an https:// address (got {})", args.addr);
+    }
+    if !https {
+        return Ok(endpoint);
+    }
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    };
+    let Some(ca) = &args.tls_ca else {
+        bail!(
+            "an https:// address needs --tls-ca: the PEM CA that signed the daemon's certificate"
+        );
+    };
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(ca)?));
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+    }
+    endpoint.tls_config(tls).context("cannot set up TLS")
+}
 
 /// What the printer does for one batch, in input order.
 enum Slot {
@@ -40,10 +72,19 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
 }
 
 async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
-    let mut client = SolverClient::connect(args.addr.clone())
+    let channel = endpoint(args)?
+        .connect()
         .await
-        .with_context(|| format!("cannot connect to {}", args.addr))?
-        .max_decoding_message_size(usize::MAX);
+        .with_context(|| format!("cannot connect to {}", args.addr))?;
+    let token = args
+        .auth_token_file
+        .as_deref()
+        .map(read_token_file)
+        .transpose()?;
+    let bearer =
+        AddBearer::new(token.as_ref()).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+    let mut client =
+        SolverClient::with_interceptor(channel, bearer).max_decoding_message_size(usize::MAX);
 
     let (requests_tx, requests_rx) = mpsc::channel::<SolveRequest>(AHEAD);
     let (slots_tx, mut slots_rx) = mpsc::channel::<Slot>(AHEAD);

@@ -8,7 +8,8 @@ use tracing_subscriber::EnvFilter;
 
 use super::output::Status;
 use super::{LogFormat, ServeArgs};
-use crate::server::{self, ServerConfig};
+use crate::auth::read_token_file;
+use crate::server::{self, ServerConfig, TlsIdentity};
 use crate::service::Limits;
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
@@ -27,6 +28,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
         keepalive_interval: args.keepalive_interval,
         keepalive_timeout: args.keepalive_timeout,
         drain_timeout: args.drain_timeout,
+        tls: tls_identity(args)?,
+        auth_token: args
+            .auth_token_file
+            .as_deref()
+            .map(read_token_file)
+            .transpose()?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -48,12 +55,28 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_in_flight = config.limits.max_in_flight,
             max_concurrent_streams = config.max_concurrent_streams,
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
+            tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
+            auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
             "listening on {bound}"
         );
         server::run(listener, config, shutdown_signal()).await?;
         tracing::info!("stopped");
         Ok(Status::Ok)
     })
+}
+
+fn tls_identity(args: &ServeArgs) -> anyhow::Result<Option<TlsIdentity>> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    };
+    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+        return Ok(None);
+    };
+    Ok(Some(TlsIdentity {
+        cert_pem: read(cert)?,
+        key_pem: read(key)?,
+        client_ca_pem: args.tls_client_ca.as_deref().map(read).transpose()?,
+    }))
 }
 
 fn init_logging(format: LogFormat) -> anyhow::Result<()> {

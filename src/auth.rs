@@ -1,0 +1,131 @@
+//! Bearer-token authentication for the Solver service.
+//!
+//! With `--auth-token-file`, every Solver call must carry `authorization: Bearer <token>`. The
+//! check runs as a tonic interceptor, before the call reaches the service, so a refused call costs
+//! no parsing and no solver time. Health and reflection are not wrapped: probes stay open.
+
+use std::fmt;
+use std::path::Path;
+
+use subtle::ConstantTimeEq as _;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Status};
+
+/// A secret that never shows in `Debug` output, and so never in a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself, for the one place that must send or compare it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Why a token file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("cannot read the token file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the token file {path} is empty; put the token on its first line")]
+    Empty { path: String },
+    #[error("the token in {path} has characters that cannot go in an HTTP header")]
+    NotAHeader { path: String },
+}
+
+/// Reads a token: the file's content without surrounding whitespace (a trailing newline is
+/// common). It must be usable in an HTTP header.
+pub fn read_token_file(path: &Path) -> Result<Secret, TokenFileError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(TokenFileError::Empty { path: shown });
+    }
+    if MetadataValue::try_from(format!("Bearer {token}")).is_err() {
+        return Err(TokenFileError::NotAHeader { path: shown });
+    }
+    Ok(Secret::new(token))
+}
+
+/// The server's check: with a token, require `authorization: Bearer <token>`; without, let every
+/// call through.
+#[derive(Clone, Debug)]
+pub struct RequireBearer {
+    expected: Option<Vec<u8>>,
+}
+
+impl RequireBearer {
+    pub fn new(token: Option<&Secret>) -> RequireBearer {
+        RequireBearer {
+            expected: token.map(|t| format!("Bearer {}", t.expose()).into_bytes()),
+        }
+    }
+}
+
+impl tonic::service::Interceptor for RequireBearer {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let Some(expected) = &self.expected else {
+            return Ok(request);
+        };
+        let given = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.as_bytes())
+            .unwrap_or_default();
+        // Compares in time independent of where the first difference is (the length may show).
+        if bool::from(given.ct_eq(expected)) {
+            Ok(request)
+        } else {
+            Err(Status::unauthenticated(
+                "this server requires `authorization: Bearer <token>` metadata with its token \
+                 (patience client: --auth-token-file)",
+            ))
+        }
+    }
+}
+
+/// The client's side: adds the bearer token to every call.
+#[derive(Clone, Debug)]
+pub struct AddBearer {
+    value: Option<MetadataValue<tonic::metadata::Ascii>>,
+}
+
+impl AddBearer {
+    /// Fails only for a token that cannot be a header, which `read_token_file` already refuses.
+    pub fn new(token: Option<&Secret>) -> Result<AddBearer, Status> {
+        let value = token
+            .map(|t| MetadataValue::try_from(format!("Bearer {}", t.expose())))
+            .transpose()
+            .map_err(|_| Status::invalid_argument("the token cannot be sent as a header"))?;
+        Ok(AddBearer { value })
+    }
+}
+
+impl tonic::service::Interceptor for AddBearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(value) = &self.value {
+            let mut value = value.clone();
+            value.set_sensitive(true);
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    }
+}

@@ -1,0 +1,294 @@
+//! TLS, mutual TLS and bearer tokens, with throwaway certificates made at test time.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{TOLERANCE, TestServer, config, corpus, data, probability, wire};
+use patience::auth::{AddBearer, Secret};
+use patience::proto::SolveRequest;
+use patience::proto::solver_client::SolverClient;
+use patience::server::{ServerConfig, TlsIdentity};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
+use tonic::Code;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// A certificate authority that exists for one test.
+struct Authority {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Authority {
+    fn new() -> Authority {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        Authority { issuer }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A certificate and key for these names, signed by this authority.
+    fn issue(&self, names: &[&str]) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &self.issuer)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+fn tls_server(ca: &Authority, client_ca: Option<&Authority>) -> ServerConfig {
+    let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
+    ServerConfig {
+        tls: Some(TlsIdentity {
+            cert_pem: cert.into_bytes(),
+            key_pem: key.into_bytes(),
+            client_ca_pem: client_ca.map(|c| c.pem().into_bytes()),
+        }),
+        ..config()
+    }
+}
+
+async fn tls_channel(
+    server: &TestServer,
+    trust: &Authority,
+    identity: Option<(String, String)>,
+) -> Result<Channel, tonic::transport::Error> {
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(trust.pem()));
+    if let Some((cert, key)) = identity {
+        tls = tls.identity(Identity::from_pem(cert, key));
+    }
+    Endpoint::from_shared(format!("https://{}", server.socket))
+        .unwrap()
+        .tls_config(tls)?
+        .connect()
+        .await
+}
+
+async fn one_solve(channel: Channel) -> Result<f64, tonic::Status> {
+    let (deals, _) = corpus("random1000");
+    let response = SolverClient::new(channel)
+        .solve(SolveRequest {
+            deals: vec![wire(&deals[0], "")],
+        })
+        .await?;
+    Ok(probability(&response.into_inner().results[0]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_serves_trusting_clients_and_nobody_else() {
+    let (_, expected) = corpus("random1000");
+    let ca = Authority::new();
+    let server = TestServer::start(1, tls_server(&ca, None)).await;
+
+    let channel = tls_channel(&server, &ca, None).await.unwrap();
+    let p = one_solve(channel).await.unwrap();
+    assert!((p - expected[0]).abs() <= TOLERANCE);
+
+    // A client that trusts another authority refuses the server.
+    let stranger = Authority::new();
+    let refused = match tls_channel(&server, &stranger, None).await {
+        Ok(channel) => one_solve(channel).await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "a client trusted a certificate it has no CA for");
+
+    // Plain text gets nowhere.
+    let plain = Endpoint::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await;
+    let refused = match plain {
+        Ok(channel) => one_solve(channel).await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "a plain-text client was served by a TLS server");
+    assert_eq!(server.pool.stats().done(), 1);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_needs_a_client_certificate_from_the_client_ca() {
+    let (_, expected) = corpus("random1000");
+    let server_ca = Authority::new();
+    let client_ca = Authority::new();
+    let server = TestServer::start(1, tls_server(&server_ca, Some(&client_ca))).await;
+
+    let good = client_ca.issue(&["client"]);
+    let channel = tls_channel(&server, &server_ca, Some(good)).await.unwrap();
+    let p = one_solve(channel).await.unwrap();
+    assert!((p - expected[0]).abs() <= TOLERANCE);
+
+    let forged = Authority::new().issue(&["client"]);
+    for identity in [None, Some(forged)] {
+        let shown = identity.is_some();
+        let refused = match tls_channel(&server, &server_ca, identity).await {
+            Ok(channel) => one_solve(channel).await.is_err(),
+            Err(_) => true,
+        };
+        assert!(
+            refused,
+            "served a client without a good certificate (had one: {shown})"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_is_required_for_solving_but_not_for_health() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+    let (deals, expected) = corpus("random1000");
+    let token = Secret::new("correct horse battery staple");
+    let config = ServerConfig {
+        auth_token: Some(token.clone()),
+        ..config()
+    };
+    let server = TestServer::start(1, config).await;
+    let channel = Endpoint::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let request = || SolveRequest {
+        deals: vec![wire(&deals[0], "")],
+    };
+
+    for wrong in [
+        None,
+        Some(Secret::new("correct horse battery stapler")),
+        Some(Secret::new("x")),
+    ] {
+        let mut client = SolverClient::with_interceptor(
+            channel.clone(),
+            AddBearer::new(wrong.as_ref()).unwrap(),
+        );
+        let status = client.solve(request()).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{wrong:?}");
+        let status = client
+            .solve_stream(tokio_stream::iter(vec![request()]))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated);
+    }
+    // Refused calls cost no solver time.
+    assert_eq!(server.pool.stats().done(), 0);
+
+    let mut client =
+        SolverClient::with_interceptor(channel.clone(), AddBearer::new(Some(&token)).unwrap());
+    let response = client.solve(request()).await.unwrap().into_inner();
+    assert!((probability(&response.results[0]) - expected[0]).abs() <= TOLERANCE);
+
+    let health = HealthClient::new(channel)
+        .check(HealthCheckRequest {
+            service: "patience.v1.Solver".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(health.status, ServingStatus::Serving as i32);
+    // The token's Debug form is redacted, so it cannot reach a log through `{:?}`.
+    assert!(!format!("{token:?}").contains("horse"));
+    server.stop().await;
+}
+
+#[test]
+fn the_cli_pair_works_over_mutual_tls_with_a_token_that_never_reaches_the_log() {
+    let dir = std::env::temp_dir().join(format!("patience-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let server_ca = Authority::new();
+    let client_ca = Authority::new();
+    let (cert, key) = server_ca.issue(&["localhost", "127.0.0.1"]);
+    let (client_cert, client_key) = client_ca.issue(&["client"]);
+    let secret = "s3cr3t-t0ken-that-must-not-leak";
+    let paths = [
+        file("server.pem", &cert),
+        file("server.key", &key),
+        file("client-ca.pem", &client_ca.pem()),
+        file("server-ca.pem", &server_ca.pem()),
+        file("client.pem", &client_cert),
+        file("client.key", &client_key),
+        file("token", &format!("{secret}\n")),
+        file("wrong-token", "nope\n"),
+    ];
+    let exe = env!("CARGO_BIN_EXE_patience");
+    let mut daemon = Command::new(exe)
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
+        .args(["--tls-cert", &paths[0], "--tls-key", &paths[1]])
+        .args(["--tls-client-ca", &paths[2], "--auth-token-file", &paths[6]])
+        .env("RUST_LOG", "trace")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = daemon.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let port = loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the daemon logs its address");
+        let found = line
+            .split("listening on 127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next().map(str::to_string));
+        log.push(line);
+        if let Some(port) = found {
+            break port;
+        }
+    };
+    let addr = format!("https://127.0.0.1:{port}");
+    let input = data("random1000.in");
+    let input = input.as_str();
+    let client = |token: &str| {
+        Command::new(exe)
+            .args(["client", "--addr", &addr, "--tls-ca", &paths[3]])
+            .args(["--tls-cert", &paths[4], "--tls-key", &paths[5]])
+            .args(["--auth-token-file", token, input])
+            .output()
+            .unwrap()
+    };
+    let solve = Command::new(exe).args(["solve", input]).output().unwrap();
+    let good = client(&paths[6]);
+    assert_eq!(
+        good.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    assert_eq!(good.stdout, solve.stdout);
+    let bad = client(&paths[7]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("authorization"));
+
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    log.extend(rx.try_iter());
+    assert!(log.len() > 10, "the trace log is suspiciously short");
+    let leaked: Vec<&String> = log.iter().filter(|l| l.contains(secret)).collect();
+    assert!(leaked.is_empty(), "the token is in the log: {leaked:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
