@@ -301,10 +301,11 @@ impl proto::solver_server::Solver for SolverService {
     ) -> Result<Response<ResponseStream>, Status> {
         self.admit()?;
         let peer = request.remote_addr();
+        let deadline = deadline(&request)?;
         let inbound = request.into_inner();
         // Every queued response holds at least one permit, so this capacity is never the limit.
         let (tx, rx) = mpsc::channel::<Outgoing>(self.limits.max_in_flight.max(1));
-        tokio::spawn(self.clone().run_stream(inbound, tx, peer));
+        tokio::spawn(self.clone().run_stream(inbound, tx, peer, deadline));
         let responses =
             ReceiverStream::new(rx).map(|item| item.map(|(response, _permit)| response));
         Ok(Response::new(Box::pin(responses)))
@@ -317,15 +318,24 @@ impl proto::solver_server::Solver for SolverService {
         self.admit()?;
         let started = Instant::now();
         let peer = request.remote_addr();
+        let deadline = deadline(&request)?;
         let request = request.into_inner();
         self.check_size(&request)?;
         let deals = request.deals.len();
-        let answered = self
-            .start(vec![(request, 0)])
-            .await?
-            .await
-            .pop()
-            .ok_or_else(|| Status::internal("no response was produced"))?;
+        let work = async {
+            self.start(vec![(request, 0)])
+                .await?
+                .await
+                .pop()
+                .ok_or_else(|| Status::internal("no response was produced"))
+        };
+        // Past the deadline the work is dropped, and with it the pool tickets.
+        let answered = match deadline {
+            Some(at) => tokio::time::timeout_at(at, work)
+                .await
+                .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))??,
+            None => work.await?,
+        };
         tracing::info!(
             rpc = "Solve",
             peer = %display_peer(peer),
@@ -350,8 +360,15 @@ impl SolverService {
         mut inbound: Streaming<SolveRequest>,
         tx: mpsc::Sender<Outgoing>,
         peer: Option<SocketAddr>,
+        deadline: Option<tokio::time::Instant>,
     ) {
         let started = Instant::now();
+        // tonic enforces `grpc-timeout` only until the handler returns, not on a streaming body,
+        // so the call enforces its own deadline.
+        let expiry = tokio::time::sleep_until(
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + FOREVER),
+        );
+        tokio::pin!(expiry);
         let max_in_flight = self.limits.max_in_flight.max(1);
         let budget = Arc::new(Semaphore::new(max_in_flight));
         let mut abort = self.lifecycle.abort.clone();
@@ -414,6 +431,13 @@ impl SolverService {
             tokio::select! {
                 biased;
                 _ = tx.closed() => break "cancelled by the client",
+                _ = &mut expiry, if deadline.is_some() => {
+                    let status = Status::deadline_exceeded(format!(
+                        "the call's deadline passed; results before index {answered} were sent"
+                    ));
+                    let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
+                    break "deadline exceeded";
+                }
                 true = abort.wait_for(|&a| a).map(|r| r.is_ok()) => {
                     let status = Status::unavailable(format!(
                         "the server is shutting down; results before index {answered} were sent, \
@@ -500,6 +524,34 @@ impl SolverService {
             "call finished"
         );
     }
+}
+
+/// Stands in for "no deadline": far enough never to fire, near enough not to overflow.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The call's deadline from its `grpc-timeout` header (`<digits><unit>`, unit one of H M S m u n).
+fn deadline<T>(request: &Request<T>) -> Result<Option<tokio::time::Instant>, Status> {
+    let Some(value) = request.metadata().get("grpc-timeout") else {
+        return Ok(None);
+    };
+    let bad = || Status::invalid_argument("grpc-timeout is not <digits><H|M|S|m|u|n>");
+    let text = value.to_str().map_err(|_| bad())?;
+    let split = text.len().checked_sub(1).ok_or_else(bad)?;
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() || digits.len() > 8 {
+        return Err(bad());
+    }
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let timeout = match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return Err(bad()),
+    };
+    Ok(Some(tokio::time::Instant::now() + timeout.min(FOREVER)))
 }
 
 /// Aborts a helper task when the call that spawned it ends, however it ends.

@@ -442,3 +442,61 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
     assert_eq!(next, total as u64);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_workers() {
+    let server = TestServer::start(1, config()).await;
+    let mut client = server.client().await;
+    // 20,000 deals: seconds of work for one worker, against a 300 ms deadline.
+    let mut request = tonic::Request::new(tokio_stream::iter(vec![big_request(); 40]));
+    request.set_timeout(Duration::from_millis(300));
+    let started = Instant::now();
+    let mut inbound = client.solve_stream(request).await.unwrap().into_inner();
+    let mut answered = 0;
+    let status = loop {
+        match inbound.message().await {
+            Ok(Some(r)) => answered += r.results.len(),
+            Ok(None) => panic!("the stream ended cleanly past its deadline"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(
+        status
+            .message()
+            .contains(&format!("before index {answered}"))
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let done = server.pool.stats().done();
+    let ran = batches_run_until_idle(&server, done).await;
+    assert!(ran <= 3, "{ran} batches ran after the deadline");
+    next_stream_gets_the_whole_pool(&server).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_call_past_its_deadline_is_dropped() {
+    let (deals, _) = corpus("random1000");
+    let server = TestServer::start(1, config()).await;
+    let mut client = server.client().await;
+    let mut request = tonic::Request::new(SolveRequest {
+        deals: (0..10_000)
+            .map(|i| wire(&deals[i % deals.len()], ""))
+            .collect(),
+    });
+    request.set_timeout(Duration::from_millis(100));
+    let status = client.solve(request).await.unwrap_err();
+    // tonic's client enforces unary deadlines itself (CANCELLED, resetting the stream); other
+    // clients leave it to the server (DEADLINE_EXCEEDED). Either way the work must stop.
+    assert!(
+        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+        "{status:?}"
+    );
+    let ran = batches_run_until_idle(&server, 0).await;
+    assert!(
+        ran < 100,
+        "{ran} of 313 batches ran for a call that gave up"
+    );
+    next_stream_gets_the_whole_pool(&server).await;
+    server.stop().await;
+}
