@@ -122,7 +122,7 @@ fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveReque
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_lets_the_stream_in_flight_finish_then_exits_0() {
+async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
@@ -133,7 +133,7 @@ async fn sigterm_lets_the_stream_in_flight_finish_then_exits_0() {
         .connect()
         .await
         .unwrap();
-    let mut health = HealthClient::new(channel.clone());
+    let mut health = HealthClient::new(channel);
     let mut watch = health
         .watch(HealthCheckRequest {
             service: "patience.v1.Solver".into(),
@@ -144,13 +144,18 @@ async fn sigterm_lets_the_stream_in_flight_finish_then_exits_0() {
     let first = watch.message().await.unwrap().unwrap();
     assert_eq!(first.status, ServingStatus::Serving as i32);
 
-    let mut client = SolverClient::new(channel);
-    let mut inbound = client
-        .solve_stream(tokio_stream::iter(requests(&deals, 50, 3)))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut results = inbound.message().await.unwrap().unwrap().results;
+    // Eight streams in flight, each on its own connection, each already answered once.
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+        let mut inbound = client
+            .solve_stream(tokio_stream::iter(requests(&deals, 50, 1)))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = inbound.message().await.unwrap().unwrap().results;
+        streams.push((client, inbound, first));
+    }
     daemon.terminate();
 
     // Balancers watching health see NOT_SERVING; new connections are refused.
@@ -172,57 +177,66 @@ async fn sigterm_lets_the_stream_in_flight_finish_then_exits_0() {
     };
     refused.await;
 
-    // The stream in flight is answered to the end, in order.
-    while let Some(r) = inbound.message().await.unwrap() {
-        results.extend(r.results);
+    // Every stream in flight is answered to the end, in order.
+    for (_client, mut inbound, mut results) in streams {
+        while let Some(r) = inbound.message().await.unwrap() {
+            results.extend(r.results);
+        }
+        assert_eq!(results.len(), deals.len());
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r.index, i as u64);
+            let Some(Outcome::Probability(p)) = r.outcome else {
+                panic!("result {i}: {:?}", r.outcome)
+            };
+            assert!((p - expected[i]).abs() <= TOLERANCE);
+        }
     }
-    assert_eq!(results.len(), 3 * deals.len());
-    for (i, r) in results.iter().enumerate() {
-        assert_eq!(r.index, i as u64);
-        let Some(Outcome::Probability(p)) = r.outcome else {
-            panic!("result {i}: {:?}", r.outcome)
-        };
-        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
-    }
-    drop((client, health, watch));
+
+    drop((health, watch));
     let (code, log) = daemon.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log:#?}");
     assert!(log.iter().any(|l| l.contains("shutting down")), "{log:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_the_drain_timeout_a_stream_ends_unavailable_after_an_in_order_prefix() {
+async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix() {
     let (deals, expected) = corpus();
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "300ms"]);
-    let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
-    // Far more than one worker solves in the drain time.
-    let mut inbound = client
-        .solve_stream(tokio_stream::iter(requests(&deals, 100, 200)))
-        .await
-        .unwrap()
-        .into_inner();
-    let mut results = inbound.message().await.unwrap().unwrap().results;
-    daemon.terminate();
-    let status = loop {
-        match inbound.message().await {
-            Ok(Some(r)) => results.extend(r.results),
-            Ok(None) => panic!("the stream ended cleanly without all its results"),
-            Err(status) => break status,
-        }
-    };
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    assert!(results.len() < 200 * deals.len());
-    // The message says where to resume, and everything before that point arrived in order.
-    let resume = format!("from index {} on", results.len());
-    assert!(status.message().contains(&resume), "{}", status.message());
-    for (i, r) in results.iter().enumerate() {
-        assert_eq!(r.index, i as u64);
-        let Some(Outcome::Probability(p)) = r.outcome else {
-            panic!("result {i}: {:?}", r.outcome)
-        };
-        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
+    // Eight streams with far more than one worker solves in the drain time.
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+        let mut inbound = client
+            .solve_stream(tokio_stream::iter(requests(&deals, 100, 25)))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = inbound.message().await.unwrap().unwrap().results;
+        streams.push((client, inbound, first));
     }
-    drop(client);
+    daemon.terminate();
+    for (client, mut inbound, mut results) in streams {
+        let status = loop {
+            match inbound.message().await {
+                Ok(Some(r)) => results.extend(r.results),
+                Ok(None) => panic!("the stream ended cleanly without all its results"),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+        assert!(results.len() < 25 * deals.len());
+        // The message says where to resume, and everything before that point arrived in order.
+        let resume = format!("from index {} on", results.len());
+        assert!(status.message().contains(&resume), "{}", status.message());
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r.index, i as u64);
+            let Some(Outcome::Probability(p)) = r.outcome else {
+                panic!("result {i}: {:?}", r.outcome)
+            };
+            assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
+        }
+        drop(client);
+    }
     let (code, log) = daemon.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log:#?}");
 }
