@@ -1,0 +1,866 @@
+//! Load benchmark: prints figures, asserts nothing about time.
+//!
+//! `cargo bench --bench load` (options after `--`: `--streams N --deals-per-stream N --workers W
+//! --slow-deals N --stall-seconds S`; defaults 64, 1000, 2, 100000 and 3).
+//!
+//! Starts one `patience serve --workers W` daemon on loopback (the real binary) and drives it with
+//! tonic clients in this process. Every result is checked: in order by index, and equal to what an
+//! in-process [`Solver`] answers for that deal (computed before the daemon starts).
+//! 1. Idle: the daemon's resident memory right after start, the baseline.
+//! 2. Load: N concurrent `SolveStream` calls, each on its own connection, with different deals, 100
+//!    per message. Prints deals/s, each stream's completion time (min/median/max), the daemon's
+//!    RSS sampled every 20 ms (max, and at the end) and its peak (VmHWM, reset through
+//!    /proc/PID/clear_refs before each round where the kernel allows it), beside the bound of the
+//!    solver tables (W x 3.8 MiB). Then the same load with 4x the deals per stream on the same
+//!    daemon: whether the daemon's memory grows with the number of deals.
+//! 3. Slow consumer: one call that sends its deals (100 per message) as fast as flow control lets
+//!    it but reads nothing for the stall time. Prints the daemon's RSS sampled every 50 ms during
+//!    the stall, how many deals the client got to send (counted as its outbound stream yields
+//!    them), and how far the daemon got (all, if its log shows the call ended; else at least the
+//!    results the client had received, at most the deals it had sent); then reads everything and
+//!    checks all the results.
+//!
+//! Reading the figures: the daemon reads up to `--max-in-flight` (4096) deals per stream ahead, so
+//! its memory grows with the deals per stream until that budget binds (64 x 4096 deals for the
+//! defaults), then levels off. A result is ~15 bytes on the wire, so a tonic client's 2 MiB
+//! receive window holds ~140,000 of them: with the default 100,000 slow deals the stall holds
+//! nothing back (the daemon solves on into the client's buffer); `--slow-deals 400000
+//! --stall-seconds 15` shows the client being held back and the daemon idle and flat.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use patience::deal::Deal;
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
+use patience::solver::Solver;
+use prost::Message;
+use tonic::transport::{Channel, Endpoint};
+
+/// Seed of the deals; each stream of each phase gets its own seed derived from it.
+const SEED: u64 = 20_260_601;
+/// Deals per request message. At least 100, so that a response is large: a tonic client that
+/// stops reading while many small (< 256-byte) DATA frames arrive closes its own connection (h2's
+/// "too_many_data_frames" guard).
+const PER_MESSAGE: usize = 100;
+/// Deals per stream of the second load round, as a multiple of the first's.
+const SECOND_ROUND: usize = 4;
+/// RSS sampling period under load and during the stall.
+const LOAD_SAMPLE: Duration = Duration::from_millis(20);
+const STALL_SAMPLE: Duration = Duration::from_millis(50);
+/// How long the daemon may take to log its address, and to stop on SIGTERM.
+const DAEMON_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Log lines of the daemon kept for diagnostics.
+const LOG_TAIL: usize = 20;
+/// The daemon's default `--max-in-flight` (deals read but not yet handed to the transport, per
+/// stream), for the printout; the bench does not change it.
+const MAX_IN_FLIGHT: usize = 4_096;
+/// A tonic client's HTTP/2 receive window per stream (hyper's default; the bench keeps it).
+const CLIENT_STREAM_WINDOW: usize = 2 << 20;
+/// Memory of one worker's solver: its index table of 5^9 u16 (3.73 MiB) plus the touched pages of
+/// its dense array.
+const TABLE_MIB: f64 = 3.8;
+
+struct Options {
+    streams: usize,
+    deals_per_stream: usize,
+    workers: usize,
+    slow_deals: usize,
+    stall: Duration,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        streams: 64,
+        deals_per_stream: 1_000,
+        workers: 2,
+        slow_deals: 100_000,
+        stall: Duration::from_secs(3),
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        let value = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let count = || -> usize {
+            value
+                .parse()
+                .unwrap_or_else(|_| panic!("{flag} wants a whole number, got {value:?}"))
+        };
+        match flag {
+            "--streams" => o.streams = count(),
+            "--deals-per-stream" => o.deals_per_stream = count(),
+            "--workers" => o.workers = count(),
+            "--slow-deals" => o.slow_deals = count(),
+            "--stall-seconds" => {
+                let s: f64 = value.parse().unwrap_or(-1.0);
+                assert!(
+                    s.is_finite() && (0.0..=3600.0).contains(&s),
+                    "--stall-seconds wants seconds from 0 to 3600, got {value:?}"
+                );
+                o.stall = Duration::from_secs_f64(s);
+            }
+            // Whatever else cargo passes (`--bench`).
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o.streams = o.streams.max(1);
+    o.deals_per_stream = o.deals_per_stream.max(1);
+    o.workers = o.workers.max(1);
+    o.slow_deals = o.slow_deals.max(1);
+    o
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// A `kB` field (`VmRSS`, `VmHWM`) of `/proc/{pid}/status`, 0 if unreadable.
+fn status_kib(pid: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix(field)
+                    .and_then(|v| v.strip_prefix(':'))
+                    .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Resets the peak RSS (VmHWM) of a process to its current RSS; false where the kernel refuses.
+fn reset_peak(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// Clock ticks per second of /proc/PID/stat.
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// User plus system CPU seconds of a process, from `/proc/{pid}/stat`.
+fn cpu_seconds(pid: &str, ticks: f64) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // After the command name, in parentheses: the state, then utime and stime are the 12th and
+    // 13th fields.
+    let rest = &stat[stat.rfind(')').map_or(0, |p| p + 1)..];
+    rest.split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|f| f.parse::<f64>().unwrap_or(0.0))
+        .sum::<f64>()
+        / ticks
+}
+
+/// Samples a process's RSS on its own thread until finished.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<u64>>,
+}
+
+impl Sampler {
+    fn start(pid: u32, every: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let pid = pid.to_string();
+                let mut samples = Vec::new();
+                let start = Instant::now();
+                let mut k = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    samples.push(status_kib(&pid, "VmRSS"));
+                    k += 1;
+                    let next = start + every * k;
+                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                }
+                samples
+            })
+        };
+        Sampler { stop, handle }
+    }
+
+    fn finish(self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("RSS sampler")
+    }
+}
+
+/// What the daemon's log drain keeps.
+#[derive(Default)]
+struct Log {
+    lines: u64,
+    tail: VecDeque<String>,
+    warnings: Vec<String>,
+    /// When each `SolveStream` call's "call finished" line arrived, and the line.
+    streams_finished: Vec<(Instant, String)>,
+}
+
+/// The `patience serve` process. Dropping it kills the process, so a panic never leaves it behind.
+struct Daemon {
+    child: Option<Child>,
+    pid: u32,
+    addr: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    drain: Option<JoinHandle<()>>,
+}
+
+impl Daemon {
+    fn start(exe: &str, workers: usize) -> Daemon {
+        let mut cmd = Command::new(exe);
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
+            .args(["--workers", &workers.to_string()])
+            // The "listening on" and "call finished" lines are at info level.
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // Flags only: no setting of the caller's environment changes the daemon.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("PATIENCE_") {
+                cmd.env_remove(key);
+            }
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let pid = child.id();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(Log::default()));
+        let (addr_tx, addr_rx) = mpsc::channel();
+        // Drain the log for the daemon's whole life, so that it never blocks on a full pipe.
+        let drain = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    let arrived = Instant::now();
+                    if let Some(addr) = listening_addr(&line) {
+                        let _ = addr_tx.send(addr);
+                    }
+                    let mut log = log.lock().expect("log lock");
+                    log.lines += 1;
+                    if line.contains("WARN") || line.contains("ERROR") {
+                        log.warnings.push(line.clone());
+                    }
+                    if line.contains("SolveStream") && line.contains("call finished") {
+                        log.streams_finished.push((arrived, line.clone()));
+                    }
+                    if log.tail.len() == LOG_TAIL {
+                        log.tail.pop_front();
+                    }
+                    log.tail.push_back(line);
+                }
+            })
+        };
+        let mut daemon = Daemon {
+            child: Some(child),
+            pid,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log,
+            drain: Some(drain),
+        };
+        match addr_rx.recv_timeout(DAEMON_TIMEOUT) {
+            Ok(addr) => daemon.addr = addr,
+            Err(e) => {
+                let status = daemon
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten());
+                panic!(
+                    "the daemon did not log \"listening on 127.0.0.1:PORT\" within {DAEMON_TIMEOUT:?} \
+                     ({e}; exit status so far: {status:?}); its log ends with:\n{}",
+                    daemon.log_tail()
+                );
+            }
+        }
+        daemon
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.log.lock().expect("log lock");
+        log.tail.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    fn rss_kib(&self) -> u64 {
+        status_kib(&self.pid.to_string(), "VmRSS")
+    }
+
+    fn peak_rss_kib(&self) -> u64 {
+        status_kib(&self.pid.to_string(), "VmHWM")
+    }
+
+    fn cpu_seconds(&self, ticks: f64) -> f64 {
+        cpu_seconds(&self.pid.to_string(), ticks)
+    }
+
+    /// The "call finished" lines of `SolveStream` calls that arrived after `since`.
+    fn streams_finished_since(&self, since: Instant) -> Vec<(Instant, String)> {
+        let log = self.log.lock().expect("log lock");
+        log.streams_finished
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .cloned()
+            .collect()
+    }
+
+    /// Sends SIGTERM and waits for the daemon to drain and exit; kills it after the time limit.
+    fn stop(mut self) -> (Duration, ExitStatus) {
+        let mut child = self.child.take().expect("daemon running");
+        let start = Instant::now();
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status();
+        if !matches!(sent, Ok(s) if s.success()) {
+            let _ = child.kill();
+        }
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for the daemon") {
+                if let Some(drain) = self.drain.take() {
+                    let _ = drain.join();
+                }
+                return (start.elapsed(), status);
+            }
+            if start.elapsed() > DAEMON_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the daemon did not stop within {DAEMON_TIMEOUT:?} of SIGTERM; killed it. \
+                     Its log ends with:\n{}",
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The address in the daemon's "listening on 127.0.0.1:PORT" line.
+fn listening_addr(line: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find("listening on ")? + "listening on ".len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The value of `key=` in a text log line.
+fn log_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// One stream's deals and the in-process answers for them.
+struct Job {
+    name: String,
+    deals: Vec<Deal>,
+    want: Vec<f64>,
+}
+
+/// Deals for each `(name, seed, count)`, with the answers of in-process solvers, on every core.
+fn prepare(specs: Vec<(String, u64, usize)>) -> Vec<Job> {
+    let mut jobs: Vec<Job> = specs
+        .into_iter()
+        .map(|(name, seed, n)| {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            Job {
+                name,
+                deals: (0..n).map(|_| Deal::shuffled(&mut rng)).collect(),
+                want: Vec::with_capacity(n),
+            }
+        })
+        .collect();
+    let all: Vec<Deal> = jobs.iter().flat_map(|j| j.deals.iter().copied()).collect();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = all.len().div_ceil(threads).max(1);
+    let answers: Vec<f64> = std::thread::scope(|s| {
+        let handles: Vec<_> = all
+            .chunks(chunk)
+            .map(|c| {
+                s.spawn(move || {
+                    let mut solver = Solver::new();
+                    c.iter()
+                        .map(|d| solver.solve(d).probability)
+                        .collect::<Vec<f64>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("solver thread"))
+            .collect()
+    });
+    let mut answers = answers.into_iter();
+    for job in &mut jobs {
+        job.want.extend(answers.by_ref().take(job.deals.len()));
+    }
+    jobs
+}
+
+/// The deals as request messages of [`PER_MESSAGE`] deals.
+fn messages(deals: &[Deal]) -> Vec<SolveRequest> {
+    deals
+        .chunks(PER_MESSAGE)
+        .map(|chunk| SolveRequest {
+            deals: chunk
+                .iter()
+                .map(|d| proto::Deal {
+                    id: String::new(),
+                    cards: d.to_string(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Checks a response's results against the job: in order from `*next`, each equal to the
+/// in-process answer. Returns how many were equal within 1e-12 but not bit for bit.
+fn check(job: &Job, next: &mut usize, response: &SolveResponse) -> usize {
+    let mut inexact = 0;
+    for r in &response.results {
+        assert_eq!(
+            r.index, *next as u64,
+            "{}: result out of order (want index {next})",
+            job.name
+        );
+        let want = *job
+            .want
+            .get(*next)
+            .unwrap_or_else(|| panic!("{}: more results than deals", job.name));
+        match r.outcome {
+            Some(Outcome::Probability(p)) if p.to_bits() == want.to_bits() => {}
+            Some(Outcome::Probability(p)) if (p - want).abs() <= 1e-12 => inexact += 1,
+            ref other => panic!(
+                "{}: deal {next} ({}): got {other:?}, the in-process solver says {want}",
+                job.name, job.deals[*next]
+            ),
+        }
+        *next += 1;
+    }
+    inexact
+}
+
+async fn connect(url: &str) -> SolverClient<Channel> {
+    let channel = Endpoint::from_shared(url.to_string())
+        .expect("endpoint")
+        .connect_timeout(CONNECT_TIMEOUT)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+    SolverClient::new(channel).max_decoding_message_size(usize::MAX)
+}
+
+/// What one load round measured.
+struct Round {
+    wall: Duration,
+    /// Each stream's time from the common start to its last result, sorted.
+    per_stream: Vec<Duration>,
+    inexact: usize,
+}
+
+/// One `SolveStream` call per job, each on its own connection, all at once.
+async fn load_round(url: &str, jobs: &[Job]) -> Round {
+    let mut clients = Vec::with_capacity(jobs.len());
+    for _ in jobs {
+        clients.push(connect(url).await);
+    }
+    let requests: Vec<Vec<SolveRequest>> = jobs.iter().map(|j| messages(&j.deals)).collect();
+    let start = Instant::now();
+    let calls =
+        clients.into_iter().zip(requests).zip(jobs).map(
+            |((mut client, requests), job)| async move {
+                let mut responses = client
+                    .solve_stream(tokio_stream::iter(requests))
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: SolveStream refused: {e}", job.name))
+                    .into_inner();
+                let (mut next, mut inexact) = (0, 0);
+                while let Some(response) = responses.message().await.unwrap_or_else(|e| {
+                    panic!("{}: stream failed after {next} results: {e}", job.name)
+                }) {
+                    inexact += check(job, &mut next, &response);
+                }
+                assert_eq!(next, job.deals.len(), "{}: results missing", job.name);
+                // The connection closes here, with the client.
+                (start.elapsed(), inexact)
+            },
+        );
+    let done = futures::future::join_all(calls).await;
+    let wall = start.elapsed();
+    let inexact = done.iter().map(|(_, i)| i).sum();
+    let mut per_stream: Vec<Duration> = done.into_iter().map(|(t, _)| t).collect();
+    per_stream.sort();
+    Round {
+        wall,
+        per_stream,
+        inexact,
+    }
+}
+
+/// Hang protection only: generous next to the time a run takes.
+fn call_timeout(deals: usize) -> Duration {
+    Duration::from_secs(60) + Duration::from_millis(deals as u64)
+}
+
+/// What the slow consumer saw.
+struct Slow {
+    /// Daemon RSS sampled during the stall, KiB.
+    stall_rss: Vec<u64>,
+    /// Deals the outbound stream had yielded at the end of the stall.
+    sent_at_stall_end: usize,
+    /// When (since the call started) the outbound stream yielded its last deal so far, at the end
+    /// of the stall.
+    last_sent_at: Duration,
+    /// Time from the call's start to the end of the stall, and when that was.
+    stall_ended_at: Duration,
+    stall_end: Instant,
+    /// Results the client had received (buffered, unread) at the end of the stall.
+    received_at_stall_end: usize,
+    /// Daemon CPU seconds during the whole stall and during its last 0.5 s (or less).
+    stall_cpu: f64,
+    tail_cpu: f64,
+    tail: Duration,
+    /// Bytes of those results' messages (gRPC framing included).
+    received_bytes_at_stall_end: usize,
+    /// Time to read everything after the stall.
+    read_time: Duration,
+    /// Bytes of the response messages (gRPC framing included).
+    response_bytes: usize,
+    inexact: usize,
+}
+
+async fn slow_consumer(url: &str, job: &Job, stall: Duration, daemon: &Daemon, ticks: f64) -> Slow {
+    let mut client = connect(url).await;
+    let requests = messages(&job.deals);
+    let sent = Arc::new(AtomicUsize::new(0));
+    let last_sent_us = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let outbound = {
+        let (sent, last_sent_us) = (sent.clone(), last_sent_us.clone());
+        futures::stream::iter(requests).map(move |request| {
+            sent.fetch_add(request.deals.len(), Ordering::Relaxed);
+            last_sent_us.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+            request
+        })
+    };
+    let mut responses = tokio::time::timeout(CONNECT_TIMEOUT, client.solve_stream(outbound))
+        .await
+        .unwrap_or_else(|_| panic!("{}: no response headers in {CONNECT_TIMEOUT:?}", job.name))
+        .unwrap_or_else(|e| panic!("{}: SolveStream refused: {e}", job.name))
+        .into_inner();
+
+    // The stall: read nothing, but keep this runtime (and so the connection) running.
+    let cpu_start = daemon.cpu_seconds(ticks);
+    let tail = stall.min(Duration::from_millis(500));
+    let sampler = Sampler::start(daemon.pid, STALL_SAMPLE);
+    tokio::time::sleep(stall - tail).await;
+    let cpu_tail = daemon.cpu_seconds(ticks);
+    tokio::time::sleep(tail).await;
+    let cpu_end = daemon.cpu_seconds(ticks);
+    let stall_rss = sampler.finish();
+    let stall_end = Instant::now();
+    let stall_ended_at = stall_end - start;
+    let sent_at_stall_end = sent.load(Ordering::Relaxed);
+    let last_sent_at = Duration::from_micros(last_sent_us.load(Ordering::Relaxed));
+
+    let (mut next, mut inexact, mut response_bytes) = (0, 0, 0);
+    // The results the client already holds: read without waiting. On this one-thread runtime the
+    // connection's task does not run meanwhile, so nothing arrives during the count.
+    while let Some(item) = responses.message().now_or_never() {
+        let Some(response) = item
+            .unwrap_or_else(|e| panic!("{}: stream failed after {next} results: {e}", job.name))
+        else {
+            break;
+        };
+        response_bytes += response.encoded_len() + 5;
+        inexact += check(job, &mut next, &response);
+    }
+    let received_at_stall_end = next;
+    let received_bytes_at_stall_end = response_bytes;
+
+    let read_start = Instant::now();
+    let read = async {
+        while let Some(response) = responses
+            .message()
+            .await
+            .unwrap_or_else(|e| panic!("{}: stream failed after {next} results: {e}", job.name))
+        {
+            response_bytes += response.encoded_len() + 5;
+            inexact += check(job, &mut next, &response);
+        }
+    };
+    tokio::time::timeout(call_timeout(job.deals.len()), read)
+        .await
+        .unwrap_or_else(|_| panic!("{}: results not all read in time", job.name));
+    let read_time = read_start.elapsed();
+    assert_eq!(next, job.deals.len(), "{}: results missing", job.name);
+    Slow {
+        stall_rss,
+        sent_at_stall_end,
+        last_sent_at,
+        stall_ended_at,
+        stall_end,
+        received_at_stall_end,
+        stall_cpu: cpu_end - cpu_start,
+        tail_cpu: cpu_end - cpu_tail,
+        tail,
+        received_bytes_at_stall_end,
+        read_time,
+        response_bytes,
+        inexact,
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn main() {
+    let o = options();
+    let exe = env!("CARGO_BIN_EXE_patience");
+    let ticks = clock_ticks();
+    let w = o.workers;
+    println!(
+        "load bench: {} streams x {} deals (then x {SECOND_ROUND}), {w} workers, {PER_MESSAGE} \
+         deals per message; slow consumer: {} deals, stall {:.1} s",
+        o.streams,
+        o.deals_per_stream,
+        o.slow_deals,
+        o.stall.as_secs_f64()
+    );
+
+    // Every deal and its in-process answer, before the daemon exists (so no CPU is shared).
+    let started = Instant::now();
+    let rounds = [o.deals_per_stream, SECOND_ROUND * o.deals_per_stream];
+    let mut specs = Vec::new();
+    for (r, &n) in rounds.iter().enumerate() {
+        for s in 0..o.streams {
+            specs.push((
+                format!("round {} stream {s}", r + 1),
+                SEED + (r as u64) * 1_000_000 + s as u64,
+                n,
+            ));
+        }
+    }
+    specs.push(("slow consumer".to_string(), SEED + 9_000_000, o.slow_deals));
+    let mut jobs = prepare(specs);
+    let slow_job = jobs.pop().expect("slow job");
+    let second: Vec<Job> = jobs.split_off(o.streams);
+    let first = jobs;
+    let total: usize = rounds.iter().map(|n| n * o.streams).sum::<usize>() + o.slow_deals;
+    println!(
+        "expected answers: {total} deals solved in this process in {} (seed {SEED})",
+        secs(started.elapsed())
+    );
+
+    let daemon = Daemon::start(exe, w);
+    let url = format!("http://{}", daemon.addr);
+    // Let the daemon settle (its threads start, its log line is already out).
+    std::thread::sleep(Duration::from_millis(200));
+    println!(
+        "daemon: pid {}, {url}; idle after start: RSS {} (VmHWM {}); tables: {w} x {TABLE_MIB} MiB \
+         = {:.1} MiB once touched; in-flight budget {MAX_IN_FLIGHT} deals per stream (default)",
+        daemon.pid,
+        mib(daemon.rss_kib()),
+        mib(daemon.peak_rss_kib()),
+        w as f64 * TABLE_MIB
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+
+    // 1. Load, twice, on the same daemon.
+    for (r, jobs) in [first, second].iter().enumerate() {
+        let deals: usize = jobs.iter().map(|j| j.deals.len()).sum();
+        let reset = reset_peak(daemon.pid);
+        let cpu = daemon.cpu_seconds(ticks);
+        let sampler = Sampler::start(daemon.pid, LOAD_SAMPLE);
+        let round = runtime.block_on(async {
+            tokio::time::timeout(call_timeout(deals), load_round(&url, jobs))
+                .await
+                .unwrap_or_else(|_| panic!("load round {} did not finish in time", r + 1))
+        });
+        let end_rss = daemon.rss_kib();
+        let samples = sampler.finish();
+        let cpu = daemon.cpu_seconds(ticks) - cpu;
+        let p = &round.per_stream;
+        println!(
+            "load round {}: {} streams x {} deals = {deals} deals in {} = {:.0} deals/s; \
+             per-stream completion min {} / median {} / max {}; daemon CPU {:.1} us/deal",
+            r + 1,
+            jobs.len(),
+            jobs[0].deals.len(),
+            secs(round.wall),
+            deals as f64 / round.wall.as_secs_f64(),
+            secs(p[0]),
+            secs(p[p.len() / 2]),
+            secs(p[p.len() - 1]),
+            1e6 * cpu / deals as f64
+        );
+        println!(
+            "  daemon RSS every {} ms ({} samples): max {}, at the end {}; peak (VmHWM) {} {}; \
+             tables: {w} x {TABLE_MIB} MiB",
+            LOAD_SAMPLE.as_millis(),
+            samples.len(),
+            mib(samples.iter().copied().max().unwrap_or(0).max(end_rss)),
+            mib(end_rss),
+            mib(daemon.peak_rss_kib()),
+            if reset {
+                "during this round"
+            } else {
+                "since start (cannot reset VmHWM here)"
+            }
+        );
+        println!(
+            "  results: all {deals} in order and equal to the in-process solver's ({} bit for bit, \
+             {} within 1e-12)",
+            deals - round.inexact,
+            round.inexact
+        );
+    }
+
+    // 2. The slow consumer.
+    let reset = reset_peak(daemon.pid);
+    let rss_before = daemon.rss_kib();
+    let phase_start = Instant::now();
+    let slow = runtime.block_on(async {
+        tokio::time::timeout(
+            call_timeout(o.slow_deals) + o.stall,
+            slow_consumer(&url, &slow_job, o.stall, &daemon, ticks),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the slow consumer did not finish in time"))
+    });
+    let n = o.slow_deals;
+    let (lo, hi) = (
+        slow.stall_rss.iter().copied().min().unwrap_or(0),
+        slow.stall_rss.iter().copied().max().unwrap_or(0),
+    );
+    println!(
+        "slow consumer: 1 stream of {n} deals, reading nothing for {:.1} s",
+        o.stall.as_secs_f64()
+    );
+    println!(
+        "  daemon RSS every {} ms during the stall ({} samples): min {}, max {} (before the call {})",
+        STALL_SAMPLE.as_millis(),
+        slow.stall_rss.len(),
+        mib(lo),
+        mib(hi),
+        mib(rss_before)
+    );
+    let held = if slow.sent_at_stall_end == n {
+        format!(
+            "all {n} sent, the last at {} into the call: not held back",
+            secs(slow.last_sent_at)
+        )
+    } else if slow.stall_ended_at.saturating_sub(slow.last_sent_at) >= Duration::from_millis(250) {
+        format!(
+            "{} of {n} sent, none after {} into the call: held back for the last {}",
+            slow.sent_at_stall_end,
+            secs(slow.last_sent_at),
+            secs(slow.stall_ended_at - slow.last_sent_at)
+        )
+    } else {
+        format!(
+            "{} of {n} sent, still sending at the end of the stall (paced by the solvers)",
+            slow.sent_at_stall_end
+        )
+    };
+    println!("  client sends during the stall: {held}");
+    // How far the daemon got: its "call finished" line comes once every deal is solved and queued
+    // for the transport; otherwise at least what the client had received by the stall's end (and
+    // at most what the client had sent).
+    let finished = daemon.streams_finished_since(phase_start);
+    let solved = match finished.first() {
+        Some((at, line)) if *at <= slow.stall_end => format!(
+            "all {n} (its log says the call ended, deals={}, {} before the stall ended)",
+            log_field(line, "deals").unwrap_or("?"),
+            secs(slow.stall_end - *at)
+        ),
+        _ => format!(
+            "at least {} (results the client had received, unread, by the stall's end), at most \
+             {} (deals sent)",
+            slow.received_at_stall_end, slow.sent_at_stall_end
+        ),
+    };
+    println!(
+        "  daemon during the stall: solved {solved}; CPU {:.2} s in the stall, {:.0}% of one core \
+         in its last {} ms",
+        slow.stall_cpu,
+        100.0 * slow.tail_cpu / slow.tail.as_secs_f64().max(1e-9),
+        slow.tail.as_millis()
+    );
+    println!(
+        "  responses: {} bytes ({:.1} per deal); a tonic client's HTTP/2 receive window is {} MiB \
+         per stream, room for ~{:.0} deals' results, plus {MAX_IN_FLIGHT} in the daemon's budget",
+        slow.response_bytes,
+        slow.response_bytes as f64 / n as f64,
+        CLIENT_STREAM_WINDOW >> 20,
+        CLIENT_STREAM_WINDOW as f64 * n as f64 / slow.response_bytes.max(1) as f64
+    );
+    println!(
+        "  the client held {} results ({:.0} KiB of messages) unread at the stall's end: the \
+         daemon's work-ahead sits in the client's receive buffer, not in the daemon",
+        slow.received_at_stall_end,
+        slow.received_bytes_at_stall_end as f64 / 1024.0
+    );
+    println!(
+        "  after the stall: all {n} results read in {}, in order and equal to the in-process \
+         solver's ({} bit for bit, {} within 1e-12); daemon peak (VmHWM) {} {}",
+        secs(slow.read_time),
+        n - slow.inexact,
+        slow.inexact,
+        mib(daemon.peak_rss_kib()),
+        if reset {
+            "during this phase"
+        } else {
+            "since start"
+        }
+    );
+
+    drop(runtime);
+    let log = daemon.log.clone();
+    let end_rss = daemon.rss_kib();
+    let (took, status) = daemon.stop();
+    let log = log.lock().expect("log lock");
+    println!(
+        "daemon: RSS {} at the end; stopped {:.0} ms after SIGTERM with {status}; {} log lines, \
+         {} at WARN or ERROR",
+        mib(end_rss),
+        took.as_secs_f64() * 1e3,
+        log.lines,
+        log.warnings.len()
+    );
+    for line in log.warnings.iter().take(5) {
+        println!("  {line}");
+    }
+}
