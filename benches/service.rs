@@ -20,13 +20,12 @@
 //!
 //! Rounds alternate between the throughput modes so that drift affects them alike.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
+mod support;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use patience::deal::Deal;
@@ -34,6 +33,7 @@ use patience::pool::Pool;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
+use support::{Daemon, clock_ticks};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the throughput deals (the engine bench uses the same one).
@@ -44,10 +44,6 @@ const LATENCY_SEED: u64 = 2027;
 const BATCH: usize = 256;
 /// Unary calls before the latency is measured.
 const LATENCY_WARMUP: usize = 100;
-/// How long the daemon may take to log its address, and to stop on SIGTERM.
-const DAEMON_TIMEOUT: Duration = Duration::from_secs(10);
-/// Log lines of the daemon kept for diagnostics.
-const LOG_TAIL: usize = 20;
 
 struct Options {
     deals: usize,
@@ -170,17 +166,6 @@ fn run_to_file(cmd: &mut Command, out: &Path, timeout: Duration) -> Duration {
     elapsed
 }
 
-/// Clock ticks per second of /proc/PID/stat.
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
 /// CPU seconds from `/proc/{pid}/stat`: (user + system of the process, user + system of its
 /// children that have been waited for).
 fn proc_cpu(pid: &str, ticks: f64) -> (f64, f64) {
@@ -204,161 +189,6 @@ fn proc_cpu(pid: &str, ticks: f64) -> (f64, f64) {
 /// CPU seconds of this process (all threads) and of its reaped children.
 fn own_cpu(ticks: f64) -> (f64, f64) {
     proc_cpu("self", ticks)
-}
-
-/// What the daemon's log drain keeps.
-#[derive(Default)]
-struct Log {
-    lines: u64,
-    tail: VecDeque<String>,
-    warnings: Vec<String>,
-}
-
-/// The `patience serve` process. Dropping it kills the process, so a panic never leaves it behind.
-struct Daemon {
-    child: Option<Child>,
-    pid: u32,
-    addr: SocketAddr,
-    log: Arc<Mutex<Log>>,
-    drain: Option<JoinHandle<()>>,
-}
-
-impl Daemon {
-    fn start(exe: &str, workers: usize) -> Daemon {
-        let mut cmd = Command::new(exe);
-        cmd.args(["serve", "--addr", "127.0.0.1:0", "--log-format", "text"])
-            .args(["--workers", &workers.to_string()])
-            // The "listening on" line is at info level.
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // Flags only: no setting of the caller's environment changes the daemon.
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("PATIENCE_") {
-                cmd.env_remove(key);
-            }
-        }
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-        let pid = child.id();
-        let stderr = child.stderr.take().expect("piped stderr");
-        let log = Arc::new(Mutex::new(Log::default()));
-        let (addr_tx, addr_rx) = mpsc::channel();
-        // Drain the log for the daemon's whole life, so that it never blocks on a full pipe.
-        let drain = {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    if let Some(addr) = listening_addr(&line) {
-                        let _ = addr_tx.send(addr);
-                    }
-                    let mut log = log.lock().expect("log lock");
-                    log.lines += 1;
-                    if line.contains("WARN") || line.contains("ERROR") {
-                        log.warnings.push(line.clone());
-                    }
-                    if log.tail.len() == LOG_TAIL {
-                        log.tail.pop_front();
-                    }
-                    log.tail.push_back(line);
-                }
-            })
-        };
-        let mut daemon = Daemon {
-            child: Some(child),
-            pid,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            log,
-            drain: Some(drain),
-        };
-        match addr_rx.recv_timeout(DAEMON_TIMEOUT) {
-            Ok(addr) => daemon.addr = addr,
-            Err(e) => {
-                let status = daemon
-                    .child
-                    .as_mut()
-                    .and_then(|c| c.try_wait().ok().flatten());
-                panic!(
-                    "the daemon did not log \"listening on 127.0.0.1:PORT\" within {DAEMON_TIMEOUT:?} \
-                     ({e}; exit status so far: {status:?}); its log ends with:\n{}",
-                    daemon.log_tail()
-                );
-            }
-        }
-        daemon
-    }
-
-    fn log_tail(&self) -> String {
-        let log = self.log.lock().expect("log lock");
-        log.tail.iter().cloned().collect::<Vec<_>>().join("\n")
-    }
-
-    /// User plus system CPU time of the daemon so far, in seconds.
-    fn cpu_seconds(&self, ticks: f64) -> f64 {
-        proc_cpu(&self.pid.to_string(), ticks).0
-    }
-
-    /// Peak resident memory so far, in KiB.
-    fn peak_rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.pid))
-            .ok()
-            .and_then(|s| {
-                s.lines().find_map(|l| {
-                    l.strip_prefix("VmHWM:")
-                        .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
-                })
-            })
-            .unwrap_or(0)
-    }
-
-    /// Sends SIGTERM and waits for the daemon to drain and exit.
-    fn stop(mut self) -> (Duration, ExitStatus) {
-        let mut child = self.child.take().expect("daemon running");
-        let start = Instant::now();
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
-            .status();
-        assert!(
-            matches!(sent, Ok(s) if s.success()),
-            "cannot send SIGTERM to the daemon: {sent:?}"
-        );
-        loop {
-            if let Some(status) = child.try_wait().expect("wait for the daemon") {
-                if let Some(drain) = self.drain.take() {
-                    let _ = drain.join();
-                }
-                return (start.elapsed(), status);
-            }
-            if start.elapsed() > DAEMON_TIMEOUT {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "the daemon did not stop within {DAEMON_TIMEOUT:?} of SIGTERM; killed it. \
-                     Its log ends with:\n{}",
-                    self.log_tail()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// The address in the daemon's "listening on 127.0.0.1:PORT" line.
-fn listening_addr(line: &str) -> Option<SocketAddr> {
-    let rest = &line[line.find("listening on ")? + "listening on ".len()..];
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// One `SolveStream` call sending `messages`; returns its wall time and the probabilities in order.
