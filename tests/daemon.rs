@@ -271,6 +271,11 @@ async fn health_serves_both_names_and_reflection_lists_the_solver() {
     server.stop().await;
 }
 
+/// Batches of 32 that may still run on one worker after a call went away: the one being solved,
+/// and those finished while the news travelled (about 1.5 ms each). Measured: 3 or fewer on a
+/// quiet machine; the calls here leave 100 to 1,200 batches undone.
+const AFTER_THE_FACT: u64 = 20;
+
 /// Waits until the pool is idle; returns the batches that ran meanwhile.
 async fn batches_run_until_idle(server: &TestServer, since: u64) -> u64 {
     let stats = server.pool.stats();
@@ -321,9 +326,10 @@ async fn a_cancelled_stream_frees_the_workers_for_the_next_one() {
     let done_at_cancel = server.pool.stats().done();
     cancel.cancel();
 
-    // At most the batch being solved and the two queued ones (they are skipped, not run).
+    // Of the ~110 batches still to come, only those solved while the reset was on its way may
+    // run: the queued ones are skipped. (3 on a quiet machine; the margin is for loaded CI.)
     let ran = batches_run_until_idle(&server, done_at_cancel).await;
-    assert!(ran <= 3, "{ran} batches ran after the cancel");
+    assert!(ran <= AFTER_THE_FACT, "{ran} batches ran after the cancel");
     drop((tx, inbound));
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
@@ -359,7 +365,10 @@ async fn a_dropped_connection_frees_the_workers_for_the_next_one() {
     cable.abort();
 
     let ran = batches_run_until_idle(&server, done_at_drop).await;
-    assert!(ran <= 3, "{ran} batches ran after the connection closed");
+    assert!(
+        ran <= AFTER_THE_FACT,
+        "{ran} batches ran after the connection closed"
+    );
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
 }
@@ -417,9 +426,9 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
             "the server never stopped solving"
         );
         last = stats.done();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         stats.done(),
         last,
@@ -469,7 +478,10 @@ async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_wo
     assert!(started.elapsed() < Duration::from_secs(5));
     let done = server.pool.stats().done();
     let ran = batches_run_until_idle(&server, done).await;
-    assert!(ran <= 3, "{ran} batches ran after the deadline");
+    assert!(
+        ran <= AFTER_THE_FACT,
+        "{ran} batches ran after the deadline"
+    );
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
 }
@@ -484,7 +496,8 @@ async fn a_unary_call_past_its_deadline_is_dropped() {
             .map(|i| wire(&deals[i % deals.len()], ""))
             .collect(),
     });
-    request.set_timeout(Duration::from_millis(100));
+    // 30 ms: some 40 of its 313 batches on one worker, even on a fast machine.
+    request.set_timeout(Duration::from_millis(30));
     let status = client.solve(request).await.unwrap_err();
     // tonic's client enforces unary deadlines itself (CANCELLED, resetting the stream); other
     // clients leave it to the server (DEADLINE_EXCEEDED). Either way the work must stop.
