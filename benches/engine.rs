@@ -9,6 +9,8 @@
 //! - `patience solve` with 1 and 2 workers on the whole file, and the ratio;
 //! - peak resident memory of `patience solve` per worker count.
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use patience::deal::Deal;
 use patience::solver::Solver;
+use support::{Flags, median, percentile};
 
 struct Options {
     deals: usize,
@@ -25,42 +28,13 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut o = Options {
-        deals: 20_000,
-        runs: 5,
-        reference_deals: 2_000,
-        engine_only: false,
-    };
-    let args: Vec<String> = std::env::args().collect();
-    let mut i = 1;
-    while i < args.len() {
-        let value = args.get(i + 1).and_then(|v| v.parse().ok());
-        match (args[i].as_str(), value) {
-            ("--deals", Some(v)) => o.deals = v,
-            ("--runs", Some(v)) => o.runs = v,
-            ("--reference-deals", Some(v)) => o.reference_deals = v,
-            ("--engine-only", _) => {
-                o.engine_only = true;
-                i += 1;
-                continue;
-            }
-            _ => {
-                i += 1;
-                continue;
-            }
-        }
-        i += 2;
+    let flags = Flags::from_env();
+    Options {
+        deals: flags.get("--deals", 20_000usize).max(1),
+        runs: flags.get("--runs", 5usize).max(1),
+        reference_deals: flags.get("--reference-deals", 2_000),
+        engine_only: flags.has("--engine-only"),
     }
-    o
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-fn percentile(sorted: &[u32], p: f64) -> u32 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn reference_script() -> PathBuf {

@@ -39,7 +39,7 @@ use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use patience::solver::Solver;
 use prost::Message;
-use support::{Daemon, Sampler, clock_ticks, log_field, reset_peak};
+use support::{Daemon, Flags, Sampler, clock_ticks, log_field, reset_peak};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the deals; each stream of each phase gets its own seed derived from it.
@@ -73,49 +73,19 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut o = Options {
-        streams: 64,
-        deals_per_stream: 1_000,
-        workers: 2,
-        slow_deals: 100_000,
-        stall: Duration::from_secs(3),
-    };
-    let args: Vec<String> = std::env::args().collect();
-    let mut i = 1;
-    while i < args.len() {
-        let flag = args[i].as_str();
-        let value = args.get(i + 1).map(String::as_str).unwrap_or("");
-        let count = || -> usize {
-            value
-                .parse()
-                .unwrap_or_else(|_| panic!("{flag} wants a whole number, got {value:?}"))
-        };
-        match flag {
-            "--streams" => o.streams = count(),
-            "--deals-per-stream" => o.deals_per_stream = count(),
-            "--workers" => o.workers = count(),
-            "--slow-deals" => o.slow_deals = count(),
-            "--stall-seconds" => {
-                let s: f64 = value.parse().unwrap_or(-1.0);
-                assert!(
-                    s.is_finite() && (0.0..=3600.0).contains(&s),
-                    "--stall-seconds wants seconds from 0 to 3600, got {value:?}"
-                );
-                o.stall = Duration::from_secs_f64(s);
-            }
-            // Whatever else cargo passes (`--bench`).
-            _ => {
-                i += 1;
-                continue;
-            }
-        }
-        i += 2;
+    let flags = Flags::from_env();
+    let stall: f64 = flags.get("--stall-seconds", 3.0);
+    assert!(
+        stall.is_finite() && (0.0..=3600.0).contains(&stall),
+        "--stall-seconds wants seconds from 0 to 3600, got {stall}"
+    );
+    Options {
+        streams: flags.get("--streams", 64usize).max(1),
+        deals_per_stream: flags.get("--deals-per-stream", 1_000usize).max(1),
+        workers: flags.get("--workers", 2usize).max(1),
+        slow_deals: flags.get("--slow-deals", 100_000usize).max(1),
+        stall: Duration::from_secs_f64(stall),
     }
-    o.streams = o.streams.max(1);
-    o.deals_per_stream = o.deals_per_stream.max(1);
-    o.workers = o.workers.max(1);
-    o.slow_deals = o.slow_deals.max(1);
-    o
 }
 
 fn mib(kib: u64) -> String {

@@ -33,7 +33,7 @@ use patience::pool::Pool;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
-use support::{Daemon, clock_ticks};
+use support::{Daemon, Flags, clock_ticks, median, percentile};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the throughput deals (the engine bench uses the same one).
@@ -53,42 +53,13 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut o = Options {
-        deals: 20_000,
-        runs: 5,
-        workers: 2,
-        latency_calls: 2_000,
-    };
-    let args: Vec<String> = std::env::args().collect();
-    let mut i = 1;
-    while i < args.len() {
-        let value = args.get(i + 1).and_then(|v| v.parse().ok());
-        match (args[i].as_str(), value) {
-            ("--deals", Some(v)) => o.deals = v,
-            ("--runs", Some(v)) => o.runs = v,
-            ("--workers", Some(v)) => o.workers = v,
-            ("--latency-calls", Some(v)) => o.latency_calls = v,
-            _ => {
-                i += 1;
-                continue;
-            }
-        }
-        i += 2;
+    let flags = Flags::from_env();
+    Options {
+        deals: flags.get("--deals", 20_000usize).max(1),
+        runs: flags.get("--runs", 5usize).max(1),
+        workers: flags.get("--workers", 2usize).max(1),
+        latency_calls: flags.get("--latency-calls", 2_000usize).max(1),
     }
-    o.deals = o.deals.max(1);
-    o.runs = o.runs.max(1);
-    o.workers = o.workers.max(1);
-    o.latency_calls = o.latency_calls.max(1);
-    o
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn list(rates: &[f64]) -> String {

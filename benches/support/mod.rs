@@ -11,6 +11,46 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The flags after `--` in `cargo bench --bench NAME -- --flag value`. Anything else cargo passes
+/// (such as `--bench`) is ignored.
+pub struct Flags(Vec<String>);
+
+impl Flags {
+    pub fn from_env() -> Flags {
+        Flags(std::env::args().skip(1).collect())
+    }
+
+    /// The value after `name`, or `default` when the flag is absent. A value that does not parse
+    /// stops the bench with a message naming the flag.
+    pub fn get<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
+        match self.0.iter().position(|a| a == name) {
+            None => default,
+            Some(i) => {
+                let value = self.0.get(i + 1).map_or("", String::as_str);
+                value.parse().unwrap_or_else(|_| {
+                    panic!("{name} wants a value like its default, got {value:?}")
+                })
+            }
+        }
+    }
+
+    /// Whether a flag without a value is present.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
+}
+
+/// The median (upper middle) of some figures.
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// The value at fraction `p` of sorted figures (nearest rank).
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> T {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
 /// How long the daemon may take to start, or to stop after SIGTERM.
 pub const DAEMON_TIMEOUT: Duration = Duration::from_secs(10);
 /// Log lines kept for error messages.
