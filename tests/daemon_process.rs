@@ -121,6 +121,30 @@ fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveReque
         .collect()
 }
 
+/// A call in flight: its client (which keeps the connection), its responses, and the results
+/// received so far.
+type InFlight = (
+    SolverClient<tonic::transport::Channel>,
+    tonic::Streaming<proto::SolveResponse>,
+    Vec<proto::Result>,
+);
+
+/// Eight `SolveStream` calls sending `requests`, each on its own connection, each answered once.
+async fn eight_streams(daemon: &Daemon, requests: Vec<SolveRequest>) -> Vec<InFlight> {
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+        let mut inbound = client
+            .solve_stream(tokio_stream::iter(requests.clone()))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = inbound.message().await.unwrap().unwrap().results;
+        streams.push((client, inbound, first));
+    }
+    streams
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     use tonic_health::pb::health_check_response::ServingStatus;
@@ -145,17 +169,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     assert_eq!(first.status, ServingStatus::Serving as i32);
 
     // Eight streams in flight, each on its own connection, each already answered once.
-    let mut streams = Vec::new();
-    for _ in 0..8 {
-        let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
-        let mut inbound = client
-            .solve_stream(tokio_stream::iter(requests(&deals, 50, 1)))
-            .await
-            .unwrap()
-            .into_inner();
-        let first = inbound.message().await.unwrap().unwrap().results;
-        streams.push((client, inbound, first));
-    }
+    let streams = eight_streams(&daemon, requests(&deals, 50, 1)).await;
     daemon.terminate();
 
     // Balancers watching health see NOT_SERVING; new connections are refused.
@@ -203,17 +217,7 @@ async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix
     let (deals, expected) = corpus();
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "300ms"]);
     // Eight streams with far more than one worker solves in the drain time.
-    let mut streams = Vec::new();
-    for _ in 0..8 {
-        let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
-        let mut inbound = client
-            .solve_stream(tokio_stream::iter(requests(&deals, 100, 25)))
-            .await
-            .unwrap()
-            .into_inner();
-        let first = inbound.message().await.unwrap().unwrap().results;
-        streams.push((client, inbound, first));
-    }
+    let streams = eight_streams(&daemon, requests(&deals, 100, 25)).await;
     daemon.terminate();
     for (client, mut inbound, mut results) in streams {
         let status = loop {
