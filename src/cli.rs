@@ -89,6 +89,9 @@ pub struct ServeArgs {
     /// (health stays open for probes).
     #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
     pub auth_token_file: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which).
+    #[arg(long, env = "PATIENCE_METRICS_ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -8,6 +8,7 @@
 //!   deal without allocating.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
+//! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
 //! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
 //! - [`server`]: the daemon's wiring: TLS, health, reflection, limits, graceful shutdown.
 //! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
@@ -17,6 +18,7 @@
 pub mod auth;
 pub mod cli;
 pub mod deal;
+pub mod metrics;
 pub mod pool;
 pub mod proto;
 pub mod server;

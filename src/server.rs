@@ -13,7 +13,10 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 
+use std::net::SocketAddr;
+
 use crate::auth::{RequireBearer, Secret};
+use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
@@ -51,6 +54,10 @@ pub struct ServerConfig {
     pub tls: Option<TlsIdentity>,
     /// Require `authorization: Bearer <token>` on every Solver call.
     pub auth_token: Option<Secret>,
+    /// Serve Prometheus text at `/metrics` on this address (port 0 picks one; the log says which).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Where the service records; give one in to read it (tests do).
+    pub metrics: Metrics,
 }
 
 /// PEM-encoded TLS material for the server.
@@ -82,6 +89,8 @@ impl Default for ServerConfig {
             drain_timeout: Duration::from_secs(30),
             tls: None,
             auth_token: None,
+            metrics_addr: None,
+            metrics: Metrics::new(),
         }
     }
 }
@@ -95,6 +104,8 @@ pub enum ServerError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport failed: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error("cannot serve metrics on {0}: {1}")]
+    Metrics(SocketAddr, #[source] std::io::Error),
     #[error("cannot use the TLS certificate and key: {0}")]
     Tls(#[source] tonic::transport::Error),
 }
@@ -120,7 +131,33 @@ pub async fn run_with_pool(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     let (lifecycle, control) = Lifecycle::new();
-    let service = SolverService::new(pool.clone(), config.limits.clone(), lifecycle);
+    let service = SolverService::new(
+        pool.clone(),
+        config.limits.clone(),
+        lifecycle,
+        config.metrics.clone(),
+    );
+    let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(addr) = config.metrics_addr {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| ServerError::Metrics(addr, e))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| ServerError::Metrics(addr, e))?;
+        tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
+        let (metrics, pool) = (config.metrics.clone(), pool.clone());
+        tokio::spawn(async move {
+            let stopped = async {
+                let _ = metrics_stopped.await;
+            };
+            if let Err(e) = crate::metrics::serve(listener, metrics, pool, stopped).await {
+                tracing::warn!("the metrics endpoint failed: {e}");
+            }
+        });
+    }
+    // Dropped when the server returns, which stops the metrics endpoint.
+    let _metrics_stop = metrics_stop;
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SolverServer<SolverService>>().await;

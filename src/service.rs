@@ -33,6 +33,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::deal::{Deal, DealError, DealErrorKind};
+use crate::metrics::Metrics;
 use crate::pool::{Pool, PoolError};
 use crate::proto::{
     self, DealError as ProtoDealError, ErrorCode, SolveRequest, SolveResponse, result::Outcome,
@@ -120,14 +121,16 @@ pub struct SolverService {
     pool: Arc<Pool>,
     limits: Limits,
     lifecycle: Lifecycle,
+    metrics: Metrics,
 }
 
 impl SolverService {
-    pub fn new(pool: Arc<Pool>, limits: Limits, lifecycle: Lifecycle) -> Self {
+    pub fn new(pool: Arc<Pool>, limits: Limits, lifecycle: Lifecycle, metrics: Metrics) -> Self {
         SolverService {
             pool,
             limits,
             lifecycle,
+            metrics,
         }
     }
 
@@ -176,7 +179,9 @@ impl SolverService {
                     }
                     Err(e) => {
                         errors += 1;
-                        Some(Outcome::Error(deal_error(&e)))
+                        let wire = deal_error(&e);
+                        self.metrics.deal(code_name(wire.code));
+                        Some(Outcome::Error(wire))
                     }
                 };
                 results.push(proto::Result {
@@ -196,17 +201,30 @@ impl SolverService {
         while rest.peek().is_some() {
             let (places, deals): (Vec<Place>, Vec<Work>) =
                 rest.by_ref().take(self.limits.batch.max(1)).unzip();
+            let metrics = self.metrics.clone();
+            let queued = Instant::now();
+            let waited = AtomicBool::new(false);
             let ticket = self
                 .pool
-                .submit_batch(deals, |solver: &mut Solver, (deal, panic): (Deal, bool)| {
-                    assert!(!panic, "fault injected by the panic_on_id test hook");
-                    solver.solve(&deal).probability
-                })
+                .submit_batch(
+                    deals,
+                    move |solver: &mut Solver, (deal, panic): (Deal, bool)| {
+                        if !waited.swap(true, Ordering::Relaxed) {
+                            metrics.queue_wait(queued.elapsed());
+                        }
+                        assert!(!panic, "fault injected by the panic_on_id test hook");
+                        let started = Instant::now();
+                        let p = solver.solve(&deal).probability;
+                        metrics.solve_time(started.elapsed());
+                        p
+                    },
+                )
                 .await
                 .map_err(|e| Status::unavailable(e.to_string()))?;
             batches.push((places, ticket));
         }
 
+        let metrics = self.metrics.clone();
         Ok(async move {
             for (places, ticket) in batches {
                 let outcomes = ticket.await;
@@ -219,6 +237,10 @@ impl SolverService {
                         },
                         Err(e) => internal(e),
                     };
+                    metrics.deal(match &outcome {
+                        Outcome::Probability(_) => "solved",
+                        Outcome::Error(e) => code_name(e.code),
+                    });
                     if let Some(answer) = answers.get_mut(r) {
                         answer.errors += u64::from(matches!(outcome, Outcome::Error(_)));
                         if let Some(result) = answer.response.results.get_mut(i) {
@@ -269,6 +291,17 @@ pub fn message_too_large(limit: usize) -> Status {
 /// Whether `status` is tonic's own report of a message over the receive limit.
 pub fn is_tonic_too_large(code: Code, message: &str) -> bool {
     code == Code::OutOfRange && message.contains("message length too large")
+}
+
+/// A metrics label for an error code.
+fn code_name(code: i32) -> &'static str {
+    match ErrorCode::try_from(code) {
+        Ok(ErrorCode::BadCard) => "bad_card",
+        Ok(ErrorCode::CardCount) => "card_count",
+        Ok(ErrorCode::DuplicateCard) => "duplicate_card",
+        Ok(ErrorCode::Internal) => "internal",
+        _ => "unspecified",
+    }
 }
 
 /// The wire form of a deal's error.
@@ -322,6 +355,7 @@ impl proto::solver_server::Solver for SolverService {
         let request = request.into_inner();
         self.check_size(&request)?;
         let deals = request.deals.len();
+        let _in_flight = InFlight::new(&self.metrics, deals as i64);
         let work = async {
             self.start(vec![(request, 0)])
                 .await?
@@ -363,6 +397,7 @@ impl SolverService {
         deadline: Option<tokio::time::Instant>,
     ) {
         let started = Instant::now();
+        self.metrics.streams(1);
         // tonic enforces `grpc-timeout` only until the handler returns, not on a streaming body,
         // so the call enforces its own deadline.
         let expiry = tokio::time::sleep_until(
@@ -451,6 +486,7 @@ impl SolverService {
                     let mut gone = false;
                     for (done, permit) in group {
                         answered += done.response.results.len() as u64;
+                        self.metrics.in_flight(-(done.response.results.len() as i64));
                         errors += done.errors;
                         if tx.send(Ok((done.response, permit))).await.is_err() {
                             gone = true;
@@ -480,6 +516,7 @@ impl SolverService {
                     };
                     let first_index = next_index;
                     next_index += request.deals.len() as u64;
+                    self.metrics.in_flight(request.deals.len() as i64);
                     if submit_tx.send((request, first_index, permit)).is_err() {
                         break "internal error: the submitter stopped";
                     }
@@ -513,6 +550,8 @@ impl SolverService {
                 }
             }
         };
+        self.metrics.streams(-1);
+        self.metrics.in_flight(-((next_index - answered) as i64));
         tracing::info!(
             rpc = "SolveStream",
             peer = %display_peer(peer),
@@ -552,6 +591,28 @@ fn deadline<T>(request: &Request<T>) -> Result<Option<tokio::time::Instant>, Sta
         _ => return Err(bad()),
     };
     Ok(Some(tokio::time::Instant::now() + timeout.min(FOREVER)))
+}
+
+/// Counts a unary call's deals as in flight until it ends, however it ends.
+struct InFlight {
+    metrics: Metrics,
+    deals: i64,
+}
+
+impl InFlight {
+    fn new(metrics: &Metrics, deals: i64) -> InFlight {
+        metrics.in_flight(deals);
+        InFlight {
+            metrics: metrics.clone(),
+            deals,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.metrics.in_flight(-self.deals);
+    }
 }
 
 /// Aborts a helper task when the call that spawned it ends, however it ends.

@@ -34,6 +34,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             .as_deref()
             .map(read_token_file)
             .transpose()?,
+        metrics_addr: args.metrics_addr,
+        ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

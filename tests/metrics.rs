@@ -1,0 +1,148 @@
+//! The Prometheus metrics move with the traffic, in process and on the wire.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{TestServer, config, corpus, data, stream_all, wire};
+use patience::metrics::Metrics;
+use patience::proto::{self, SolveRequest};
+use patience::server::ServerConfig;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+/// The value of one sample line (`name{labels} value`) in a scrape, if present.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_gauges_and_histograms_follow_a_stream() {
+    let (deals, _) = corpus("random1000");
+    let metrics = Metrics::new();
+    let server = TestServer::start(
+        2,
+        ServerConfig {
+            metrics: metrics.clone(),
+            ..config()
+        },
+    )
+    .await;
+    let before = metrics.render(&server.pool);
+    assert_eq!(
+        sample(&before, "patience_deals_total{outcome=\"solved\"}"),
+        None
+    );
+    assert_eq!(
+        sample(&before, "patience_build_info{version=\"0.1.0\"}"),
+        Some(1.0)
+    );
+
+    // A stream that stays open shows as open.
+    let mut client = server.client().await;
+    let (tx, rx) = mpsc::channel::<SolveRequest>(1);
+    let mut open = client
+        .solve_stream(ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during = metrics.render(&server.pool);
+    assert_eq!(sample(&during, "patience_open_streams"), Some(1.0));
+    drop(tx);
+    assert!(open.message().await.unwrap().is_none());
+
+    let mut request = SolveRequest {
+        deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
+    };
+    request.deals.push(proto::Deal {
+        id: String::new(),
+        cards: "AS QX".into(),
+    });
+    request.deals.push(proto::Deal::default());
+    stream_all(&mut client, vec![request]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let after = metrics.render(&server.pool);
+    let get = |name: &str| sample(&after, name).unwrap_or_else(|| panic!("{name} in\n{after}"));
+    assert_eq!(get("patience_deals_total{outcome=\"solved\"}"), 100.0);
+    assert_eq!(get("patience_deals_total{outcome=\"bad_card\"}"), 1.0);
+    assert_eq!(get("patience_deals_total{outcome=\"card_count\"}"), 1.0);
+    assert_eq!(get("patience_solve_seconds_count"), 100.0);
+    assert!(get("patience_queue_wait_seconds_count") >= 4.0);
+    assert_eq!(get("patience_open_streams"), 0.0);
+    assert_eq!(get("patience_deals_in_flight"), 0.0);
+    assert_eq!(get("patience_busy_workers"), 0.0);
+    server.stop().await;
+}
+
+/// GET /metrics over plain HTTP/1.1.
+fn scrape(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+}
+
+#[test]
+fn serve_exposes_metrics_on_its_own_address() {
+    let exe = env!("CARGO_BIN_EXE_patience");
+    let mut daemon = Command::new(exe)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(daemon.stderr.take().unwrap()).lines();
+    let (mut grpc, mut metrics) = (None, None);
+    while grpc.is_none() || metrics.is_none() {
+        let line = lines
+            .next()
+            .expect("the daemon logs its addresses")
+            .unwrap();
+        let after = |marker: &str| {
+            line.split(marker)
+                .nth(1)
+                .and_then(|r| r.split(|c: char| c.is_whitespace() || c == '/').next())
+                .map(str::to_string)
+        };
+        grpc = grpc.or(after("listening on "));
+        metrics = metrics.or(after("metrics on http://"));
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let (grpc, metrics) = (grpc.unwrap(), metrics.unwrap());
+
+    let before = scrape(&metrics);
+    assert!(before.contains("patience_build_info"), "{before}");
+    let out = Command::new(exe)
+        .args(["client", "--addr", &format!("http://{grpc}")])
+        .arg(data("random1000.in"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let after = scrape(&metrics);
+    assert_eq!(
+        sample(&after, "patience_deals_total{outcome=\"solved\"}"),
+        Some(1000.0),
+        "{after}"
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}
