@@ -184,6 +184,12 @@ pub enum DealError {
     /// A pile line that does not hold four cards.
     #[error("pile {pile} has {found} {}; a pile has 4", cards(*found))]
     PileSize { pile: usize, found: usize },
+    /// A position (`/` form) that does not have nine piles.
+    #[error("the position has {found} piles; a position has 9, separated by 8 slashes")]
+    PileCount { found: usize },
+    /// A pile of a position with more than four cards.
+    #[error("pile {pile} has {found} cards; a pile has at most 4")]
+    PileTooHigh { pile: usize, found: usize },
     /// A deal that does not hold 36 cards in all.
     #[error("the deal has {found} {}; a deal has 36 (9 piles of 4)", cards(*found))]
     CardCount { found: usize },
@@ -213,7 +219,10 @@ impl DealError {
     pub fn kind(&self) -> DealErrorKind {
         match self {
             DealError::BadCard { .. } => DealErrorKind::BadCard,
-            DealError::PileSize { .. } | DealError::CardCount { .. } => DealErrorKind::CardCount,
+            DealError::PileSize { .. }
+            | DealError::CardCount { .. }
+            | DealError::PileCount { .. }
+            | DealError::PileTooHigh { .. } => DealErrorKind::CardCount,
             DealError::DuplicateCard { .. } => DealErrorKind::DuplicateCard,
         }
     }
@@ -243,17 +252,49 @@ impl fmt::Display for Token {
     }
 }
 
-/// A validated deal: nine piles of four distinct cards, each pile bottom first.
+/// A validated deal, or a mid-game position: nine piles of up to four distinct cards, each pile
+/// bottom first. A full deal (the UVa input) has four cards in every pile; a position is what is
+/// left after some moves, so piles may be shorter or empty. One type serves both because the game,
+/// and the engine, only ever look at the pile heights and the cards below them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Deal {
+    /// Cards above a pile's height are [`Deal::FILLER`], so equal positions compare equal.
     piles: [[Card; PILE_HEIGHT]; PILES],
+    heights: [u8; PILES],
 }
 
 impl Deal {
+    /// What fills the unused places of short piles.
+    const FILLER: Card = Card {
+        rank: Rank::Six,
+        suit: Suit::Spades,
+    };
+
     /// Checks that the 36 cards form one deck and builds the deal.
     pub fn new(piles: [[Card; PILE_HEIGHT]; PILES]) -> Result<Deal, DealError> {
+        Deal::from_piles(&piles)
+    }
+
+    /// Builds a deal or a position from its piles, each bottom card first: exactly nine piles of
+    /// at most four cards, no card twice. The 36-card rule belongs to full deals only, so any
+    /// number of cards is accepted here (an empty table is a position already won).
+    pub fn from_piles<P: AsRef<[Card]>>(piles: &[P]) -> Result<Deal, DealError> {
+        if piles.len() != PILES {
+            return Err(DealError::PileCount { found: piles.len() });
+        }
+        let mut deal = Deal {
+            piles: [[Deal::FILLER; PILE_HEIGHT]; PILES],
+            heights: [0; PILES],
+        };
         let mut seen: [Option<Place>; CARDS] = [None; CARDS];
         for (p, pile) in piles.iter().enumerate() {
+            let pile = pile.as_ref();
+            if pile.len() > PILE_HEIGHT {
+                return Err(DealError::PileTooHigh {
+                    pile: p + 1,
+                    found: pile.len(),
+                });
+            }
             for (i, card) in pile.iter().enumerate() {
                 let here = Place {
                     pile: p + 1,
@@ -269,9 +310,11 @@ impl Deal {
                     }
                     None => seen[card.index()] = Some(here),
                 }
+                deal.piles[p][i] = *card;
             }
+            deal.heights[p] = pile.len() as u8;
         }
-        Ok(Deal { piles })
+        Ok(deal)
     }
 
     /// A uniformly shuffled deck dealt into nine piles. The same seed gives the same deals.
@@ -279,22 +322,74 @@ impl Deal {
         let mut deck: [Card; CARDS] = std::array::from_fn(|i| Card::ALL[i]);
         rng.shuffle(&mut deck);
         let piles = std::array::from_fn(|p| std::array::from_fn(|i| deck[p * PILE_HEIGHT + i]));
-        Deal { piles }
+        Deal {
+            piles,
+            heights: [PILE_HEIGHT as u8; PILES],
+        }
     }
 
-    /// The piles, each bottom card first.
-    pub fn piles(&self) -> &[[Card; PILE_HEIGHT]; PILES] {
-        &self.piles
+    /// Pile `p` (0-based), bottom card first; empty for an empty pile or `p` past the ninth.
+    pub fn pile(&self, p: usize) -> &[Card] {
+        match (self.piles.get(p), self.heights.get(p)) {
+            (Some(pile), Some(&h)) => &pile[..usize::from(h)],
+            _ => &[],
+        }
     }
 
-    /// Parses a deal written as 36 cards separated by any whitespace, pile by pile, each pile bottom
-    /// to top. This is the form the gRPC API carries; line breaks do not matter here.
+    /// The nine piles in order, each bottom card first.
+    pub fn piles(&self) -> impl ExactSizeIterator<Item = &[Card]> + '_ {
+        (0..PILES).map(|p| self.pile(p))
+    }
+
+    /// Whether this is a full deal (four cards in every pile) rather than a mid-game position.
+    pub fn is_full(&self) -> bool {
+        self.heights == [PILE_HEIGHT as u8; PILES]
+    }
+
+    /// Parses a deal or a position.
+    ///
+    /// - A full deal is 36 cards separated by any whitespace, pile by pile, each pile bottom to
+    ///   top. This is the form the gRPC API carries; line breaks do not matter here.
+    /// - A position is nine groups separated by `/`, each a pile bottom to top, an empty group for
+    ///   an empty pile: `7S 6S / 6C 6H / / ...`. Any text with a `/` is read this way.
     pub fn parse(text: &str) -> Result<Deal, DealError> {
+        if text.contains('/') {
+            return Deal::parse_position(text);
+        }
         let mut builder = DealBuilder::default();
         for token in text.split_whitespace() {
             builder.push(token)?;
         }
         builder.finish()
+    }
+
+    fn parse_position(text: &str) -> Result<Deal, DealError> {
+        let groups: Vec<&str> = text.split('/').collect();
+        if groups.len() != PILES {
+            return Err(DealError::PileCount {
+                found: groups.len(),
+            });
+        }
+        let mut piles = [[Deal::FILLER; PILE_HEIGHT]; PILES];
+        let mut heights = [0usize; PILES];
+        for (p, group) in groups.iter().enumerate() {
+            let found = group.split_whitespace().count();
+            if found > PILE_HEIGHT {
+                return Err(DealError::PileTooHigh { pile: p + 1, found });
+            }
+            for (i, token) in group.split_whitespace().enumerate() {
+                piles[p][i] = token.parse::<Card>().map_err(|()| DealError::BadCard {
+                    place: Place {
+                        pile: p + 1,
+                        position: i + 1,
+                    },
+                    token: Token::new(token),
+                })?;
+            }
+            heights[p] = found;
+        }
+        let slices: [&[Card]; PILES] = std::array::from_fn(|p| &piles[p][..heights[p]]);
+        Deal::from_piles(&slices)
     }
 }
 
@@ -307,10 +402,22 @@ impl FromStr for Deal {
 }
 
 impl fmt::Display for Deal {
-    /// The UVa layout: one pile per line, bottom card first.
+    /// A full deal in the UVa layout, one pile per line, bottom card first; a position on one
+    /// line in the `/` form that [`Deal::parse`] reads.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for pile in &self.piles {
-            writeln!(f, "{} {} {} {}", pile[0], pile[1], pile[2], pile[3])?;
+        if self.is_full() {
+            for pile in &self.piles {
+                writeln!(f, "{} {} {} {}", pile[0], pile[1], pile[2], pile[3])?;
+            }
+            return Ok(());
+        }
+        for (p, pile) in self.piles().enumerate() {
+            if p > 0 {
+                f.write_str(" /")?;
+            }
+            for card in pile {
+                write!(f, " {card}")?;
+            }
         }
         Ok(())
     }
@@ -382,9 +489,10 @@ mod tests {
     #[test]
     fn parses_a_deal_on_one_line_bottom_first() {
         let deal = Deal::parse(SAMPLE).unwrap();
-        assert_eq!(deal.piles()[0][0].to_string(), "AS");
-        assert_eq!(deal.piles()[0][3].to_string(), "KS");
-        assert_eq!(deal.piles()[8][3].to_string(), "6H");
+        assert_eq!(deal.pile(0)[0].to_string(), "AS");
+        assert_eq!(deal.pile(0)[3].to_string(), "KS");
+        assert_eq!(deal.pile(8)[3].to_string(), "6H");
+        assert!(deal.is_full());
     }
 
     #[test]
@@ -457,6 +565,50 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.len() < 200, "{msg}");
         assert!(msg.contains("\\u{7}"), "{msg}");
+    }
+
+    #[test]
+    fn parses_a_mid_game_position() {
+        let pos = Deal::parse("7S 6S / 6C 6H / / 7c 6d / / / / / AS").unwrap();
+        assert!(!pos.is_full());
+        let heights: Vec<usize> = pos.piles().map(<[Card]>::len).collect();
+        assert_eq!(heights, [2, 2, 0, 2, 0, 0, 0, 0, 1]);
+        assert_eq!(pos.pile(3)[1].to_string(), "6D");
+        assert_eq!(Deal::parse(&pos.to_string()), Ok(pos));
+        // Nine full groups are the same deal as the 36-card form.
+        let full = Deal::parse(SAMPLE).unwrap();
+        let groups: Vec<String> = full
+            .piles()
+            .map(|p| p.iter().map(Card::to_string).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(Deal::parse(&groups.join("/")), Ok(full));
+        assert_eq!(
+            Deal::parse("/ / / / / / / /").map(|d| d.piles().all(<[Card]>::is_empty)),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn names_what_is_wrong_with_a_position() {
+        assert_eq!(
+            Deal::parse("6S / 6C / 7S"),
+            Err(DealError::PileCount { found: 3 })
+        );
+        let high = Deal::parse("6S 6C 6D 6H 7S / / / / / / / /").unwrap_err();
+        assert_eq!(high, DealError::PileTooHigh { pile: 1, found: 5 });
+        assert!(high.to_string().contains("pile 1 has 5 cards"), "{high}");
+        assert_eq!(high.kind(), DealErrorKind::CardCount);
+        let bad = Deal::parse("6S / / 6C XX / / / / / /").unwrap_err();
+        assert!(
+            bad.to_string().contains("pile 3, position 2: \"XX\""),
+            "{bad}"
+        );
+        let dup = Deal::parse("6S / / / / / / / 7C 6s /").unwrap_err();
+        assert!(
+            dup.to_string()
+                .contains("6S appears twice, at pile 1, position 1 and at pile 8, position 2"),
+            "{dup}"
+        );
     }
 
     #[test]

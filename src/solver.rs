@@ -21,6 +21,10 @@
 
 use crate::deal::{Deal, PILE_HEIGHT, PILES};
 
+mod analysis;
+
+pub use analysis::{Analysis, Move, MoveOdds, Options, fraction_text, fraction_value};
+
 /// Positions in the index table: every combination of nine heights 0..=4.
 pub const STATES: usize = 5usize.pow(PILES as u32);
 
@@ -152,6 +156,8 @@ pub struct Solver {
     wide: Box<[u32]>,
     /// Set when `narrow` could not hold a slot: the search is abandoned and redone with `wide`.
     overflow: bool,
+    /// Whether the last deal's slots are in `wide`, for reading its results back afterwards.
+    wide_in_use: bool,
     /// Slots `narrow` may hold: 65,536, lowered by tests to exercise the `wide` path.
     narrow_limit: usize,
     /// Positions evaluated for the current deal, in the order they were finished.
@@ -190,6 +196,7 @@ impl Solver {
             narrow: vec![0u16; STATES].into_boxed_slice(),
             wide: vec![0u32; STATES].into_boxed_slice(),
             overflow: false,
+            wide_in_use: false,
             narrow_limit: 1 << 16,
             entries: Vec::with_capacity(SAME_PARITY_STATES),
             tops: [[EMPTY; PILE_HEIGHT + 1]; PILES],
@@ -204,22 +211,11 @@ impl Solver {
         }
     }
 
-    /// Solves one deal. Allocates nothing.
+    /// Solves one deal or position. Allocates nothing.
     pub fn solve(&mut self, deal: &Deal) -> Solution {
         self.load(deal);
         self.entries.clear();
-        if !self.winnable_by_counts() {
-            return Solution {
-                probability: 0.0,
-                states: 1,
-            };
-        }
-        let start = self
-            .heights
-            .iter()
-            .zip(POW5)
-            .map(|(&h, p)| u32::from(h) * p)
-            .sum();
+        self.wide_in_use = false;
         self.by_rank = [0; 9];
         for p in 0..PILES {
             let t = usize::from(self.tops[p][usize::from(self.heights[p])]);
@@ -228,11 +224,19 @@ impl Solver {
             }
         }
         self.multi = multi(&self.by_rank);
+        if !self.winnable_by_counts() {
+            return Solution {
+                probability: 0.0,
+                states: 1,
+            };
+        }
+        let start = self.position();
         self.overflow = false;
         let mut probability = self.value::<Narrow>(start);
         if self.overflow {
             self.overflow = false;
             self.entries.clear();
+            self.wide_in_use = true;
             probability = self.value::<Wide>(start);
         }
         Solution {
@@ -242,21 +246,32 @@ impl Solver {
         }
     }
 
+    /// The index of the position in `heights`.
+    fn position(&self) -> u32 {
+        self.heights
+            .iter()
+            .zip(POW5)
+            .map(|(&h, p)| u32::from(h) * p)
+            .sum()
+    }
+
     fn load(&mut self, deal: &Deal) {
         let mut seen = [0u8; 9];
         let mut piles_of = [[0u8; 4]; 9];
         let mut levels_of = [[0u8; 4]; 9];
-        for (p, pile) in deal.piles().iter().enumerate() {
+        for (p, pile) in deal.piles().enumerate() {
             self.tops[p][0] = EMPTY;
             for (i, card) in pile.iter().enumerate() {
                 let r = card.rank.index();
                 self.tops[p][i + 1] = r as u8;
                 self.which[p][i + 1] = seen[r];
+                // A deal holds each card once, so no rank has more than four.
                 piles_of[r][usize::from(seen[r])] = p as u8;
                 levels_of[r][usize::from(seen[r])] = i as u8 + 1;
                 seen[r] += 1;
             }
-            self.heights[p] = PILE_HEIGHT as u8;
+            // Heights only ever go down, so the `tops` above a short pile are never read.
+            self.heights[p] = pile.len() as u8;
         }
         self.left = seen;
         self.find_crossings(&piles_of, &levels_of);
@@ -283,7 +298,12 @@ impl Solver {
         let mut candidates = [(0u8, 0u8, 0u8); 54];
         let mut n = 0;
         for (r, rank_piles) in piles.iter().enumerate() {
+            // A position may start with fewer than four cards of a rank: only real cards count.
+            let count = usize::from(self.left[r]);
             for (k, &(c, d)) in PAIRS.iter().enumerate() {
+                if d >= count {
+                    continue;
+                }
                 let (pc, pd) = (rank_piles[c], rank_piles[d]);
                 if pc != pd {
                     candidates[n] = (pc.min(pd) * 9 + pc.max(pd), r as u8, k as u8);
@@ -323,24 +343,36 @@ impl Solver {
                 }
             }
         }
-        // A full deal starts with four cards of every rank.
-        self.remaining = 0;
+        // A full deal starts with four cards of every rank; a position may start with a rank's
+        // last two, which are its cards 0 and 1 (pair number 0).
+        self.remaining = (0..9)
+            .filter(|&r| self.left[r] == 2)
+            .fold(0, |m, r| m | 1 << (6 * r));
     }
 
-    /// False when some rank has more cards in one pile than elsewhere: such a deal is lost before
-    /// the first move, whatever the player does.
+    /// False when some rank has an odd number of cards or more cards in one pile than elsewhere, or
+    /// when a position starts with two ranks' last pairs crossed: such a deal is lost before the
+    /// first move, whatever the player does.
     fn winnable_by_counts(&self) -> bool {
-        (0..9u8).all(|r| {
-            let total = self.left[usize::from(r)];
-            total.is_multiple_of(2)
-                && (0..PILES).all(|p| {
-                    let here = self.tops[p][1..=usize::from(self.heights[p])]
-                        .iter()
-                        .filter(|&&t| t == r)
-                        .count() as u8;
-                    2 * here <= total
-                })
-        })
+        let mut crossed = false;
+        let mut rest = self.remaining;
+        while rest != 0 {
+            let bit = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            crossed |= self.crossing[bit] & self.remaining != 0;
+        }
+        !crossed
+            && (0..9u8).all(|r| {
+                let total = self.left[usize::from(r)];
+                total.is_multiple_of(2)
+                    && (0..PILES).all(|p| {
+                        let here = self.tops[p][1..=usize::from(self.heights[p])]
+                            .iter()
+                            .filter(|&&t| t == r)
+                            .count() as u8;
+                        2 * here <= total
+                    })
+            })
     }
 
     /// Probability of winning from `position`, whose heights are `self.heights` and whose tops

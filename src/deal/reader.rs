@@ -4,7 +4,8 @@
 //! Blank lines (and lines of only whitespace) are skipped wherever they appear, so files with blank
 //! lines between deals or between piles read the same as the judge's format. A deal then starts at
 //! the next non-blank line and is either
-//! - that one line, when it holds exactly 36 tokens (the one-line form the gRPC API uses), or
+//! - that one line, when it holds exactly 36 tokens (the one-line form the gRPC API uses),
+//! - that one line, when it holds a `/`: a mid-game position, nine `/`-separated piles, or
 //! - that line and the next eight non-blank lines, one pile each.
 //!
 //! The reader frames deals by lines, never by counting cards across lines. A pile line with a bad
@@ -93,7 +94,7 @@ impl<R: BufRead> DealReader<R> {
         let bad = |line, error| ReadError::Deal(BadDeal { deal, line, error });
 
         let text = String::from_utf8_lossy(&self.line).into_owned();
-        if text.split_whitespace().count() == CARDS {
+        if text.contains('/') || text.split_whitespace().count() == CARDS {
             return Deal::parse(&text).map(Some).map_err(|e| bad(first_line, e));
         }
 
@@ -205,6 +206,20 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], got[1]);
         assert!(got[0].is_ok());
+    }
+
+    #[test]
+    fn reads_positions_one_per_line_between_deals() {
+        let text = format!("{SAMPLE}7S 6S / 6C 6H / 7C 6D / / / / / /\n6S / 6C\n{SAMPLE}");
+        let got = read(&text);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(got[0].is_ok() && got[3].is_ok());
+        assert_eq!(got[1].as_ref().map(Deal::is_full), Ok(false));
+        let err = got[2].as_ref().unwrap_err();
+        assert!(
+            err.starts_with("deal 3 (line 11): the position has 2 piles"),
+            "{err}"
+        );
     }
 
     #[test]
