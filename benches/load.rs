@@ -144,6 +144,7 @@ fn messages(deals: &[Deal]) -> Vec<SolveRequest> {
     deals
         .chunks(PER_MESSAGE)
         .map(|chunk| SolveRequest {
+            analysis: None,
             deals: chunk
                 .iter()
                 .map(|d| proto::Deal {

@@ -252,6 +252,7 @@ fn messages(cards: &[String], per_message: usize) -> Vec<SolveRequest> {
     cards
         .chunks(per_message)
         .map(|chunk| SolveRequest {
+            analysis: None,
             deals: chunk
                 .iter()
                 .map(|c| proto::Deal {
@@ -477,6 +478,7 @@ fn main() {
         engine_us.push(start.elapsed().as_secs_f64() * 1e6);
     }
     let one = |cards: String| SolveRequest {
+        analysis: None,
         deals: vec![proto::Deal {
             id: String::new(),
             cards,

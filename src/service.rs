@@ -38,7 +38,7 @@ use crate::pool::{Pool, PoolError};
 use crate::proto::{
     self, DealError as ProtoDealError, ErrorCode, SolveRequest, SolveResponse, result::Outcome,
 };
-use crate::solver::Solver;
+use crate::solver::{Analysis, Move, Options, Solver, fraction_text};
 
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]
@@ -168,13 +168,18 @@ impl SolverService {
         let mut answers: Vec<Answered> = Vec::with_capacity(requests.len());
         let mut valid: Vec<(Place, Work)> = Vec::new();
         for (r, (request, first_index)) in requests.into_iter().enumerate() {
+            let options = request.analysis.map(|o| Options {
+                exact: o.exact,
+                moves: o.moves,
+                line: o.line,
+            });
             let mut results = Vec::with_capacity(request.deals.len());
             let mut errors = 0;
             for (i, deal) in request.deals.into_iter().enumerate() {
                 let outcome = match Deal::parse(&deal.cards) {
                     Ok(parsed) => {
                         let panic = self.limits.panic_on_id.as_ref() == Some(&deal.id);
-                        valid.push(((r, i), (parsed, panic)));
+                        valid.push(((r, i), (parsed, options, panic)));
                         None
                     }
                     Err(e) => {
@@ -188,6 +193,7 @@ impl SolverService {
                     index: first_index + i as u64,
                     id: deal.id,
                     outcome,
+                    analysis: None,
                 });
             }
             answers.push(Answered {
@@ -208,15 +214,21 @@ impl SolverService {
                 .pool
                 .submit_batch(
                     deals,
-                    move |solver: &mut Solver, (deal, panic): (Deal, bool)| {
+                    move |solver: &mut Solver, (deal, options, panic): Work| {
                         if !waited.swap(true, Ordering::Relaxed) {
                             metrics.queue_wait(queued.elapsed());
                         }
                         assert!(!panic, "fault injected by the panic_on_id test hook");
                         let started = Instant::now();
-                        let p = solver.solve(&deal).probability;
+                        let answer = match options {
+                            None => (solver.solve(&deal).probability, None),
+                            Some(options) => {
+                                let analysis = solver.analyze(&deal, options);
+                                (analysis.probability, Some(wire_analysis(&analysis)))
+                            }
+                        };
                         metrics.solve_time(started.elapsed());
-                        p
+                        answer
                     },
                 )
                 .await
@@ -227,15 +239,15 @@ impl SolverService {
         let metrics = self.metrics.clone();
         Ok(async move {
             for (places, ticket) in batches {
-                let outcomes = ticket.await;
+                let mut outcomes = ticket.await;
                 for (n, (r, i)) in places.into_iter().enumerate() {
-                    let outcome = match &outcomes {
-                        Ok(values) => match values.get(n) {
-                            Some(Ok(p)) => Outcome::Probability(*p),
-                            Some(Err(e)) => internal(e),
-                            None => internal(&PoolError::Closed),
+                    let (outcome, analysis) = match &mut outcomes {
+                        Ok(values) => match values.get_mut(n) {
+                            Some(Ok((p, analysis))) => (Outcome::Probability(*p), analysis.take()),
+                            Some(Err(e)) => (internal(e), None),
+                            None => (internal(&PoolError::Closed), None),
                         },
-                        Err(e) => internal(e),
+                        Err(e) => (internal(e), None),
                     };
                     metrics.deal(match &outcome {
                         Outcome::Probability(_) => "solved",
@@ -245,6 +257,7 @@ impl SolverService {
                         answer.errors += u64::from(matches!(outcome, Outcome::Error(_)));
                         if let Some(result) = answer.response.results.get_mut(i) {
                             result.outcome = Some(outcome);
+                            result.analysis = analysis;
                         }
                     }
                 }
@@ -258,8 +271,32 @@ impl SolverService {
 /// Where a valid deal's result goes: (request in the group, position in the request).
 type Place = (usize, usize);
 
-/// A valid deal for the pool, and whether the `panic_on_id` test hook picked it.
-type Work = (Deal, bool);
+/// A valid deal for the pool, the analysis its request asked for, and whether the `panic_on_id`
+/// test hook picked it.
+type Work = (Deal, Option<Options>, bool);
+
+/// The wire form of an analysis. Fields not asked for are empty, as the proto documents.
+fn wire_analysis(a: &Analysis) -> proto::Analysis {
+    let wire_move = |m: &Move| proto::Move {
+        pile_a: u32::from(m.piles[0]),
+        pile_b: u32::from(m.piles[1]),
+        rank: m.rank.symbol().to_string(),
+    };
+    proto::Analysis {
+        winnable: a.winnable,
+        exact: a.exact.as_ref().map(fraction_text).unwrap_or_default(),
+        moves: a
+            .moves
+            .iter()
+            .map(|m| proto::MoveOdds {
+                r#move: Some(wire_move(&m.play)),
+                probability: m.probability,
+            })
+            .collect(),
+        line: a.line.iter().map(wire_move).collect(),
+        states: u64::from(a.states),
+    }
+}
 
 /// Requests queued on the pool together: the future of their responses, or why they could not be
 /// queued.

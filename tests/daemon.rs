@@ -28,6 +28,7 @@ async fn random1000_comes_back_in_order_and_correct_for_any_workers_and_batching
                 .chunks(batch)
                 .enumerate()
                 .map(|(c, chunk)| SolveRequest {
+                    analysis: None,
                     deals: chunk
                         .iter()
                         .enumerate()
@@ -70,6 +71,7 @@ async fn bad_deals_get_their_error_codes_and_the_rest_are_answered() {
     let long = format!("{sample} {}", cards[0]);
     let duplicate = sample.replacen(cards[1], cards[0], 1);
     let request = SolveRequest {
+        analysis: None,
         deals: vec![
             good(0),
             text(&bad_token),
@@ -144,6 +146,7 @@ async fn unary_solve_answers_a_request() {
     let server = TestServer::start(2, config()).await;
     let mut client = server.client().await;
     let request = SolveRequest {
+        analysis: None,
         deals: deals[..50].iter().map(|d| wire(d, "")).collect(),
     };
     let response = client.solve(request).await.unwrap().into_inner();
@@ -171,6 +174,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     let server = TestServer::start(1, config).await;
     let mut client = server.client().await;
     let eleven = SolveRequest {
+        analysis: None,
         deals: deals[..11].iter().map(|d| wire(d, "")).collect(),
     };
     let status = client.solve(eleven.clone()).await.unwrap_err();
@@ -183,6 +187,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
 
     // On a stream, the requests before the bad one are still answered, in order.
     let ok = SolveRequest {
+        analysis: None,
         deals: deals[..3].iter().map(|d| wire(d, "")).collect(),
     };
     let outbound = tokio_stream::iter(vec![ok.clone(), eleven, ok]);
@@ -194,6 +199,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     assert_eq!(status.code(), Code::InvalidArgument);
 
     let huge = SolveRequest {
+        analysis: None,
         deals: vec![proto::Deal {
             id: String::new(),
             cards: "AS ".repeat(5000),
@@ -292,6 +298,7 @@ async fn next_stream_gets_the_whole_pool(server: &TestServer) {
     let (deals, expected) = corpus("random1000");
     let mut client = server.client().await;
     let request = SolveRequest {
+        analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
     };
     let before = server.pool.stats().done();
@@ -306,6 +313,7 @@ async fn next_stream_gets_the_whole_pool(server: &TestServer) {
 fn big_request() -> SolveRequest {
     let (deals, _) = corpus("random1000");
     SolveRequest {
+        analysis: None,
         deals: deals[..500].iter().map(|d| wire(d, "")).collect(),
     }
 }
@@ -402,6 +410,7 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
     let feeder = tokio::spawn(async move {
         for i in (0..total).step_by(per_message) {
             let req = SolveRequest {
+                analysis: None,
                 deals: (i..i + per_message)
                     .map(|j| wire(&deals[j % deals.len()], ""))
                     .collect(),
@@ -492,6 +501,7 @@ async fn a_unary_call_past_its_deadline_is_dropped() {
     let server = TestServer::start(1, config()).await;
     let mut client = server.client().await;
     let mut request = tonic::Request::new(SolveRequest {
+        analysis: None,
         deals: (0..10_000)
             .map(|i| wire(&deals[i % deals.len()], ""))
             .collect(),
@@ -511,5 +521,98 @@ async fn a_unary_call_past_its_deadline_is_dropped() {
         "{ran} of 313 batches ran for a call that gave up"
     );
     next_stream_gets_the_whole_pool(&server).await;
+    server.stop().await;
+}
+
+/// Analysis on the wire: asked per request, absent otherwise; positions in the `/` form; facts
+/// checked by hand (the 2/3 position) and against the reference (probabilities of full deals).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn analysis_is_answered_only_when_asked_and_positions_work() {
+    let (deals, expected) = corpus("random1000");
+    let server = TestServer::start(2, config()).await;
+    let mut client = server.client().await;
+    let text = |id: &str, cards: &str| proto::Deal {
+        id: id.into(),
+        cards: cards.into(),
+    };
+    let everything = proto::AnalysisOptions {
+        exact: true,
+        moves: true,
+        line: true,
+    };
+    let requests = vec![
+        SolveRequest {
+            analysis: Some(everything),
+            deals: vec![
+                wire(&deals[1], "full"),
+                text("two-thirds", "7S 6S / 6C 6H / 7C 6D / / / / / /"),
+                text("too-high", "6S 6C 6D 6H 7S / / / / / / / /"),
+            ],
+        },
+        // The same deal, nothing asked: exactly the plain answer.
+        SolveRequest {
+            analysis: None,
+            deals: vec![wire(&deals[1], "plain")],
+        },
+        // An empty options message asks for winnable and states only.
+        SolveRequest {
+            analysis: Some(proto::AnalysisOptions::default()),
+            deals: vec![wire(&deals[0], "basic")],
+        },
+    ];
+    let responses = stream_all(&mut client, requests).await.unwrap();
+    let results: Vec<&proto::Result> = responses.iter().flat_map(|r| &r.results).collect();
+    assert_eq!(results.len(), 5);
+
+    let full = results[0];
+    assert!((probability(full) - expected[1]).abs() <= TOLERANCE);
+    let a = full.analysis.as_ref().expect("asked for");
+    assert!(a.winnable, "deal 2 of random1000 has a probability above 0");
+    let (n, d) = a.exact.split_once('/').expect("numerator/denominator");
+    assert!(n.bytes().all(|b| b.is_ascii_digit()) && d.bytes().all(|b| b.is_ascii_digit()));
+    assert!(a.states > 1);
+    assert!(!a.moves.is_empty());
+    let average = a.moves.iter().map(|m| m.probability).sum::<f64>() / a.moves.len() as f64;
+    assert!((average - expected[1]).abs() <= TOLERANCE);
+    assert_eq!(a.line.len(), 18);
+
+    let gadget = results[1];
+    assert!((probability(gadget) - 2.0 / 3.0).abs() < 1e-15);
+    let a = gadget.analysis.as_ref().expect("asked for");
+    assert_eq!(a.exact, "2/3");
+    let line: Vec<(u32, u32, &str)> = a
+        .line
+        .iter()
+        .map(|m| (m.pile_a, m.pile_b, m.rank.as_str()))
+        .collect();
+    assert_eq!(line, [(1, 2, "6"), (2, 3, "6"), (1, 3, "7")]);
+    let losing = a
+        .moves
+        .last()
+        .and_then(|m| m.r#move.as_ref())
+        .expect("a move");
+    assert_eq!((losing.pile_a, losing.pile_b), (1, 3));
+
+    match &results[2].outcome {
+        Some(Outcome::Error(e)) => {
+            assert_eq!(e.code, ErrorCode::CardCount as i32);
+            assert!(e.message.contains("pile 1 has 5 cards"), "{}", e.message);
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(results[2].analysis.is_none());
+
+    assert_eq!(probability(results[3]), probability(full));
+    assert!(results[3].analysis.is_none());
+
+    let basic = results[4]
+        .analysis
+        .as_ref()
+        .expect("an empty options message asks");
+    // Deal 1 of random1000 is lost (probability 0 in the reference).
+    assert_eq!(expected[0], 0.0);
+    assert!(!basic.winnable);
+    assert!(basic.exact.is_empty() && basic.moves.is_empty() && basic.line.is_empty());
+    assert!(basic.states > 0);
     server.stop().await;
 }

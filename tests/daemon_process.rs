@@ -110,6 +110,7 @@ fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveReque
     let all: Vec<&Deal> = (0..copies).flat_map(|_| deals.iter()).collect();
     all.chunks(per_request)
         .map(|chunk| SolveRequest {
+            analysis: None,
             deals: chunk
                 .iter()
                 .map(|d| proto::Deal {

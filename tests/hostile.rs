@@ -66,6 +66,7 @@ async fn a_panicking_worker_costs_one_internal_result_and_the_pool_stays_whole()
     let server = TestServer::start(2, config).await;
     let mut client = server.client().await;
     let mut request = SolveRequest {
+        analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
     };
     request.deals[40].id = "boom".into();
@@ -191,6 +192,7 @@ async fn a_million_empty_deals_is_refused_by_the_per_request_limit() {
     let server = TestServer::start(1, config()).await;
     let mut client = server.client().await;
     let request = SolveRequest {
+        analysis: None,
         deals: vec![proto::Deal::default(); 1_000_000],
     };
     let status = client.solve(request.clone()).await.unwrap_err();
@@ -202,6 +204,7 @@ async fn a_million_empty_deals_is_refused_by_the_per_request_limit() {
     let (deals, expected) = corpus("random1000");
     let ok = client
         .solve(SolveRequest {
+            analysis: None,
             deals: vec![wire(&deals[0], "")],
         })
         .await
@@ -287,6 +290,7 @@ async fn garbage_bytes_and_silent_connections_do_not_hurt_anyone_else() {
     let (deals, expected) = corpus("random1000");
     let mut client = server.client().await;
     let request = SolveRequest {
+        analysis: None,
         deals: deals[..50].iter().map(|d| wire(d, "")).collect(),
     };
     let response = tokio::time::timeout(Duration::from_secs(10), client.solve(request))
@@ -317,6 +321,7 @@ async fn sixty_four_concurrent_streams_each_get_every_result_in_order() {
         let requests: Vec<SolveRequest> = order
             .chunks(batch)
             .map(|chunk| SolveRequest {
+                analysis: None,
                 deals: chunk
                     .iter()
                     .map(|&i| wire(&deals[i], i.to_string()))

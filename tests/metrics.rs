@@ -57,6 +57,7 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
     assert!(open.message().await.unwrap().is_none());
 
     let mut request = SolveRequest {
+        analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
     };
     request.deals.push(proto::Deal {

@@ -78,6 +78,7 @@ async fn one_solve(channel: Channel) -> Result<f64, tonic::Status> {
     let (deals, _) = corpus("random1000");
     let response = SolverClient::new(channel)
         .solve(SolveRequest {
+            analysis: None,
             deals: vec![wire(&deals[0], "")],
         })
         .await?;
@@ -161,6 +162,7 @@ async fn a_bearer_token_is_required_for_solving_but_not_for_health() {
         .await
         .unwrap();
     let request = || SolveRequest {
+        analysis: None,
         deals: vec![wire(&deals[0], "")],
     };
 

@@ -110,7 +110,12 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
                         })
                         .collect();
                     if !deals.is_empty()
-                        && requests_tx.blocking_send(SolveRequest { deals }).is_err()
+                        && requests_tx
+                            .blocking_send(SolveRequest {
+                                deals,
+                                analysis: None,
+                            })
+                            .is_err()
                     {
                         return false;
                     }
