@@ -45,6 +45,51 @@ pub enum LogFormat {
     Json,
 }
 
+/// How `solve` and `client` print each deal's answer (to standard output).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// One probability per line, as the UVa judge expects.
+    #[default]
+    Text,
+    /// One JSON object per deal and line: index, probability or error, and the analysis asked for.
+    Json,
+}
+
+/// What to print for each deal, shared by `solve` and `client`.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct AnalysisArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Add the probability as an exact fraction in lowest terms (slower); needs --format json.
+    #[arg(long)]
+    pub exact: bool,
+    /// Add every legal first move with the probability after it, best first; needs --format json.
+    #[arg(long)]
+    pub moves: bool,
+    /// Add a winning line (the likeliest for a random player) when there is one; needs
+    /// --format json.
+    #[arg(long)]
+    pub line: bool,
+}
+
+impl AnalysisArgs {
+    /// The engine options asked for; an error when they cannot be shown in the chosen format.
+    pub fn options(&self) -> anyhow::Result<crate::solver::Options> {
+        if self.format == OutputFormat::Text && (self.exact || self.moves || self.line) {
+            anyhow::bail!(
+                "--exact, --moves and --line are shown in JSON only: add --format json \
+                 (the text format stays one probability per line)"
+            );
+        }
+        Ok(crate::solver::Options {
+            exact: self.exact,
+            moves: self.moves,
+            line: self.line,
+        })
+    }
+}
+
 /// Flags of `patience serve`. Each can also come from the environment variable named beside it.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -154,6 +199,8 @@ pub struct SolveArgs {
     /// Solver threads, each with its own table [default: the number of cores].
     #[arg(long)]
     pub workers: Option<NonZeroUsize>,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }

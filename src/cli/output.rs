@@ -28,3 +28,115 @@ pub fn probability_line(p: f64, precision: u8) -> String {
 pub fn error_line(message: &str) -> String {
     format!("error: {message}")
 }
+
+/// One deal's line in `--format json`. Fields are printed in this order; absent ones are left out.
+#[derive(Debug, serde::Serialize)]
+pub struct JsonLine<'a> {
+    /// Position of the deal in the whole run, from 0, bad deals included (as the API counts).
+    pub index: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<JsonAnalysis>,
+}
+
+/// The analysis fields of a JSON line; the optional ones only when asked for.
+#[derive(Debug, serde::Serialize)]
+pub struct JsonAnalysis {
+    pub winnable: bool,
+    pub states: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moves: Option<Vec<JsonMoveOdds>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<Vec<JsonMove>>,
+}
+
+/// A move as JSON: the two piles (1 to 9, lower first) and the rank removed.
+#[derive(Debug, serde::Serialize)]
+pub struct JsonMove {
+    pub piles: [u32; 2],
+    pub rank: String,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct JsonMoveOdds {
+    pub piles: [u32; 2],
+    pub rank: String,
+    pub probability: f64,
+}
+
+impl JsonAnalysis {
+    /// From the engine, for `solve`.
+    pub fn from_engine(a: &crate::solver::Analysis, asked: crate::solver::Options) -> JsonAnalysis {
+        let piles = |m: &crate::solver::Move| m.piles.map(u32::from);
+        JsonAnalysis {
+            winnable: a.winnable,
+            states: u64::from(a.states),
+            exact: a.exact.as_ref().map(crate::solver::fraction_text),
+            moves: asked.moves.then(|| {
+                a.moves
+                    .iter()
+                    .map(|m| JsonMoveOdds {
+                        piles: piles(&m.play),
+                        rank: m.play.rank.symbol().to_string(),
+                        probability: m.probability,
+                    })
+                    .collect()
+            }),
+            line: asked.line.then(|| {
+                a.line
+                    .iter()
+                    .map(|m| JsonMove {
+                        piles: piles(m),
+                        rank: m.rank.symbol().to_string(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+
+    /// From the wire, for `client`: the same fields, so both commands print the same line.
+    pub fn from_wire(a: &crate::proto::Analysis, asked: crate::solver::Options) -> JsonAnalysis {
+        JsonAnalysis {
+            winnable: a.winnable,
+            states: a.states,
+            exact: asked.exact.then(|| a.exact.clone()),
+            moves: asked.moves.then(|| {
+                a.moves
+                    .iter()
+                    .map(|m| {
+                        let (piles, rank) =
+                            m.r#move.as_ref().map_or(([0, 0], String::new()), |m| {
+                                ([m.pile_a, m.pile_b], m.rank.clone())
+                            });
+                        JsonMoveOdds {
+                            piles,
+                            rank,
+                            probability: m.probability,
+                        }
+                    })
+                    .collect()
+            }),
+            line: asked.line.then(|| {
+                a.line
+                    .iter()
+                    .map(|m| JsonMove {
+                        piles: [m.pile_a, m.pile_b],
+                        rank: m.rank.clone(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// One output line (without its newline) in `--format json`.
+pub fn json_line(line: &JsonLine<'_>) -> String {
+    // Serialising plain structs of numbers and strings cannot fail; keep a valid line if it did.
+    serde_json::to_string(line)
+        .unwrap_or_else(|e| format!("{{\"index\":{},\"error\":\"{e}\"}}", line.index))
+}

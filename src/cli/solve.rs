@@ -10,18 +10,18 @@ use std::thread;
 
 use anyhow::Context as _;
 
-use super::SolveArgs;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
-use super::output::{Status, error_line, probability_line};
+use super::output::{JsonAnalysis, JsonLine, Status, error_line, json_line, probability_line};
+use super::{OutputFormat, SolveArgs};
 use crate::pool::{BatchTicket, Pool, default_workers};
-use crate::solver::Solver;
+use crate::solver::{Analysis, Options, Solver};
 
 /// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible
 /// against ~25 µs of solving per deal, small enough to keep every worker busy.
 const BATCH: usize = 32;
 
-type Answer = Result<f64, String>;
+type Answer = Result<Analysis, String>;
 
 enum Piece {
     Answers(BatchTicket<Answer>),
@@ -29,6 +29,7 @@ enum Piece {
 }
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
+    let options = args.analysis.options()?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
@@ -40,7 +41,13 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
         scope.spawn(move || {
             read_batches(inputs, BATCH, |event| {
                 let piece = match event {
-                    Event::Batch(batch) => match pool.submit_batch_blocking(batch, solve_entry) {
+                    Event::Batch(batch) => match pool.submit_batch_blocking(
+                        batch,
+                        move |solver: &mut Solver, entry: Entry| -> Answer {
+                            // With nothing asked this is a plain solve.
+                            entry.map(|deal| solver.analyze(&deal, options))
+                        },
+                    ) {
                         Ok(ticket) => Piece::Answers(ticket),
                         Err(e) => Piece::Unreadable(e.to_string()),
                     },
@@ -49,17 +56,19 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
                 tx.send(piece).is_ok()
             });
         });
-        print_in_order(rx, args.precision)
+        print_in_order(rx, args.precision, args.analysis.format, options)
     })
 }
 
-fn solve_entry(solver: &mut Solver, entry: Entry) -> Answer {
-    entry.map(|deal| solver.solve(&deal).probability)
-}
-
-fn print_in_order(rx: mpsc::Receiver<Piece>, precision: u8) -> anyhow::Result<Status> {
+fn print_in_order(
+    rx: mpsc::Receiver<Piece>,
+    precision: u8,
+    format: OutputFormat,
+    options: Options,
+) -> anyhow::Result<Status> {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut status = Status::Ok;
+    let mut index = 0u64;
     loop {
         let piece = match rx.try_recv() {
             Ok(piece) => piece,
@@ -81,13 +90,26 @@ fn print_in_order(rx: mpsc::Receiver<Piece>, precision: u8) -> anyhow::Result<St
                 let answers = ticket.wait().map_err(|e| anyhow::anyhow!(e))?;
                 for answer in answers {
                     let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
-                    let line = match answer {
-                        Ok(p) => probability_line(p, precision),
-                        Err(msg) => {
-                            status = status.max(Status::BadDeal);
-                            error_line(&msg)
-                        }
+                    if answer.is_err() {
+                        status = status.max(Status::BadDeal);
+                    }
+                    let line = match (format, &answer) {
+                        (OutputFormat::Text, Ok(a)) => probability_line(a.probability, precision),
+                        (OutputFormat::Text, Err(msg)) => error_line(msg),
+                        (OutputFormat::Json, Ok(a)) => json_line(&JsonLine {
+                            index,
+                            probability: Some(a.probability),
+                            error: None,
+                            analysis: Some(JsonAnalysis::from_engine(a, options)),
+                        }),
+                        (OutputFormat::Json, Err(msg)) => json_line(&JsonLine {
+                            index,
+                            probability: None,
+                            error: Some(msg),
+                            analysis: None,
+                        }),
                     };
+                    index += 1;
                     if let Err(e) = writeln!(out, "{line}") {
                         return write_failed(e, status);
                     }
