@@ -160,8 +160,7 @@ impl Solver {
                 self.undo(a, b, undo);
             }
         }
-        // n > 0 here: a position other than the empty table with a winning child has moves, and
-        // one without any has sum 0.
+        // A stuck position (no moves) is lost: its sum is 0 and there is nothing to divide by.
         let value = if n == 0 { sum } else { sum / BigUint::from(n) };
         memo.insert(position, value.clone());
         value
