@@ -11,6 +11,7 @@ mod client;
 mod generate;
 mod input;
 mod output;
+mod progress;
 mod serve;
 mod solve;
 
@@ -100,9 +101,10 @@ pub struct ServeArgs {
 /// Flags of `patience client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// The daemon's address.
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
-    pub addr: String,
+    /// A daemon's address. Give it several times (or a comma-separated list) to spread the input
+    /// over several daemons; a daemon that fails has its unanswered deals resent to the others.
+    #[arg(long, default_value = "http://127.0.0.1:50051", value_delimiter = ',')]
+    pub addr: Vec<String>,
     /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
     #[arg(long)]
     pub tls_ca: Option<PathBuf>,
@@ -121,6 +123,10 @@ pub struct ClientArgs {
     /// Decimals printed per probability (6 matches the UVa judge).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
     pub precision: u8,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }
@@ -154,6 +160,10 @@ pub struct SolveArgs {
     /// Solver threads, each with its own table [default: the number of cores].
     #[arg(long)]
     pub workers: Option<NonZeroUsize>,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }

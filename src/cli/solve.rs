@@ -14,6 +14,7 @@ use super::SolveArgs;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
 use super::output::{Status, error_line, probability_line};
+use super::progress::Progress;
 use crate::pool::{BatchTicket, Pool, default_workers};
 use crate::solver::Solver;
 
@@ -24,7 +25,8 @@ const BATCH: usize = 32;
 type Answer = Result<f64, String>;
 
 enum Piece {
-    Answers(BatchTicket<Answer>),
+    /// A batch's answers to come, and the input bytes it and the batches before it span.
+    Answers(BatchTicket<Answer>, u64),
     Unreadable(String),
 }
 
@@ -33,6 +35,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
     let (tx, rx) = mpsc::sync_channel::<Piece>(4 * workers);
+    let progress = Progress::new(args.quiet, &inputs);
 
     thread::scope(|scope| {
         let pool = &pool;
@@ -40,8 +43,9 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
         scope.spawn(move || {
             read_batches(inputs, BATCH, |event| {
                 let piece = match event {
-                    Event::Batch(batch) => match pool.submit_batch_blocking(batch, solve_entry) {
-                        Ok(ticket) => Piece::Answers(ticket),
+                    Event::Batch(batch, at) => match pool.submit_batch_blocking(batch, solve_entry)
+                    {
+                        Ok(ticket) => Piece::Answers(ticket, at),
                         Err(e) => Piece::Unreadable(e.to_string()),
                     },
                     Event::Unreadable(msg) => Piece::Unreadable(msg),
@@ -49,7 +53,9 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
                 tx.send(piece).is_ok()
             });
         });
-        print_in_order(rx, args.precision)
+        let status = print_in_order(rx, args.precision, &progress);
+        progress.finish();
+        status
     })
 }
 
@@ -57,7 +63,11 @@ fn solve_entry(solver: &mut Solver, entry: Entry) -> Answer {
     entry.map(|deal| solver.solve(&deal).probability)
 }
 
-fn print_in_order(rx: mpsc::Receiver<Piece>, precision: u8) -> anyhow::Result<Status> {
+fn print_in_order(
+    rx: mpsc::Receiver<Piece>,
+    precision: u8,
+    progress: &Progress,
+) -> anyhow::Result<Status> {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut status = Status::Ok;
     loop {
@@ -76,9 +86,10 @@ fn print_in_order(rx: mpsc::Receiver<Piece>, precision: u8) -> anyhow::Result<St
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
         match piece {
-            Piece::Answers(ticket) => {
+            Piece::Answers(ticket, at) => {
                 // The pool lives until every ticket is answered, so a batch cannot be lost.
                 let answers = ticket.wait().map_err(|e| anyhow::anyhow!(e))?;
+                let count = answers.len() as u64;
                 for answer in answers {
                     let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
                     let line = match answer {
@@ -92,10 +103,11 @@ fn print_in_order(rx: mpsc::Receiver<Piece>, precision: u8) -> anyhow::Result<St
                         return write_failed(e, status);
                     }
                 }
+                progress.advance(count, at);
             }
             Piece::Unreadable(msg) => {
                 let _ = out.flush();
-                eprintln!("patience: {msg}");
+                progress.eprintln(format_args!("patience: {msg}"));
                 status = Status::Trouble;
             }
         }
