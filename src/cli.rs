@@ -77,20 +77,22 @@ pub struct ServeArgs {
     /// UNAVAILABLE.
     #[arg(long, env = "PATIENCE_DRAIN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub drain_timeout: std::time::Duration,
-    /// Serve over TLS with this PEM certificate (chain); needs --tls-key.
+    /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
     #[arg(long, env = "PATIENCE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Require client certificates signed by this PEM CA (mutual TLS); needs --tls-cert.
+    /// Require client certificates signed by this PEM CA (mutual TLS); needs --tls-cert
+    /// [default: any client].
     #[arg(long, env = "PATIENCE_TLS_CLIENT_CA", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
     /// Require `authorization: Bearer <token>` on every Solver call, with the token in this file
-    /// (health stays open for probes).
+    /// (health stays open for probes) [default: no token needed].
     #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
     pub auth_token_file: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which).
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which)
+    /// [default: off].
     #[arg(long, env = "PATIENCE_METRICS_ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Log format; filter with RUST_LOG (default: info).
