@@ -13,9 +13,12 @@ use std::fmt::Display;
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, ProgressStyle};
 
 use super::input::Input;
+
+/// Bytes of a deal written as the UVa format writes it (9 lines of 4 cards and a newline).
+const BYTES_PER_DEAL: u64 = 108;
 
 /// The bar, or nothing when it is off.
 #[derive(Clone)]
@@ -42,15 +45,26 @@ impl Progress {
             .with_finish(ProgressFinish::AndClear);
         let style = match bytes {
             Some(_) => ProgressStyle::with_template(
-                "{spinner} [{bar:30}] {human_pos}/~{human_len} deals, {per_sec}, ETA {eta}",
+                "{spinner} [{bar:30}] {human_pos}/~{human_len} deals, {rate}, ETA {eta}",
             ),
-            None => {
-                ProgressStyle::with_template("{spinner} {human_pos} deals, {per_sec}, {elapsed}")
-            }
+            None => ProgressStyle::with_template("{spinner} {human_pos} deals, {rate}, {elapsed}"),
         };
         // The templates are constants, so this cannot fail; a bar without a style still counts.
         if let Ok(style) = style {
-            bar.set_style(style.progress_chars("=> "));
+            // Whole deals per second: indicatif's own {per_sec} prints four decimals.
+            let style = style
+                .with_key(
+                    "rate",
+                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0} deals/s", state.per_sec());
+                    },
+                )
+                .progress_chars("=> ");
+            bar.set_style(style);
+        }
+        if let Some(bytes) = bytes {
+            // Until the first deals are printed, guess from the usual layout: 9 lines of 12 bytes.
+            bar.set_length(bytes.div_ceil(BYTES_PER_DEAL));
         }
         bar.enable_steady_tick(Duration::from_millis(200));
         Progress {
