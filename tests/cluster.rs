@@ -368,3 +368,72 @@ fn the_daemon_logs_its_whole_configuration_from_flags_environment_and_defaults()
     }
     assert!(!line.contains("a-secret"), "{line}");
 }
+
+#[test]
+fn a_closed_stdout_is_not_an_error_for_the_client() {
+    let scratch = Scratch::new("closed");
+    // Far more output than a pipe holds, so the client is still writing when the reader leaves.
+    let input = scratch.repeated_corpus(30);
+    let a = Daemon::start(&["--workers", "1"], &[]);
+    let b = Daemon::start(&["--workers", "1"], &[]);
+    let mut client = Running::start(&[
+        "client",
+        "--addr",
+        &a.addr,
+        "--addr",
+        &b.addr,
+        input.to_str().unwrap(),
+    ]);
+    let expected = std::fs::read_to_string(data("random1000.out6")).unwrap();
+    let first = expected.lines().next().unwrap();
+    assert_eq!(client.lines(1), format!("{first}\n"));
+    let Running {
+        mut child,
+        stdout,
+        stderr,
+    } = client;
+    drop(stdout);
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn typed_deals_are_answered_before_the_input_ends() {
+    use std::io::Write as _;
+    let daemon = Daemon::start(&["--workers", "1"], &[]);
+    let mut child = Command::new(exe())
+        .args(["client", "--addr", &daemon.addr])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let sample = std::fs::read(data("sample.in")).unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for _ in 0..2 {
+            let mut line = String::new();
+            let _ = stdout.read_line(&mut line);
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Standard input stays open: the answer must come anyway. The limit only guards against a
+    // hang; it says nothing about speed.
+    let limit = Duration::from_secs(60);
+    for _ in 0..2 {
+        stdin.write_all(&sample).unwrap();
+        stdin.flush().unwrap();
+        let line = rx
+            .recv_timeout(limit)
+            .expect("an answer while the input is open");
+        assert_eq!(line, "0.589314\n");
+    }
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

@@ -286,7 +286,16 @@ async fn print(
 ) -> anyhow::Result<Printed> {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut status = Status::Ok;
-    while let Some(slot) = slots.recv().await {
+    loop {
+        if slots.is_empty() {
+            // About to wait for the reader (someone typing deals?): show the answers so far.
+            if let Err(e) = out.flush() {
+                return write_failed(e, status);
+            }
+        }
+        let Some(slot) = slots.recv().await else {
+            break;
+        };
         let (lines, answers, at) = match slot {
             Slot::Unreadable(msg) => {
                 out.flush().ok();
@@ -301,7 +310,9 @@ async fn print(
             Some(receiver) => {
                 if receiver.is_empty() {
                     // About to wait for the daemons: let whoever reads our output see it so far.
-                    out.flush().context("cannot write the results")?;
+                    if let Err(e) = out.flush() {
+                        return write_failed(e, status);
+                    }
                 }
                 match receiver.await {
                     Ok(answers) => answers.into_iter(),
@@ -330,18 +341,23 @@ async fn print(
                 },
             };
             if let Err(e) = writeln!(out, "{line}") {
-                if e.kind() == io::ErrorKind::BrokenPipe {
-                    return Ok(Printed::Closed(status));
-                }
-                return Err(e).context("cannot write the results");
+                return write_failed(e, status);
             }
         }
         progress.advance(count, at);
     }
     match out.flush() {
         Ok(()) => Ok(Printed::All(status)),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Printed::Closed(status)),
-        Err(e) => Err(e).context("cannot write the results"),
+        Err(e) => write_failed(e, status),
+    }
+}
+
+/// A closed pipe (`patience client big | head`) is the reader's choice, not an error.
+fn write_failed(e: io::Error, status: Status) -> anyhow::Result<Printed> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(Printed::Closed(status))
+    } else {
+        Err(anyhow::Error::new(e).context("cannot write the results"))
     }
 }
 
