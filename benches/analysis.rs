@@ -28,9 +28,21 @@ fn main() {
     let variants: [(&str, Option<Options>); 6] = [
         ("solve (plain)", None),
         ("analyze, nothing asked", Some(none)),
-        ("--moves", Some(Options { moves: true, ..none })),
+        (
+            "--moves",
+            Some(Options {
+                moves: true,
+                ..none
+            }),
+        ),
         ("--line", Some(Options { line: true, ..none })),
-        ("--exact", Some(Options { exact: true, ..none })),
+        (
+            "--exact",
+            Some(Options {
+                exact: true,
+                ..none
+            }),
+        ),
         (
             "all three",
             Some(Options {

@@ -11,6 +11,7 @@ mod client;
 mod generate;
 mod input;
 mod output;
+mod progress;
 mod serve;
 mod solve;
 
@@ -121,20 +122,22 @@ pub struct ServeArgs {
     /// UNAVAILABLE.
     #[arg(long, env = "PATIENCE_DRAIN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub drain_timeout: std::time::Duration,
-    /// Serve over TLS with this PEM certificate (chain); needs --tls-key.
+    /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
     #[arg(long, env = "PATIENCE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Require client certificates signed by this PEM CA (mutual TLS); needs --tls-cert.
+    /// Require client certificates signed by this PEM CA (mutual TLS); needs --tls-cert
+    /// [default: any client].
     #[arg(long, env = "PATIENCE_TLS_CLIENT_CA", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
     /// Require `authorization: Bearer <token>` on every Solver call, with the token in this file
-    /// (health stays open for probes).
+    /// (health stays open for probes) [default: no token needed].
     #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
     pub auth_token_file: Option<PathBuf>,
-    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which).
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which)
+    /// [default: off].
     #[arg(long, env = "PATIENCE_METRICS_ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Log format; filter with RUST_LOG (default: info).
@@ -145,9 +148,10 @@ pub struct ServeArgs {
 /// Flags of `patience client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// The daemon's address.
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
-    pub addr: String,
+    /// A daemon's address. Give it several times (or a comma-separated list) to spread the input
+    /// over several daemons; a daemon that fails has its unanswered deals resent to the others.
+    #[arg(long, default_value = "http://127.0.0.1:50051", value_delimiter = ',')]
+    pub addr: Vec<String>,
     /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
     #[arg(long)]
     pub tls_ca: Option<PathBuf>,
@@ -166,6 +170,12 @@ pub struct ClientArgs {
     /// Decimals printed per probability (6 matches the UVa judge).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
     pub precision: u8,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }
@@ -201,6 +211,10 @@ pub struct SolveArgs {
     pub workers: Option<NonZeroUsize>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }

@@ -699,3 +699,18 @@ fn a_closed_stdout_is_not_an_error() {
     survives_a_closed_pipe(patience().arg("solve").arg(&path));
     survives_a_closed_pipe(patience().args(["gen", "--count", "1000000", "--seed", "1"]));
 }
+
+#[test]
+fn quiet_is_accepted_and_nothing_but_results_is_printed() {
+    // Standard error is a pipe here, so there is no bar with or without --quiet: stderr stays
+    // empty either way, and the results are the same.
+    for flag in ["--quiet", "-q"] {
+        let out = run(
+            patience().args(["solve", flag]).arg(data("sample.in")),
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(stdout(&out), "0.589314\n");
+        assert_eq!(stderr(&out), "");
+    }
+}

@@ -2,15 +2,16 @@
 
 use crate::deal::{Deal, DealReader, ReadError};
 
-use super::input::Input;
+use super::input::{Input, consumed};
 
 /// A deal, or the message of its `error:` line (already naming the file, deal and line).
 pub type Entry = Result<Deal, String>;
 
 /// What the reader hands on, in input order.
 pub enum Event {
-    /// Consecutive deals of one input.
-    Batch(Vec<Entry>),
+    /// Consecutive deals of one input, and how many bytes of all the inputs (in order) they and
+    /// the deals before them span, for progress reports.
+    Batch(Vec<Entry>, u64),
     /// An input that could not be read (further); its message names the input.
     Unreadable(String),
 }
@@ -20,6 +21,8 @@ pub enum Event {
 /// each answer without waiting for a full batch. Stops early when `emit` returns false.
 pub fn read_batches(inputs: &[Input], max: usize, mut emit: impl FnMut(Event) -> bool) {
     let max = max.max(1);
+    // Bytes of the inputs finished so far.
+    let mut done = 0u64;
     for input in inputs {
         let reader = match input.open() {
             Ok(r) => r,
@@ -42,7 +45,8 @@ pub fn read_batches(inputs: &[Input], max: usize, mut emit: impl FnMut(Event) ->
                 Ok(deal) => batch.push(Ok(deal)),
                 Err(ReadError::Deal(bad)) => batch.push(Err(format!("{prefix}{bad}"))),
                 Err(ReadError::Io(e)) => {
-                    if !batch.is_empty() && !emit(Event::Batch(std::mem::take(&mut batch))) {
+                    let at = done + consumed(deals.get_ref());
+                    if !batch.is_empty() && !emit(Event::Batch(std::mem::take(&mut batch), at)) {
                         return;
                     }
                     if !emit(Event::Unreadable(format!("{prefix}{e}"))) {
@@ -53,16 +57,18 @@ pub fn read_batches(inputs: &[Input], max: usize, mut emit: impl FnMut(Event) ->
             }
             let dry = deals.get_ref().buffer().is_empty();
             if (batch.len() >= max || dry)
-                && !emit(Event::Batch(std::mem::replace(
-                    &mut batch,
-                    Vec::with_capacity(max),
-                )))
+                && !emit(Event::Batch(
+                    std::mem::replace(&mut batch, Vec::with_capacity(max)),
+                    done + consumed(deals.get_ref()),
+                ))
             {
                 return;
             }
         }
-        if !batch.is_empty() && !emit(Event::Batch(batch)) {
+        let end = done + consumed(deals.get_ref());
+        if !batch.is_empty() && !emit(Event::Batch(batch, end)) {
             return;
         }
+        done = end;
     }
 }

@@ -15,8 +15,29 @@ pub enum Input {
 }
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
-/// is when interactive input should see the answers so far.
-pub type Reader = BufReader<Box<dyn Read + Send>>;
+/// is when interactive input should see the answers so far. With [`Reader::consumed`] it also
+/// tells how far into the input the deals read so far reach, which is what a progress bar needs.
+pub type Reader = BufReader<Counting>;
+
+/// Counts the bytes pulled from an input, so that the bytes consumed can be told from those merely
+/// buffered.
+pub struct Counting {
+    inner: Box<dyn Read + Send>,
+    read: u64,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Bytes of an input that the reader has handed on (read minus still buffered).
+pub fn consumed(reader: &Reader) -> u64 {
+    reader.get_ref().read - reader.buffer().len() as u64
+}
 
 impl Input {
     /// The inputs for a list of paths: standard input for an empty list or for `-`.
@@ -41,7 +62,22 @@ impl Input {
             Input::Stdin => Box::new(io::stdin()),
             Input::File(path) => Box::new(File::open(path)?),
         };
-        Ok(BufReader::with_capacity(BUFFER, inner))
+        Ok(BufReader::with_capacity(
+            BUFFER,
+            Counting { inner, read: 0 },
+        ))
+    }
+
+    /// The size of a regular file, known before reading; `None` for standard input, pipes and
+    /// anything that cannot be looked at (reading it will report why).
+    pub fn size(&self) -> Option<u64> {
+        match self {
+            Input::Stdin => None,
+            Input::File(path) => std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len()),
+        }
     }
 
     /// How error lines name this input: files by path, standard input by nothing.

@@ -140,3 +140,40 @@ pub fn json_line(line: &JsonLine<'_>) -> String {
     serde_json::to_string(line)
         .unwrap_or_else(|e| format!("{{\"index\":{},\"error\":\"{e}\"}}", line.index))
 }
+
+/// Formats each deal's line for `solve` and `client` alike, so the two print the same bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Render {
+    pub format: super::OutputFormat,
+    pub precision: u8,
+    /// What the user asked for, to tell an empty list from one not asked for.
+    pub asked: crate::solver::Options,
+}
+
+impl Render {
+    /// The line of a solved deal; `analysis` is used in JSON only.
+    pub fn solved(&self, index: u64, p: f64, analysis: Option<JsonAnalysis>) -> String {
+        match self.format {
+            super::OutputFormat::Text => probability_line(p, self.precision),
+            super::OutputFormat::Json => json_line(&JsonLine {
+                index,
+                probability: Some(p),
+                error: None,
+                analysis,
+            }),
+        }
+    }
+
+    /// The line of a deal that has no probability.
+    pub fn failed(&self, index: u64, message: &str) -> String {
+        match self.format {
+            super::OutputFormat::Text => error_line(message),
+            super::OutputFormat::Json => json_line(&JsonLine {
+                index,
+                probability: None,
+                error: Some(message),
+                analysis: None,
+            }),
+        }
+    }
+}

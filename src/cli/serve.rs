@@ -49,6 +49,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
         let bound = listener
             .local_addr()
             .context("cannot read the bound address")?;
+        // The whole effective configuration in one line (never the token itself), so that what a
+        // daemon ran with can be read from its log whether flags, environment or defaults set it.
         tracing::info!(
             addr = %bound,
             workers = config.workers,
@@ -56,9 +58,17 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_deals_per_request = config.limits.max_deals_per_request,
             max_in_flight = config.limits.max_in_flight,
             max_concurrent_streams = config.max_concurrent_streams,
+            keepalive_interval_s = config.keepalive_interval.as_secs_f64(),
+            keepalive_timeout_s = config.keepalive_timeout.as_secs_f64(),
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
+            metrics_addr = %config.metrics_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
+            log_format = match args.log_format {
+                LogFormat::Text => "text",
+                LogFormat::Json => "json",
+            },
+            version = env!("CARGO_PKG_VERSION"),
             "listening on {bound}"
         );
         server::run(listener, config, shutdown_signal()).await?;

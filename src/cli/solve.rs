@@ -10,12 +10,13 @@ use std::thread;
 
 use anyhow::Context as _;
 
+use super::SolveArgs;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
-use super::output::{JsonAnalysis, JsonLine, Status, error_line, json_line, probability_line};
-use super::{OutputFormat, SolveArgs};
+use super::output::{JsonAnalysis, Render, Status};
+use super::progress::Progress;
 use crate::pool::{BatchTicket, Pool, default_workers};
-use crate::solver::{Analysis, Options, Solver};
+use crate::solver::{Analysis, Solver};
 
 /// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible
 /// against ~25 µs of solving per deal, small enough to keep every worker busy.
@@ -24,7 +25,8 @@ const BATCH: usize = 32;
 type Answer = Result<Analysis, String>;
 
 enum Piece {
-    Answers(BatchTicket<Answer>),
+    /// A batch's answers to come, and the input bytes it and the batches before it span.
+    Answers(BatchTicket<Answer>, u64),
     Unreadable(String),
 }
 
@@ -34,6 +36,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
     let (tx, rx) = mpsc::sync_channel::<Piece>(4 * workers);
+    let progress = Progress::new(args.quiet, &inputs);
 
     thread::scope(|scope| {
         let pool = &pool;
@@ -41,14 +44,14 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
         scope.spawn(move || {
             read_batches(inputs, BATCH, |event| {
                 let piece = match event {
-                    Event::Batch(batch) => match pool.submit_batch_blocking(
+                    Event::Batch(batch, at) => match pool.submit_batch_blocking(
                         batch,
                         move |solver: &mut Solver, entry: Entry| -> Answer {
                             // With nothing asked this is a plain solve.
                             entry.map(|deal| solver.analyze(&deal, options))
                         },
                     ) {
-                        Ok(ticket) => Piece::Answers(ticket),
+                        Ok(ticket) => Piece::Answers(ticket, at),
                         Err(e) => Piece::Unreadable(e.to_string()),
                     },
                     Event::Unreadable(msg) => Piece::Unreadable(msg),
@@ -56,15 +59,21 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
                 tx.send(piece).is_ok()
             });
         });
-        print_in_order(rx, args.precision, args.analysis.format, options)
+        let render = Render {
+            format: args.analysis.format,
+            precision: args.precision,
+            asked: options,
+        };
+        let status = print_in_order(rx, render, &progress);
+        progress.finish();
+        status
     })
 }
 
 fn print_in_order(
     rx: mpsc::Receiver<Piece>,
-    precision: u8,
-    format: OutputFormat,
-    options: Options,
+    render: Render,
+    progress: &Progress,
 ) -> anyhow::Result<Status> {
     let mut out = BufWriter::new(io::stdout().lock());
     let mut status = Status::Ok;
@@ -85,39 +94,33 @@ fn print_in_order(
             Err(mpsc::TryRecvError::Disconnected) => break,
         };
         match piece {
-            Piece::Answers(ticket) => {
+            Piece::Answers(ticket, at) => {
                 // The pool lives until every ticket is answered, so a batch cannot be lost.
                 let answers = ticket.wait().map_err(|e| anyhow::anyhow!(e))?;
+                let count = answers.len() as u64;
                 for answer in answers {
                     let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
                     if answer.is_err() {
                         status = status.max(Status::BadDeal);
                     }
-                    let line = match (format, &answer) {
-                        (OutputFormat::Text, Ok(a)) => probability_line(a.probability, precision),
-                        (OutputFormat::Text, Err(msg)) => error_line(msg),
-                        (OutputFormat::Json, Ok(a)) => json_line(&JsonLine {
+                    let line = match &answer {
+                        Ok(a) => render.solved(
                             index,
-                            probability: Some(a.probability),
-                            error: None,
-                            analysis: Some(JsonAnalysis::from_engine(a, options)),
-                        }),
-                        (OutputFormat::Json, Err(msg)) => json_line(&JsonLine {
-                            index,
-                            probability: None,
-                            error: Some(msg),
-                            analysis: None,
-                        }),
+                            a.probability,
+                            Some(JsonAnalysis::from_engine(a, render.asked)),
+                        ),
+                        Err(msg) => render.failed(index, msg),
                     };
                     index += 1;
                     if let Err(e) = writeln!(out, "{line}") {
                         return write_failed(e, status);
                     }
                 }
+                progress.advance(count, at);
             }
             Piece::Unreadable(msg) => {
                 let _ = out.flush();
-                eprintln!("patience: {msg}");
+                progress.eprintln(format_args!("patience: {msg}"));
                 status = Status::Trouble;
             }
         }

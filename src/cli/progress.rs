@@ -1,0 +1,112 @@
+//! A progress bar on standard error for `solve` and `client`, for people watching a long file.
+//!
+//! It is drawn only when standard error is a terminal and standard output is not (results going to
+//! the same terminal would be torn by redraws), and never with `--quiet`; otherwise every call here
+//! does nothing, so scripts and tests see exactly the output they always saw. Messages meant for
+//! standard error go through [`Progress::eprintln`], which lifts the bar out of the way first.
+//!
+//! The number of deals is not known before the input is read, so the total is an estimate: when
+//! every input is a regular file, the deals printed so far scaled by the file bytes they span, out
+//! of all the files' bytes. Standard input and pipes get a spinner with the count and rate instead.
+
+use std::fmt::Display;
+use std::io::IsTerminal as _;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, ProgressStyle};
+
+use super::input::Input;
+
+/// Bytes of a deal written as the UVa format writes it (9 lines of 4 cards and a newline).
+const BYTES_PER_DEAL: u64 = 108;
+
+/// The bar, or nothing when it is off.
+#[derive(Clone)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    /// Total bytes of the inputs, when every one is a regular file.
+    bytes: Option<u64>,
+}
+
+impl Progress {
+    /// A bar for reading `inputs`, shown only if the terminals allow it and `quiet` is off.
+    pub fn new(quiet: bool, inputs: &[Input]) -> Progress {
+        let shown = !quiet && std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
+        if !shown {
+            return Progress::off();
+        }
+        let bytes = inputs
+            .iter()
+            .map(Input::size)
+            .sum::<Option<u64>>()
+            .filter(|&b| b > 0);
+        // Cleared however the run ends, errors included.
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_finish(ProgressFinish::AndClear);
+        let style = match bytes {
+            Some(_) => ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {human_pos}/~{human_len} deals, {rate}, ETA {eta}",
+            ),
+            None => ProgressStyle::with_template("{spinner} {human_pos} deals, {rate}, {elapsed}"),
+        };
+        // The templates are constants, so this cannot fail; a bar without a style still counts.
+        if let Ok(style) = style {
+            // Whole deals per second: indicatif's own {per_sec} prints four decimals.
+            let style = style
+                .with_key(
+                    "rate",
+                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0} deals/s", state.per_sec());
+                    },
+                )
+                .progress_chars("=> ");
+            bar.set_style(style);
+        }
+        if let Some(bytes) = bytes {
+            // Until the first deals are printed, guess from the usual layout: 9 lines of 12 bytes.
+            bar.set_length(bytes.div_ceil(BYTES_PER_DEAL));
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress {
+            bar: Some(bar),
+            bytes,
+        }
+    }
+
+    /// No bar: every method does nothing.
+    pub fn off() -> Progress {
+        Progress {
+            bar: None,
+            bytes: None,
+        }
+    }
+
+    /// Counts `deals` more printed; `consumed` is how many input bytes the deals printed so far
+    /// span, which re-estimates the total.
+    pub fn advance(&self, deals: u64, consumed: u64) {
+        let Some(bar) = &self.bar else { return };
+        bar.inc(deals);
+        if let Some(bytes) = self.bytes
+            && consumed > 0
+        {
+            let done = bar.position();
+            let estimate = (done as f64 * bytes as f64 / consumed as f64).round() as u64;
+            bar.set_length(estimate.max(done));
+        }
+    }
+
+    /// Prints a message on standard error without tearing the bar.
+    pub fn eprintln(&self, message: impl Display) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{message}")),
+            None => eprintln!("{message}"),
+        }
+    }
+
+    /// Removes the bar, leaving the terminal as it was.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
