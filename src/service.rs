@@ -75,38 +75,40 @@ impl Default for Limits {
 /// Server-wide switches the service obeys, flipped by the server during shutdown.
 #[derive(Clone, Debug)]
 pub struct Lifecycle {
-    draining: Arc<AtomicBool>,
+    draining: watch::Receiver<bool>,
     abort: watch::Receiver<bool>,
 }
 
 /// The server's side of [`Lifecycle`].
 #[derive(Debug)]
 pub struct LifecycleControl {
-    draining: Arc<AtomicBool>,
+    draining: watch::Sender<bool>,
     abort: watch::Sender<bool>,
 }
 
 impl Lifecycle {
     pub fn new() -> (Lifecycle, LifecycleControl) {
-        let draining = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = watch::channel(false);
+        let (draining_tx, draining_rx) = watch::channel(false);
+        let (abort_tx, abort_rx) = watch::channel(false);
         (
             Lifecycle {
-                draining: draining.clone(),
-                abort: rx,
+                draining: draining_rx,
+                abort: abort_rx,
             },
             LifecycleControl {
-                draining,
-                abort: tx,
+                draining: draining_tx,
+                abort: abort_tx,
             },
         )
     }
 }
 
 impl LifecycleControl {
-    /// From now on new calls are refused with `UNAVAILABLE`; calls in flight go on.
+    /// From now on new calls are refused with `UNAVAILABLE`. Calls in flight go on, but a stream
+    /// whose client is still sending is cut at a request boundary after [`DRAIN_READ_GRACE`]:
+    /// everything read is answered, then `UNAVAILABLE` names the index to resume from.
     pub fn start_draining(&self) {
-        self.draining.store(true, Ordering::SeqCst);
+        let _ = self.draining.send(true);
     }
 
     /// Ends every call still in flight with `UNAVAILABLE` after the responses it has finished.
@@ -135,7 +137,7 @@ impl SolverService {
     }
 
     fn admit(&self) -> Result<(), Status> {
-        if self.lifecycle.draining.load(Ordering::SeqCst) {
+        if *self.lifecycle.draining.borrow() {
             Err(Status::unavailable(
                 "the server is shutting down; retry on another replica",
             ))
@@ -444,6 +446,12 @@ impl SolverService {
         let max_in_flight = self.limits.max_in_flight.max(1);
         let budget = Arc::new(Semaphore::new(max_in_flight));
         let mut abort = self.lifecycle.abort.clone();
+        let mut draining = self.lifecycle.draining.clone();
+        // Armed when shutdown begins: a client still sending then has DRAIN_READ_GRACE to finish.
+        let stop_reading = tokio::time::sleep(FOREVER);
+        tokio::pin!(stop_reading);
+        let mut drain_armed = false;
+        let mut cut_short = false;
         let mut in_flight: FuturesOrdered<
             BoxFuture<'static, Vec<(Answered, OwnedSemaphorePermit)>>,
         > = FuturesOrdered::new();
@@ -495,6 +503,16 @@ impl SolverService {
                     let _ = tx.send(Err(status)).await;
                     break "ended with an error";
                 }
+                if cut_short {
+                    let status = Status::unavailable(format!(
+                        "the server is shutting down and stopped reading this stream; results \
+                         before index {answered} were sent, resend the deals from index \
+                         {answered} on (to another replica)"
+                    ));
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
+                    break "cut short by shutdown";
+                }
                 break "completed";
             }
             let cost = waiting
@@ -518,6 +536,18 @@ impl SolverService {
                     // A client that is not reading cannot be told; it sees the stream end.
                     let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
                     break "aborted by shutdown";
+                }
+                true = draining.wait_for(|&d| d).map(|r| r.is_ok()), if reading && !drain_armed => {
+                    drain_armed = true;
+                    stop_reading
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + DRAIN_READ_GRACE);
+                }
+                _ = &mut stop_reading, if reading && drain_armed => {
+                    // The client has not finished sending: what was read is answered, the rest is
+                    // left for the client to resend elsewhere, so the drain ends soon.
+                    reading = false;
+                    cut_short = true;
                 }
                 Some(group) = in_flight.next() => {
                     let mut gone = false;
@@ -604,6 +634,11 @@ impl SolverService {
 
 /// Stands in for "no deadline": far enough never to fire, near enough not to overflow.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// How long a stream still being sent to may go on once shutdown begins. Long enough for a client
+/// that has sent everything but its end-of-stream to finish normally; short enough that a client
+/// streaming a large file moves to another replica promptly instead of holding the drain open.
+pub const DRAIN_READ_GRACE: Duration = Duration::from_secs(1);
 
 /// The call's deadline from its `grpc-timeout` header (`<digits><unit>`, unit one of H M S m u n).
 fn deadline<T>(request: &Request<T>) -> Result<Option<tokio::time::Instant>, Status> {

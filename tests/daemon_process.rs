@@ -336,3 +336,56 @@ fn client_prints_exactly_what_solve_prints() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot connect"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A client that never stops sending does not hold the drain open: shortly after SIGTERM its
+/// stream is cut at a request boundary, everything read is answered in order, and UNAVAILABLE says
+/// where to resume; the daemon then exits long before its 60 s drain timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_cuts_a_stream_still_sending_at_a_boundary_with_its_resume_index() {
+    let (deals, expected) = corpus();
+    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "60s"]);
+    let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+    let (requests_tx, requests_rx) = tokio::sync::mpsc::channel(4);
+    let one_round = requests(&deals, 50, 1);
+    let feeder = tokio::spawn(async move {
+        // Sends the corpus over and over until the server stops reading and the call ends.
+        for request in one_round.iter().cycle() {
+            if requests_tx.send(request.clone()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut inbound = client
+        .solve_stream(tokio_stream::wrappers::ReceiverStream::new(requests_rx))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut results = inbound.message().await.unwrap().unwrap().results;
+    daemon.terminate();
+    let status = loop {
+        match inbound.message().await {
+            Ok(Some(r)) => results.extend(r.results),
+            Ok(None) => panic!("a stream still sending ended without saying where to resume"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let resume = format!("from index {} on", results.len());
+    assert!(status.message().contains(&resume), "{}", status.message());
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        let Some(Outcome::Probability(p)) = r.outcome else {
+            panic!("result {i}: {:?}", r.outcome)
+        };
+        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
+    }
+    drop((inbound, client));
+    feeder.abort();
+    // Well inside the 60 s drain timeout: the cut stream did not hold the drain open.
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("cut short by shutdown")),
+        "{log:#?}"
+    );
+}
