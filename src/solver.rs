@@ -555,6 +555,27 @@ mod tests {
     }
 
     #[test]
+    fn analysis_reads_the_wide_table_as_it_reads_the_narrow_one() {
+        let all = Options {
+            exact: true,
+            moves: true,
+            line: true,
+        };
+        let mut small = Solver::new();
+        small.narrow_limit = 40;
+        let mut normal = Solver::new();
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut wide = 0;
+        for _ in 0..100 {
+            let d = Deal::shuffled(&mut rng);
+            let a = small.analyze(&d, all);
+            assert_eq!(a, normal.analyze(&d, all), "{d}");
+            wide += usize::from(small.wide_in_use);
+        }
+        assert!(wide > 10, "too few deals read the wide table");
+    }
+
+    #[test]
     fn capacity_covers_every_reachable_position() {
         let solver = Solver::new();
         assert!(solver.entries.capacity() >= SAME_PARITY_STATES);

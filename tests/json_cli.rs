@@ -72,7 +72,7 @@ fn replays(position: &str, line: &Value) -> bool {
 fn json_lines_carry_index_probability_errors_and_the_analysis_asked_for() {
     let two_thirds = "7S 6S / 6C 6H / 7C 6D / / / / / /";
     let mut input = std::fs::read(data("sample.in")).expect("sample");
-    input.extend_from_slice(format!("{two_thirds}\n6S / 6C\n").as_bytes());
+    input.extend_from_slice(format!("{two_thirds}\n6S / 6C / 7S\n").as_bytes());
     let out = solve(
         &["--format", "json", "--exact", "--moves", "--line"],
         &input,
@@ -111,7 +111,7 @@ fn json_lines_carry_index_probability_errors_and_the_analysis_asked_for() {
     assert!(bad.get("probability").is_none());
     let error = bad["error"].as_str().expect("an error message");
     assert!(
-        error.contains("deal 3 (line 11)") && error.contains("2 piles"),
+        error.contains("deal 3 (line 11)") && error.contains("3 piles"),
         "{error}"
     );
 }

@@ -5,7 +5,8 @@
 //! lines between deals or between piles read the same as the judge's format. A deal then starts at
 //! the next non-blank line and is either
 //! - that one line, when it holds exactly 36 tokens (the one-line form the gRPC API uses),
-//! - that one line, when it holds a `/`: a mid-game position, nine `/`-separated piles, or
+//! - that one line, when it holds two or more `/`: a mid-game position, nine `/`-separated piles
+//!   (a single `/` is taken for a typo in a pile line, which costs only its deal), or
 //! - that line and the next eight non-blank lines, one pile each.
 //!
 //! The reader frames deals by lines, never by counting cards across lines. A pile line with a bad
@@ -94,7 +95,10 @@ impl<R: BufRead> DealReader<R> {
         let bad = |line, error| ReadError::Deal(BadDeal { deal, line, error });
 
         let text = String::from_utf8_lossy(&self.line).into_owned();
-        if text.contains('/') || text.split_whitespace().count() == CARDS {
+        // A position has eight slashes; one stray slash in a pile line must not turn that line
+        // into a position and shift the framing of the eight pile lines after it.
+        let slashes = text.bytes().filter(|&b| b == b'/').count();
+        if slashes >= 2 || text.split_whitespace().count() == CARDS {
             return Deal::parse(&text).map(Some).map_err(|e| bad(first_line, e));
         }
 
@@ -210,16 +214,25 @@ mod tests {
 
     #[test]
     fn reads_positions_one_per_line_between_deals() {
-        let text = format!("{SAMPLE}7S 6S / 6C 6H / 7C 6D / / / / / /\n6S / 6C\n{SAMPLE}");
+        let text = format!("{SAMPLE}7S 6S / 6C 6H / 7C 6D / / / / / /\n6S / 6C / 7S\n{SAMPLE}");
         let got = read(&text);
         assert_eq!(got.len(), 4, "{got:?}");
         assert!(got[0].is_ok() && got[3].is_ok());
         assert_eq!(got[1].as_ref().map(Deal::is_full), Ok(false));
         let err = got[2].as_ref().unwrap_err();
         assert!(
-            err.starts_with("deal 3 (line 11): the position has 2 piles"),
+            err.starts_with("deal 3 (line 11): the position has 3 piles"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_stray_slash_in_a_pile_line_costs_only_its_deal() {
+        let broken = SAMPLE.replacen("QS TS JS 9H", "QS TS/JS 9H", 1);
+        let got = read(&format!("{SAMPLE}{broken}{SAMPLE}"));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].is_ok() && got[2].is_ok(), "{got:?}");
+        assert!(got[1].is_err());
     }
 
     #[test]

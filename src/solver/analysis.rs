@@ -86,10 +86,12 @@ impl Solver {
                     probability: self.known(root - POW5[a] - POW5[b]),
                 })
                 .collect();
-            // Stable: equal odds keep pile order.
-            analysis
-                .moves
-                .sort_by(|x, y| y.probability.total_cmp(&x.probability));
+            // Best first; equal odds in pile order (the rank follows from the piles).
+            analysis.moves.sort_by(|x, y| {
+                y.probability
+                    .total_cmp(&x.probability)
+                    .then(x.play.piles.cmp(&y.play.piles))
+            });
         }
         if options.exact {
             let mut memo = HashMap::new();
