@@ -107,12 +107,96 @@ fn run(args: &[&str]) -> Output {
     Command::new(exe()).args(args).output().unwrap()
 }
 
-/// An address nobody listens on: a port the system just handed out and took back.
-fn dead_addr() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    format!("http://{addr}")
+/// Addresses nobody listens on. Ports 1 and 2 are privileged and unassigned on any machine these
+/// tests run on, and no daemon of a parallel test can bind them (they bind port 0, which the system
+/// serves from the ephemeral range). A port the system handed out and took back would not do: it
+/// can be handed out again, at once, to another test's daemon, which would then answer.
+const DEAD: &str = "http://127.0.0.1:1";
+const ALSO_DEAD: &str = "http://127.0.0.1:2";
+
+/// Waits for `child` to exit, or kills it and fails after a limit that only catches a hang (it
+/// says nothing about speed).
+fn wait_or_hang(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: the client hung");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A client reading its deals from a pipe the test holds open, with standard error handed over a
+/// line at a time.
+struct Typed {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stderr: mpsc::Receiver<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Typed {
+    fn start(args: &[&str]) -> Typed {
+        let mut child = Command::new(exe())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        });
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Typed {
+            child,
+            stdin,
+            stderr: rx,
+            stdout,
+        }
+    }
+
+    fn type_in(&mut self, bytes: &[u8]) {
+        use std::io::Write as _;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line on standard error; the limit only catches a hang.
+    fn next_error_line(&self) -> String {
+        self.stderr
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a line on standard error while the input is open")
+    }
+
+    /// Waits for the exit with the input still open, then returns (output, status, the rest of
+    /// standard error).
+    fn finish(mut self, what: &str) -> (String, Option<i32>, String) {
+        let status = wait_or_hang(&mut self.child, what);
+        let stdout = self.stdout.join().unwrap();
+        let stderr: Vec<String> = self.stderr.iter().collect();
+        drop(self.stdin.take());
+        (stdout, status.code(), stderr.join("\n"))
+    }
 }
 
 /// A client whose standard output the test reads itself, a line at a time, and whose standard
@@ -272,7 +356,7 @@ fn an_unreachable_daemon_among_good_ones_changes_nothing_but_a_warning() {
 
     let a = Daemon::start(&["--workers", "1"], &[]);
     let b = Daemon::start(&["--workers", "1"], &[]);
-    let dead = dead_addr();
+    let dead = DEAD;
     // Several --addr flags, and a comma-separated list in one of them.
     let both = format!("{},{dead}", a.addr);
     for batch in ["1", "32", "256"] {
@@ -292,28 +376,28 @@ fn an_unreachable_daemon_among_good_ones_changes_nothing_but_a_warning() {
         assert_eq!(client.status.code(), solve.status.code(), "{stderr}");
         let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
         assert_eq!(warnings.len(), 1, "{stderr}");
-        assert!(warnings[0].contains(&dead), "{stderr}");
+        assert!(warnings[0].contains(dead), "{stderr}");
         assert!(stderr.contains("missing.in"), "{stderr}");
     }
 }
 
 #[test]
 fn with_every_daemon_down_the_client_exits_2_and_says_so() {
-    let (one, two) = (dead_addr(), dead_addr());
+    let (one, two) = (DEAD, ALSO_DEAD);
     let input = data("random1000.in");
     let out = run(&[
         "client",
         "--addr",
-        &one,
+        one,
         "--addr",
-        &two,
+        two,
         input.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty());
     assert!(stderr.contains("every daemon failed"), "{stderr}");
-    assert!(stderr.contains(&one) && stderr.contains(&two), "{stderr}");
+    assert!(stderr.contains(one) && stderr.contains(two), "{stderr}");
     assert!(stderr.contains("cannot connect"), "{stderr}");
 }
 
@@ -475,4 +559,18 @@ fn json_with_every_analysis_option_matches_solve_over_two_daemons() {
         "stderr: {stderr}"
     );
     assert_eq!(client.status.code(), solve.status.code(), "{stderr}");
+}
+
+/// The reader may be blocked on an input that stays open (a terminal, a pipe) when every daemon has
+/// failed: the client must say so and exit at once, not after the next line or EOF.
+#[test]
+fn with_every_daemon_down_the_client_exits_while_its_input_is_still_open() {
+    let mut client = Typed::start(&["client", "--addr", DEAD]);
+    // A valid deal, so there is something the daemons were needed for.
+    client.type_in(&std::fs::read(data("sample.in")).unwrap());
+    let (out, code, stderr) = client.finish("every daemon down, input open");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(out, "");
+    assert!(stderr.contains("every daemon failed"), "{stderr}");
+    assert!(stderr.contains(DEAD), "{stderr}");
 }

@@ -141,7 +141,12 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(stream_files(args))
+    let result = runtime.block_on(stream_files(args));
+    // The reader may be blocked reading standard input (a terminal, a pipe kept open) when the
+    // run ends early; dropping the runtime would wait for it, that is for more input or EOF.
+    // Leave it behind instead: the process is about to exit.
+    runtime.shutdown_background();
+    result
 }
 
 async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
