@@ -50,6 +50,8 @@ struct Daemon {
     addr: String,
     /// The "listening on" line, which carries the configuration.
     start_line: String,
+    /// The rest of its log, a line at a time.
+    log: mpsc::Receiver<String>,
 }
 
 impl Daemon {
@@ -92,8 +94,49 @@ impl Daemon {
             child,
             addr,
             start_line,
+            log,
         }
     }
+
+    /// The first line of the log from now on that contains `needle`.
+    fn log_line(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let line = self
+                .log
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the daemon logs {needle:?}"));
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    /// Sends `signal` (a name such as STOP or TERM) to the daemon.
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal}");
+    }
+}
+
+/// Deals a daemon has answered so far, from its metrics endpoint (`host:port`).
+fn deals_answered(metrics: &str) -> u64 {
+    use std::io::Write as _;
+    let mut http = std::net::TcpStream::connect(metrics).unwrap();
+    write!(
+        http,
+        "GET /metrics HTTP/1.1\r\nHost: {metrics}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    http.read_to_string(&mut page).unwrap();
+    page.lines()
+        .filter(|l| l.starts_with("patience_deals_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 impl Drop for Daemon {
@@ -181,6 +224,11 @@ impl Typed {
         stdin.flush().unwrap();
     }
 
+    /// Ends the input: the client sees EOF.
+    fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// The next line on standard error; the limit only catches a hang.
     fn next_error_line(&self) -> String {
         self.stderr
@@ -255,44 +303,54 @@ impl Running {
 /// few 8 KiB on Linux).
 const UNREAD_BOUND: usize = 128 << 10;
 
+/// The victim is stopped (SIGSTOP) before the client starts and is its first address, so the
+/// client's first chunk goes to it (every daemon has room, and ties go to the first) and stays
+/// unanswered. Once another daemon has answered anything, a later chunk went out, so the first was
+/// placed: the kill then certainly takes unanswered work with it, which must be resent.
 #[test]
 fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let scratch = Scratch::new("kill");
-    // 30,000 deals: about 270 KB of output.
+    // 30,000 deals.
     let input = scratch.repeated_corpus(30);
     let input = input.to_str().unwrap();
     let solve = run(&["solve", input]);
     assert_eq!(solve.status.code(), Some(0));
-    assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
 
-    let mut daemons: Vec<Daemon> = (0..3)
-        .map(|_| Daemon::start(&["--workers", "1"], &[]))
+    let mut victim = Daemon::start(&["--workers", "1"], &[]);
+    let others: Vec<Daemon> = (0..2)
+        .map(|_| Daemon::start(&["--workers", "1", "--metrics-addr", "127.0.0.1:0"], &[]))
         .collect();
-    let mut client = Running::start(&[
+    let metrics: Vec<String> = others
+        .iter()
+        .map(|d| {
+            let line = d.log_line("metrics on http://");
+            let rest = line.split("metrics on http://").nth(1).unwrap();
+            rest.split('/').next().unwrap().to_string()
+        })
+        .collect();
+    victim.signal("STOP");
+    let client = Running::start(&[
         "client",
         "--addr",
-        &daemons[0].addr,
+        &victim.addr,
         "--addr",
-        &daemons[1].addr,
+        &others[0].addr,
         "--addr",
-        &daemons[2].addr,
+        &others[1].addr,
         "--batch",
         "32",
         input,
     ]);
-    // Some results are in: every daemon has a stream open and work in flight.
-    let head = client.lines(2_000);
-    // The other two stay in `daemons`, alive until the end of the test.
-    let mut victim = daemons.remove(1);
-    assert!(
-        client.child.try_wait().unwrap().is_none(),
-        "the client finished before the kill; make the input larger"
-    );
+    // Waits (it asserts nothing about time) until another daemon has answered a deal.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metrics.iter().map(|m| deals_answered(m)).sum::<u64>() == 0 {
+        assert!(Instant::now() < deadline, "no daemon answered anything");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     victim.child.kill().unwrap();
     victim.child.wait().unwrap();
-    let victim_addr = victim.addr.clone();
 
-    let (out, code, stderr) = client.finish(head);
+    let (out, code, stderr) = client.finish(String::new());
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         out.as_bytes() == solve.stdout.as_slice(),
@@ -306,8 +364,20 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
         1,
         "one warning, about the killed daemon: {stderr}"
     );
-    assert!(warnings[0].contains(&victim_addr), "{stderr}");
-    assert!(warnings[0].contains("warning"), "{stderr}");
+    let warning = warnings[0];
+    assert!(warning.contains(&victim.addr), "{stderr}");
+    assert!(warning.contains("warning"), "{stderr}");
+    let resent = if warning.contains("its unanswered request goes") {
+        1
+    } else {
+        warning
+            .split("its ")
+            .nth(1)
+            .and_then(|rest| rest.split(" unanswered requests go").next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    assert!(resent >= 1, "the victim's requests were resent: {stderr}");
 }
 
 #[test]
@@ -573,4 +643,138 @@ fn with_every_daemon_down_the_client_exits_while_its_input_is_still_open() {
     assert_eq!(out, "");
     assert!(stderr.contains("every daemon failed"), "{stderr}");
     assert!(stderr.contains(DEAD), "{stderr}");
+}
+
+/// `solve` over the same bytes on standard input: the reference for a typed input.
+fn solve_stdin(bytes: &[u8]) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(exe())
+        .arg("solve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+/// With no daemon up, a run that needs none (only bad deals, or no deal at all) ends as `solve`
+/// does, a warning about the daemon aside. The input stays open until the daemon's failure has
+/// been reported, so the failure certainly comes while more input may follow.
+#[test]
+fn a_run_that_needs_no_daemon_ends_as_solve_does_with_every_daemon_down() {
+    let good = std::fs::read_to_string(data("random1000.in")).unwrap();
+    // Every deal holds the ace of spades once: each one becomes bad.
+    let bad = good.replace("AS", "QX");
+    for (what, input) in [("only bad deals", bad.as_str()), ("no deal", "")] {
+        let solve = solve_stdin(input.as_bytes());
+        let mut client = Typed::start(&["client", "--addr", DEAD]);
+        client.type_in(input.as_bytes());
+        let warning = client.next_error_line();
+        assert!(
+            warning.contains("warning") && warning.contains(DEAD),
+            "{what}: {warning}"
+        );
+        client.close_input();
+        let (out, code, stderr) = client.finish(what);
+        assert_eq!(code, solve.status.code(), "{what}: {stderr}");
+        assert_eq!(out.as_bytes(), solve.stdout.as_slice(), "{what}: {stderr}");
+        assert_eq!(stderr, "", "{what}: only the warning");
+    }
+    assert_eq!(solve_stdin(bad.as_bytes()).status.code(), Some(1));
+
+    // The same from a file, where the input may end before the daemon is found dead.
+    let scratch = Scratch::new("no-daemon-needed");
+    let path = scratch.0.join("bad.in");
+    std::fs::write(&path, &bad).unwrap();
+    let path = path.to_str().unwrap();
+    let solve = run(&["solve", path]);
+    let client = run(&["client", "--addr", DEAD, path]);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(1), "{stderr}");
+    assert_eq!(client.stdout, solve.stdout, "{stderr}");
+    assert!(!stderr.contains("every daemon failed"), "{stderr}");
+}
+
+/// A refusal of the requests themselves (here: more deals per request than the daemons accept)
+/// would be repeated by every daemon: the client stops at once with one error that says what to
+/// do, instead of failing each daemon in turn.
+#[test]
+fn a_refused_batch_size_stops_the_run_with_one_clear_error() {
+    let flags = ["--workers", "1", "--max-deals-per-request", "10"];
+    let a = Daemon::start(&flags, &[]);
+    let b = Daemon::start(&flags, &[]);
+    let input = data("random1000.in");
+    let out = run(&[
+        "client",
+        "--addr",
+        &a.addr,
+        "--addr",
+        &b.addr,
+        "--batch",
+        "50",
+        input.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Every request is refused, so nothing is answered.
+    assert!(out.stdout.is_empty(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one error: {stderr}");
+    assert!(
+        stderr.contains(&a.addr) || stderr.contains(&b.addr),
+        "{stderr}"
+    );
+    assert!(stderr.contains("INVALID_ARGUMENT"), "{stderr}");
+    assert!(stderr.contains("lower --batch"), "{stderr}");
+    assert!(!stderr.contains("every daemon failed"), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// A daemon told to stop (SIGTERM) drains: it ends the stream it is still serving, after its
+/// drain timeout or earlier with the index to resume from. Either way its unanswered chunks go to
+/// the other daemon: the output is `solve`'s, with at most one warning.
+#[test]
+fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
+    let scratch = Scratch::new("drain");
+    // 100,000 deals: enough that the drain usually ends the stream with work left, which is
+    // resent; if the daemon finishes its share within the drain instead, nothing is.
+    let input = scratch.repeated_corpus(100);
+    let input = input.to_str().unwrap();
+    let solve = run(&["solve", input]);
+    assert_eq!(solve.status.code(), Some(0));
+    assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
+
+    let flags = ["--workers", "1", "--drain-timeout", "1s"];
+    let a = Daemon::start(&flags, &[]);
+    let b = Daemon::start(&flags, &[]);
+    let mut client = Running::start(&[
+        "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "32", input,
+    ]);
+    let head = client.lines(2_000);
+    assert!(
+        client.child.try_wait().unwrap().is_none(),
+        "the client finished before the drain; make the input larger"
+    );
+    b.signal("TERM");
+    let (out, code, stderr) = client.finish(head);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        out.as_bytes() == solve.stdout.as_slice(),
+        "the output differs from solve's ({} lines against {}); stderr: {stderr}",
+        out.lines().count(),
+        String::from_utf8_lossy(&solve.stdout).lines().count()
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() <= 1, "at most one warning: {stderr}");
+    for line in lines {
+        assert!(
+            line.contains("warning") && line.contains(&b.addr),
+            "{stderr}"
+        );
+    }
 }
