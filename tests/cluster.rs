@@ -778,3 +778,144 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
         );
     }
 }
+
+/// A stand-in daemon that answers every deal 0.5 with `analysis` attached (`None`, as a daemon
+/// older than the analysis API would), on a free port, for as long as the test runs.
+fn fake_daemon(analysis: Option<patience::proto::Analysis>) -> String {
+    use patience::proto::solver_server::SolverServer;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            tonic::transport::Server::builder()
+                .add_service(SolverServer::new(Fake { analysis }))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+        })
+    });
+    format!("http://{addr}")
+}
+
+#[derive(Clone)]
+struct Fake {
+    analysis: Option<patience::proto::Analysis>,
+}
+
+impl Fake {
+    fn answer(&self, request: patience::proto::SolveRequest) -> patience::proto::SolveResponse {
+        use patience::proto::{Result, result::Outcome};
+        let results = request
+            .deals
+            .into_iter()
+            .enumerate()
+            .map(|(i, deal)| Result {
+                index: i as u64,
+                id: deal.id,
+                outcome: Some(Outcome::Probability(0.5)),
+                analysis: self.analysis.clone(),
+            })
+            .collect();
+        patience::proto::SolveResponse { results }
+    }
+}
+
+type FakeStream = std::pin::Pin<
+    Box<
+        dyn tokio_stream::Stream<Item = Result<patience::proto::SolveResponse, tonic::Status>>
+            + Send,
+    >,
+>;
+
+#[tonic::async_trait]
+impl patience::proto::solver_server::Solver for Fake {
+    type SolveStreamStream = FakeStream;
+
+    async fn solve_stream(
+        &self,
+        request: tonic::Request<tonic::Streaming<patience::proto::SolveRequest>>,
+    ) -> Result<tonic::Response<FakeStream>, tonic::Status> {
+        use tokio_stream::StreamExt as _;
+        let fake = self.clone();
+        let responses = request
+            .into_inner()
+            .map(move |request| request.map(|r| fake.answer(r)));
+        Ok(tonic::Response::new(Box::pin(responses)))
+    }
+
+    async fn solve(
+        &self,
+        request: tonic::Request<patience::proto::SolveRequest>,
+    ) -> Result<tonic::Response<patience::proto::SolveResponse>, tonic::Status> {
+        Ok(tonic::Response::new(self.answer(request.into_inner())))
+    }
+}
+
+/// A daemon that ignores the analysis options (older than the API) would give JSON lines without
+/// the fields `solve` prints: the client refuses it in JSON, and uses it in text.
+#[test]
+fn json_needs_a_daemon_that_sends_the_analysis() {
+    let old = fake_daemon(None);
+    let input = data("sample.in");
+    let input = input.to_str().unwrap();
+    let json = run(&["client", "--addr", &old, "--format", "json", input]);
+    let stderr = String::from_utf8_lossy(&json.stderr);
+    assert_eq!(json.status.code(), Some(2), "{stderr}");
+    assert!(json.stdout.is_empty(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one error: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "daemon {old} does not support analysis (--format json needs a newer daemon)"
+        )),
+        "{stderr}"
+    );
+
+    let text = run(&["client", "--addr", &old, input]);
+    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    assert_eq!(String::from_utf8_lossy(&text.stdout), "0.500000\n");
+}
+
+/// A move's odds without the move cannot be printed as `solve` prints it: that daemon has failed,
+/// and a good one answers in its place.
+#[test]
+fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
+    use patience::proto::{Analysis, MoveOdds};
+    let broken = fake_daemon(Some(Analysis {
+        winnable: true,
+        exact: String::new(),
+        moves: vec![MoveOdds {
+            r#move: None,
+            probability: 0.5,
+        }],
+        line: Vec::new(),
+        states: 1,
+    }));
+    let good = Daemon::start(&["--workers", "1"], &[]);
+    let input = data("random1000.in");
+    let input = input.to_str().unwrap();
+    let flags = ["--format", "json", "--moves"];
+    let solve = run(&[&["solve", input], &flags[..]].concat());
+    assert_eq!(solve.status.code(), Some(0));
+    // The broken daemon first: it certainly gets the first chunk.
+    let client = run(&[
+        &[
+            "client", "--addr", &broken, "--addr", &good.addr, "--batch", "16",
+        ],
+        &flags[..],
+        &[input],
+    ]
+    .concat());
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    assert!(client.stdout == solve.stdout, "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains(&broken), "{stderr}");
+    assert!(lines[0].contains("malformed"), "{stderr}");
+    assert!(lines[0].contains("unanswered request"), "{stderr}");
+}
