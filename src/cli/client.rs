@@ -869,3 +869,147 @@ async fn run_lane(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn rejected(status: &tonic::Status) -> Option<String> {
+        match sort_status(status) {
+            LaneError::Rejected(reason) => Some(reason),
+            LaneError::Failed(_) => None,
+        }
+    }
+
+    #[test]
+    fn statuses_about_the_daemons_health_fail_over_and_refusals_stop() {
+        for status in [
+            tonic::Status::unavailable("draining"),
+            tonic::Status::cancelled("gone"),
+            tonic::Status::aborted("aborted"),
+            tonic::Status::deadline_exceeded("late"),
+            tonic::Status::internal("h2 protocol error"),
+            tonic::Status::unknown("missing grpc-status trailer"),
+        ] {
+            assert!(rejected(&status).is_none(), "{status:?}");
+        }
+        // Made by tonic from a transport error: not the daemon's opinion of the requests.
+        let mut calm = tonic::Status::resource_exhausted("h2 protocol error: enhance your calm");
+        calm.set_source(Arc::new(io::Error::other("stream reset")));
+        assert!(rejected(&calm).is_none());
+
+        let batch = tonic::Status::invalid_argument(
+            "the request has 50 deals; the limit is 10 deals per request",
+        );
+        let reason = rejected(&batch).unwrap_or_default();
+        assert!(reason.contains("INVALID_ARGUMENT") && reason.contains("lower --batch"));
+        let token = tonic::Status::unauthenticated("this server requires a token");
+        let reason = rejected(&token).unwrap_or_default();
+        assert!(reason.contains("UNAUTHENTICATED") && reason.contains("authorization"));
+        for status in [
+            tonic::Status::resource_exhausted("too large"),
+            tonic::Status::permission_denied("no"),
+            tonic::Status::unimplemented("no such method"),
+        ] {
+            assert!(rejected(&status).is_some(), "{status:?}");
+        }
+    }
+
+    fn solved(analysis: Option<proto::Analysis>) -> proto::Result {
+        proto::Result {
+            index: 0,
+            id: String::new(),
+            outcome: Some(Outcome::Probability(0.5)),
+            analysis,
+        }
+    }
+
+    #[test]
+    fn responses_are_checked_before_the_printer_sees_them() {
+        let json = Some(Options::default());
+        assert!(matches!(
+            check_response(vec![solved(None)], 2, None),
+            Err(LaneError::Failed(_))
+        ));
+        let mut empty = solved(None);
+        empty.outcome = None;
+        assert!(matches!(
+            check_response(vec![empty], 1, None),
+            Err(LaneError::Failed(_))
+        ));
+        assert!(matches!(
+            check_response(vec![solved(None)], 1, json),
+            Err(LaneError::Rejected(reason)) if reason.contains("does not support analysis")
+        ));
+        let no_move = proto::Analysis {
+            moves: vec![proto::MoveOdds {
+                r#move: None,
+                probability: 0.5,
+            }],
+            ..Default::default()
+        };
+        let moves = Some(Options {
+            moves: true,
+            ..Options::default()
+        });
+        assert!(matches!(
+            check_response(vec![solved(Some(no_move))], 1, moves),
+            Err(LaneError::Failed(reason)) if reason.contains("malformed")
+        ));
+        assert!(matches!(
+            check_response(vec![solved(None)], 1, None).as_deref(),
+            Ok([Answer::Solved { analysis: None, .. }])
+        ));
+    }
+
+    fn chunk(seq: u64) -> (Chunk, oneshot::Receiver<Answers>) {
+        let (reply, answers) = oneshot::channel();
+        let request = SolveRequest {
+            deals: Vec::new(),
+            analysis: None,
+        };
+        (
+            Chunk {
+                seq,
+                request,
+                reply,
+            },
+            answers,
+        )
+    }
+
+    /// A lane whose task dies without saying how (a panic) still hands back what it holds, sent
+    /// or only queued, so the dispatcher can resend it and the printer is never left waiting.
+    #[test]
+    fn a_lane_that_ends_unreported_hands_back_its_chunks() {
+        let (reports_tx, mut reports) = mpsc::unbounded_channel();
+        let (inbox_tx, inbox) = mpsc::channel(4);
+        let (sent, _a) = chunk(0);
+        let (queued, _b) = chunk(1);
+        let state = LaneState {
+            index: 3,
+            reports: reports_tx,
+            inbox,
+            pending: VecDeque::from([sent]),
+            end: None,
+        };
+        assert!(inbox_tx.try_send(queued).is_ok());
+        let unwound = std::thread::spawn(move || {
+            let _state = state;
+            panic!("a lane's bug");
+        })
+        .join();
+        assert!(unwound.is_err());
+        match reports.try_recv() {
+            Ok(Report::Failed {
+                lane, unanswered, ..
+            }) => {
+                assert_eq!(lane, 3);
+                let seqs: Vec<u64> = unanswered.iter().map(|c| c.seq).collect();
+                assert_eq!(seqs, [0, 1]);
+            }
+            _ => panic!("no failure reported"),
+        }
+    }
+}
