@@ -14,9 +14,11 @@
 //! - the *printer* prints slots in input order, waiting for each chunk's answers.
 //!
 //! A chunk is always in exactly one place (queued, with one lane, or answered), so a daemon that
-//! fails costs a resend of its unanswered chunks to the others, never a lost or doubled line. Only
-//! when every daemon has failed does the client give up. The reader never runs more than a bounded
-//! number of slots ahead of the printer, so the client's memory is flat however large the input is.
+//! fails costs a resend of its unanswered chunks to the others, never a lost or doubled line. The
+//! client gives up only when a chunk has nowhere to go because every daemon has failed, or at once
+//! when a daemon refuses the requests themselves (every daemon would). Lanes check each response
+//! before the printer sees it. The reader never runs more than a bounded number of slots ahead of
+//! the printer, so the client's memory is flat however large the input is.
 
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
