@@ -50,6 +50,8 @@ struct Daemon {
     addr: String,
     /// The "listening on" line, which carries the configuration.
     start_line: String,
+    /// The rest of its log, a line at a time.
+    log: mpsc::Receiver<String>,
 }
 
 impl Daemon {
@@ -92,8 +94,49 @@ impl Daemon {
             child,
             addr,
             start_line,
+            log,
         }
     }
+
+    /// The first line of the log from now on that contains `needle`.
+    fn log_line(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let line = self
+                .log
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the daemon logs {needle:?}"));
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    /// Sends `signal` (a name such as STOP or TERM) to the daemon.
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal}");
+    }
+}
+
+/// Deals a daemon has answered so far, from its metrics endpoint (`host:port`).
+fn deals_answered(metrics: &str) -> u64 {
+    use std::io::Write as _;
+    let mut http = std::net::TcpStream::connect(metrics).unwrap();
+    write!(
+        http,
+        "GET /metrics HTTP/1.1\r\nHost: {metrics}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    http.read_to_string(&mut page).unwrap();
+    page.lines()
+        .filter(|l| l.starts_with("patience_deals_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 impl Drop for Daemon {
@@ -107,12 +150,101 @@ fn run(args: &[&str]) -> Output {
     Command::new(exe()).args(args).output().unwrap()
 }
 
-/// An address nobody listens on: a port the system just handed out and took back.
-fn dead_addr() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    format!("http://{addr}")
+/// Addresses nobody listens on. Ports 1 and 2 are privileged and unassigned on any machine these
+/// tests run on, and no daemon of a parallel test can bind them (they bind port 0, which the system
+/// serves from the ephemeral range). A port the system handed out and took back would not do: it
+/// can be handed out again, at once, to another test's daemon, which would then answer.
+const DEAD: &str = "http://127.0.0.1:1";
+const ALSO_DEAD: &str = "http://127.0.0.1:2";
+
+/// Waits for `child` to exit, or kills it and fails after a limit that only catches a hang (it
+/// says nothing about speed).
+fn wait_or_hang(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: the client hung");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A client reading its deals from a pipe the test holds open, with standard error handed over a
+/// line at a time.
+struct Typed {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stderr: mpsc::Receiver<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Typed {
+    fn start(args: &[&str]) -> Typed {
+        let mut child = Command::new(exe())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        });
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Typed {
+            child,
+            stdin,
+            stderr: rx,
+            stdout,
+        }
+    }
+
+    fn type_in(&mut self, bytes: &[u8]) {
+        use std::io::Write as _;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Ends the input: the client sees EOF.
+    fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// The next line on standard error; the limit only catches a hang.
+    fn next_error_line(&self) -> String {
+        self.stderr
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a line on standard error while the input is open")
+    }
+
+    /// Waits for the exit with the input still open, then returns (output, status, the rest of
+    /// standard error).
+    fn finish(mut self, what: &str) -> (String, Option<i32>, String) {
+        let status = wait_or_hang(&mut self.child, what);
+        let stdout = self.stdout.join().unwrap();
+        let stderr: Vec<String> = self.stderr.iter().collect();
+        drop(self.stdin.take());
+        (stdout, status.code(), stderr.join("\n"))
+    }
 }
 
 /// A client whose standard output the test reads itself, a line at a time, and whose standard
@@ -171,44 +303,54 @@ impl Running {
 /// few 8 KiB on Linux).
 const UNREAD_BOUND: usize = 128 << 10;
 
+/// The victim is stopped (SIGSTOP) before the client starts and is its first address, so the
+/// client's first chunk goes to it (every daemon has room, and ties go to the first) and stays
+/// unanswered. Once another daemon has answered anything, a later chunk went out, so the first was
+/// placed: the kill then certainly takes unanswered work with it, which must be resent.
 #[test]
 fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let scratch = Scratch::new("kill");
-    // 30,000 deals: about 270 KB of output.
+    // 30,000 deals.
     let input = scratch.repeated_corpus(30);
     let input = input.to_str().unwrap();
     let solve = run(&["solve", input]);
     assert_eq!(solve.status.code(), Some(0));
-    assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
 
-    let mut daemons: Vec<Daemon> = (0..3)
-        .map(|_| Daemon::start(&["--workers", "1"], &[]))
+    let mut victim = Daemon::start(&["--workers", "1"], &[]);
+    let others: Vec<Daemon> = (0..2)
+        .map(|_| Daemon::start(&["--workers", "1", "--metrics-addr", "127.0.0.1:0"], &[]))
         .collect();
-    let mut client = Running::start(&[
+    let metrics: Vec<String> = others
+        .iter()
+        .map(|d| {
+            let line = d.log_line("metrics on http://");
+            let rest = line.split("metrics on http://").nth(1).unwrap();
+            rest.split('/').next().unwrap().to_string()
+        })
+        .collect();
+    victim.signal("STOP");
+    let client = Running::start(&[
         "client",
         "--addr",
-        &daemons[0].addr,
+        &victim.addr,
         "--addr",
-        &daemons[1].addr,
+        &others[0].addr,
         "--addr",
-        &daemons[2].addr,
+        &others[1].addr,
         "--batch",
         "32",
         input,
     ]);
-    // Some results are in: every daemon has a stream open and work in flight.
-    let head = client.lines(2_000);
-    // The other two stay in `daemons`, alive until the end of the test.
-    let mut victim = daemons.remove(1);
-    assert!(
-        client.child.try_wait().unwrap().is_none(),
-        "the client finished before the kill; make the input larger"
-    );
+    // Waits (it asserts nothing about time) until another daemon has answered a deal.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metrics.iter().map(|m| deals_answered(m)).sum::<u64>() == 0 {
+        assert!(Instant::now() < deadline, "no daemon answered anything");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     victim.child.kill().unwrap();
     victim.child.wait().unwrap();
-    let victim_addr = victim.addr.clone();
 
-    let (out, code, stderr) = client.finish(head);
+    let (out, code, stderr) = client.finish(String::new());
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         out.as_bytes() == solve.stdout.as_slice(),
@@ -222,8 +364,20 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
         1,
         "one warning, about the killed daemon: {stderr}"
     );
-    assert!(warnings[0].contains(&victim_addr), "{stderr}");
-    assert!(warnings[0].contains("warning"), "{stderr}");
+    let warning = warnings[0];
+    assert!(warning.contains(&victim.addr), "{stderr}");
+    assert!(warning.contains("warning"), "{stderr}");
+    let resent = if warning.contains("its unanswered request goes") {
+        1
+    } else {
+        warning
+            .split("its ")
+            .nth(1)
+            .and_then(|rest| rest.split(" unanswered requests go").next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    assert!(resent >= 1, "the victim's requests were resent: {stderr}");
 }
 
 #[test]
@@ -272,7 +426,7 @@ fn an_unreachable_daemon_among_good_ones_changes_nothing_but_a_warning() {
 
     let a = Daemon::start(&["--workers", "1"], &[]);
     let b = Daemon::start(&["--workers", "1"], &[]);
-    let dead = dead_addr();
+    let dead = DEAD;
     // Several --addr flags, and a comma-separated list in one of them.
     let both = format!("{},{dead}", a.addr);
     for batch in ["1", "32", "256"] {
@@ -292,28 +446,28 @@ fn an_unreachable_daemon_among_good_ones_changes_nothing_but_a_warning() {
         assert_eq!(client.status.code(), solve.status.code(), "{stderr}");
         let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
         assert_eq!(warnings.len(), 1, "{stderr}");
-        assert!(warnings[0].contains(&dead), "{stderr}");
+        assert!(warnings[0].contains(dead), "{stderr}");
         assert!(stderr.contains("missing.in"), "{stderr}");
     }
 }
 
 #[test]
 fn with_every_daemon_down_the_client_exits_2_and_says_so() {
-    let (one, two) = (dead_addr(), dead_addr());
+    let (one, two) = (DEAD, ALSO_DEAD);
     let input = data("random1000.in");
     let out = run(&[
         "client",
         "--addr",
-        &one,
+        one,
         "--addr",
-        &two,
+        two,
         input.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty());
     assert!(stderr.contains("every daemon failed"), "{stderr}");
-    assert!(stderr.contains(&one) && stderr.contains(&two), "{stderr}");
+    assert!(stderr.contains(one) && stderr.contains(two), "{stderr}");
     assert!(stderr.contains("cannot connect"), "{stderr}");
 }
 
@@ -475,4 +629,293 @@ fn json_with_every_analysis_option_matches_solve_over_two_daemons() {
         "stderr: {stderr}"
     );
     assert_eq!(client.status.code(), solve.status.code(), "{stderr}");
+}
+
+/// The reader may be blocked on an input that stays open (a terminal, a pipe) when every daemon has
+/// failed: the client must say so and exit at once, not after the next line or EOF.
+#[test]
+fn with_every_daemon_down_the_client_exits_while_its_input_is_still_open() {
+    let mut client = Typed::start(&["client", "--addr", DEAD]);
+    // A valid deal, so there is something the daemons were needed for.
+    client.type_in(&std::fs::read(data("sample.in")).unwrap());
+    let (out, code, stderr) = client.finish("every daemon down, input open");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(out, "");
+    assert!(stderr.contains("every daemon failed"), "{stderr}");
+    assert!(stderr.contains(DEAD), "{stderr}");
+}
+
+/// `solve` over the same bytes on standard input: the reference for a typed input.
+fn solve_stdin(bytes: &[u8]) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(exe())
+        .arg("solve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let bytes = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+/// With no daemon up, a run that needs none (only bad deals, or no deal at all) ends as `solve`
+/// does, a warning about the daemon aside. The input stays open until the daemon's failure has
+/// been reported, so the failure certainly comes while more input may follow.
+#[test]
+fn a_run_that_needs_no_daemon_ends_as_solve_does_with_every_daemon_down() {
+    let good = std::fs::read_to_string(data("random1000.in")).unwrap();
+    // Every deal holds the ace of spades once: each one becomes bad.
+    let bad = good.replace("AS", "QX");
+    for (what, input) in [("only bad deals", bad.as_str()), ("no deal", "")] {
+        let solve = solve_stdin(input.as_bytes());
+        let mut client = Typed::start(&["client", "--addr", DEAD]);
+        client.type_in(input.as_bytes());
+        let warning = client.next_error_line();
+        assert!(
+            warning.contains("warning") && warning.contains(DEAD),
+            "{what}: {warning}"
+        );
+        client.close_input();
+        let (out, code, stderr) = client.finish(what);
+        assert_eq!(code, solve.status.code(), "{what}: {stderr}");
+        assert_eq!(out.as_bytes(), solve.stdout.as_slice(), "{what}: {stderr}");
+        assert_eq!(stderr, "", "{what}: only the warning");
+    }
+    assert_eq!(solve_stdin(bad.as_bytes()).status.code(), Some(1));
+
+    // The same from a file, where the input may end before the daemon is found dead.
+    let scratch = Scratch::new("no-daemon-needed");
+    let path = scratch.0.join("bad.in");
+    std::fs::write(&path, &bad).unwrap();
+    let path = path.to_str().unwrap();
+    let solve = run(&["solve", path]);
+    let client = run(&["client", "--addr", DEAD, path]);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(1), "{stderr}");
+    assert_eq!(client.stdout, solve.stdout, "{stderr}");
+    assert!(!stderr.contains("every daemon failed"), "{stderr}");
+}
+
+/// A refusal of the requests themselves (here: more deals per request than the daemons accept)
+/// would be repeated by every daemon: the client stops at once with one error that says what to
+/// do, instead of failing each daemon in turn.
+#[test]
+fn a_refused_batch_size_stops_the_run_with_one_clear_error() {
+    let flags = ["--workers", "1", "--max-deals-per-request", "10"];
+    let a = Daemon::start(&flags, &[]);
+    let b = Daemon::start(&flags, &[]);
+    let input = data("random1000.in");
+    let out = run(&[
+        "client",
+        "--addr",
+        &a.addr,
+        "--addr",
+        &b.addr,
+        "--batch",
+        "50",
+        input.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Every request is refused, so nothing is answered.
+    assert!(out.stdout.is_empty(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one error: {stderr}");
+    assert!(
+        stderr.contains(&a.addr) || stderr.contains(&b.addr),
+        "{stderr}"
+    );
+    assert!(stderr.contains("INVALID_ARGUMENT"), "{stderr}");
+    assert!(stderr.contains("lower --batch"), "{stderr}");
+    assert!(!stderr.contains("every daemon failed"), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+/// A daemon told to stop (SIGTERM) drains: it ends the stream it is still serving, after its
+/// drain timeout or earlier with the index to resume from. Either way its unanswered chunks go to
+/// the other daemon: the output is `solve`'s, with at most one warning.
+#[test]
+fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
+    let scratch = Scratch::new("drain");
+    // 100,000 deals: enough that the drain usually ends the stream with work left, which is
+    // resent; if the daemon finishes its share within the drain instead, nothing is.
+    let input = scratch.repeated_corpus(100);
+    let input = input.to_str().unwrap();
+    let solve = run(&["solve", input]);
+    assert_eq!(solve.status.code(), Some(0));
+    assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
+
+    let flags = ["--workers", "1", "--drain-timeout", "1s"];
+    let a = Daemon::start(&flags, &[]);
+    let b = Daemon::start(&flags, &[]);
+    let mut client = Running::start(&[
+        "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "32", input,
+    ]);
+    let head = client.lines(2_000);
+    assert!(
+        client.child.try_wait().unwrap().is_none(),
+        "the client finished before the drain; make the input larger"
+    );
+    b.signal("TERM");
+    let (out, code, stderr) = client.finish(head);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        out.as_bytes() == solve.stdout.as_slice(),
+        "the output differs from solve's ({} lines against {}); stderr: {stderr}",
+        out.lines().count(),
+        String::from_utf8_lossy(&solve.stdout).lines().count()
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() <= 1, "at most one warning: {stderr}");
+    for line in lines {
+        assert!(
+            line.contains("warning") && line.contains(&b.addr),
+            "{stderr}"
+        );
+    }
+}
+
+/// A stand-in daemon that answers every deal 0.5 with `analysis` attached (`None`, as a daemon
+/// older than the analysis API would), on a free port, for as long as the test runs.
+fn fake_daemon(analysis: Option<patience::proto::Analysis>) -> String {
+    use patience::proto::solver_server::SolverServer;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            tonic::transport::Server::builder()
+                .add_service(SolverServer::new(Fake { analysis }))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+        })
+    });
+    format!("http://{addr}")
+}
+
+#[derive(Clone)]
+struct Fake {
+    analysis: Option<patience::proto::Analysis>,
+}
+
+impl Fake {
+    fn answer(&self, request: patience::proto::SolveRequest) -> patience::proto::SolveResponse {
+        use patience::proto::{Result, result::Outcome};
+        let results = request
+            .deals
+            .into_iter()
+            .enumerate()
+            .map(|(i, deal)| Result {
+                index: i as u64,
+                id: deal.id,
+                outcome: Some(Outcome::Probability(0.5)),
+                analysis: self.analysis.clone(),
+            })
+            .collect();
+        patience::proto::SolveResponse { results }
+    }
+}
+
+type FakeStream = std::pin::Pin<
+    Box<
+        dyn tokio_stream::Stream<Item = Result<patience::proto::SolveResponse, tonic::Status>>
+            + Send,
+    >,
+>;
+
+#[tonic::async_trait]
+impl patience::proto::solver_server::Solver for Fake {
+    type SolveStreamStream = FakeStream;
+
+    async fn solve_stream(
+        &self,
+        request: tonic::Request<tonic::Streaming<patience::proto::SolveRequest>>,
+    ) -> Result<tonic::Response<FakeStream>, tonic::Status> {
+        use tokio_stream::StreamExt as _;
+        let fake = self.clone();
+        let responses = request
+            .into_inner()
+            .map(move |request| request.map(|r| fake.answer(r)));
+        Ok(tonic::Response::new(Box::pin(responses)))
+    }
+
+    async fn solve(
+        &self,
+        request: tonic::Request<patience::proto::SolveRequest>,
+    ) -> Result<tonic::Response<patience::proto::SolveResponse>, tonic::Status> {
+        Ok(tonic::Response::new(self.answer(request.into_inner())))
+    }
+}
+
+/// A daemon that ignores the analysis options (older than the API) would give JSON lines without
+/// the fields `solve` prints: the client refuses it in JSON, and uses it in text.
+#[test]
+fn json_needs_a_daemon_that_sends_the_analysis() {
+    let old = fake_daemon(None);
+    let input = data("sample.in");
+    let input = input.to_str().unwrap();
+    let json = run(&["client", "--addr", &old, "--format", "json", input]);
+    let stderr = String::from_utf8_lossy(&json.stderr);
+    assert_eq!(json.status.code(), Some(2), "{stderr}");
+    assert!(json.stdout.is_empty(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one error: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "daemon {old} does not support analysis (--format json needs a newer daemon)"
+        )),
+        "{stderr}"
+    );
+
+    let text = run(&["client", "--addr", &old, input]);
+    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    assert_eq!(String::from_utf8_lossy(&text.stdout), "0.500000\n");
+}
+
+/// A move's odds without the move cannot be printed as `solve` prints it: that daemon has failed,
+/// and a good one answers in its place.
+#[test]
+fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
+    use patience::proto::{Analysis, MoveOdds};
+    let broken = fake_daemon(Some(Analysis {
+        winnable: true,
+        exact: String::new(),
+        moves: vec![MoveOdds {
+            r#move: None,
+            probability: 0.5,
+        }],
+        line: Vec::new(),
+        states: 1,
+    }));
+    let good = Daemon::start(&["--workers", "1"], &[]);
+    let input = data("random1000.in");
+    let input = input.to_str().unwrap();
+    let flags = ["--format", "json", "--moves"];
+    let solve = run(&[&["solve", input], &flags[..]].concat());
+    assert_eq!(solve.status.code(), Some(0));
+    // The broken daemon first: it certainly gets the first chunk.
+    let client = run(&[
+        &[
+            "client", "--addr", &broken, "--addr", &good.addr, "--batch", "16",
+        ],
+        &flags[..],
+        &[input],
+    ]
+    .concat());
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    assert!(client.stdout == solve.stdout, "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains(&broken), "{stderr}");
+    assert!(lines[0].contains("malformed"), "{stderr}");
+    assert!(lines[0].contains("unanswered request"), "{stderr}");
 }

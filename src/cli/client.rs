@@ -14,9 +14,11 @@
 //! - the *printer* prints slots in input order, waiting for each chunk's answers.
 //!
 //! A chunk is always in exactly one place (queued, with one lane, or answered), so a daemon that
-//! fails costs a resend of its unanswered chunks to the others, never a lost or doubled line. Only
-//! when every daemon has failed does the client give up. The reader never runs more than a bounded
-//! number of slots ahead of the printer, so the client's memory is flat however large the input is.
+//! fails costs a resend of its unanswered chunks to the others, never a lost or doubled line. The
+//! client gives up only when a chunk has nowhere to go because every daemon has failed, or at once
+//! when a daemon refuses the requests themselves (every daemon would). Lanes check each response
+//! before the printer sees it. The reader never runs more than a bounded number of slots ahead of
+//! the printer, so the client's memory is flat however large the input is.
 
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
@@ -25,6 +27,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::Code;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::ClientArgs;
@@ -36,6 +39,7 @@ use super::progress::Progress;
 use crate::auth::{AddBearer, read_token_file};
 use crate::proto::solver_client::SolverClient;
 use crate::proto::{self, SolveRequest, result::Outcome};
+use crate::solver::Options;
 
 /// How long connecting to one daemon may take before it counts as failed (the others go on).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,8 +104,20 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-/// The results of one chunk, in deal order.
-type Answers = Vec<proto::Result>;
+/// One deal's answer from a daemon, checked by its lane, so the printer has nothing left to
+/// refuse.
+enum Answer {
+    Solved {
+        probability: f64,
+        /// In `--format json` only.
+        analysis: Option<JsonAnalysis>,
+    },
+    /// The daemon's `DealError` message: printed as an `error:` line, as `solve` would.
+    Failed(String),
+}
+
+/// The answers of one chunk, in deal order.
+type Answers = Vec<Answer>;
 
 /// One request message of valid deals, numbered in input order, and where its answers go.
 struct Chunk {
@@ -133,6 +149,128 @@ enum Report {
         reason: String,
         unanswered: Vec<Chunk>,
     },
+    /// The daemon refused what this run asks of every daemon: the run stops.
+    Rejected { lane: usize, reason: String },
+}
+
+/// Why a lane ended early, which decides what the run does about it.
+enum LaneError {
+    /// The daemon, or the way to it, is unwell (gone, draining, cut off, or it sent nonsense):
+    /// another daemon may well answer its chunks.
+    Failed(String),
+    /// The daemon's considered refusal of these requests (too many deals per request, a wrong
+    /// token, no analysis support...). Every daemon gets the same requests with the same
+    /// credentials, so resending would only spread the refusal: the run stops at once instead.
+    Rejected(String),
+}
+
+/// The canonical name of a gRPC status code, as other tools and the server's logs print it.
+fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// Sorts a status that ended a daemon's call into a failure of that daemon or a refusal of the
+/// run. Codes about the daemon's or the connection's health fail over, and so does any status
+/// tonic made up from a transport error (it carries the error as its source), whatever its code:
+/// an HTTP/2 reset is not the daemon's opinion of our requests. `INTERNAL` and `UNKNOWN` fail over
+/// too: tonic also reports a stream cut short by a proxy as `UNKNOWN`, without a source.
+fn sort_status(status: &tonic::Status) -> LaneError {
+    use std::error::Error as _;
+    let code = status.code();
+    let text = format!("{}: {}", code_name(code), status.message());
+    let unwell = matches!(
+        code,
+        Code::Unavailable
+            | Code::Cancelled
+            | Code::Aborted
+            | Code::DeadlineExceeded
+            | Code::Internal
+            | Code::Unknown
+    );
+    if unwell || status.source().is_some() {
+        return LaneError::Failed(text);
+    }
+    let hint = match code {
+        Code::InvalidArgument if status.message().contains("per request") => {
+            "lower --batch to at most the daemon's --max-deals-per-request"
+        }
+        Code::ResourceExhausted | Code::OutOfRange => {
+            "the request messages are too large for the daemon: lower --batch"
+        }
+        Code::Unauthenticated => {
+            "give the daemon's token with --auth-token-file (sent as `authorization: Bearer <token>`)"
+        }
+        Code::PermissionDenied => {
+            "check the token (--auth-token-file) and the client certificate (--tls-cert)"
+        }
+        Code::Unimplemented => "is this a patience daemon, and one as new as this client?",
+        _ => "check the client's flags against the daemon's",
+    };
+    LaneError::Rejected(format!("rejected the requests with {text}; {hint}"))
+}
+
+/// Turns a daemon's response to one chunk into answers the printer can print as they are, or says
+/// what is wrong with it. `analysis` is what `--format json` asked for (`None` in text).
+fn check_response(
+    results: Vec<proto::Result>,
+    sent: usize,
+    analysis: Option<Options>,
+) -> Result<Answers, LaneError> {
+    if results.len() != sent {
+        return Err(LaneError::Failed(format!(
+            "it answered {} results for {sent} deals",
+            results.len()
+        )));
+    }
+    results
+        .into_iter()
+        .map(|result| match result.outcome {
+            Some(Outcome::Probability(probability)) => {
+                let analysis = match (analysis, &result.analysis) {
+                    (None, _) => None,
+                    (Some(asked), Some(wire)) => {
+                        Some(JsonAnalysis::from_wire(wire, asked).map_err(|e| {
+                            LaneError::Failed(format!("it sent a malformed answer: {e}"))
+                        })?)
+                    }
+                    // A daemon older than the analysis API ignores the request's options: its
+                    // lines would silently lack the fields `solve` prints.
+                    (Some(_), None) => {
+                        return Err(LaneError::Rejected(
+                            "does not support analysis (--format json needs a newer daemon)".into(),
+                        ));
+                    }
+                };
+                Ok(Answer::Solved {
+                    probability,
+                    analysis,
+                })
+            }
+            Some(Outcome::Error(e)) => Ok(Answer::Failed(e.message)),
+            None => Err(LaneError::Failed(
+                "it sent a malformed answer: a result with neither a probability nor an error"
+                    .into(),
+            )),
+        })
+        .collect()
 }
 
 pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
@@ -141,7 +279,12 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(stream_files(args))
+    let result = runtime.block_on(stream_files(args));
+    // The reader may be blocked reading standard input (a terminal, a pipe kept open) when the
+    // run ends early; dropping the runtime would wait for it, that is for more input or EOF.
+    // Leave it behind instead: the process is about to exit.
+    runtime.shutdown_background();
+    result
 }
 
 async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
@@ -172,6 +315,8 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
             moves: asked.moves,
             line: asked.line,
         });
+    // What the lanes check every solved deal's analysis against, in JSON only.
+    let json_analysis = (args.analysis.format == OutputFormat::Json).then_some(asked);
     let batch = args.batch as usize;
     let window = window(batch);
     let inputs = Input::from_args(&args.files);
@@ -188,6 +333,7 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
             inbox,
             reports_tx.clone(),
             window,
+            json_analysis,
         ));
         lanes.push(Lane {
             addr,
@@ -259,30 +405,68 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
         });
     });
 
-    let dispatcher = tokio::spawn(dispatch(fresh, lanes, reports, window, progress.clone()));
-    let printed = print(slots, render, &progress).await;
+    let mut dispatcher = tokio::spawn(dispatch(fresh, lanes, reports, window, progress.clone()));
+    let printing = print(slots, render, &progress);
+    tokio::pin!(printing);
+    // Whichever ends first: the dispatcher may stop the run while the printer waits for answers.
+    let (printed, dispatched) = tokio::select! {
+        printed = &mut printing => (printed, None),
+        joined = &mut dispatcher => match stopped(joined) {
+            Err(Stop::Now(message)) => {
+                // The printer, dropped on return, flushes the lines printed so far: an in-order
+                // prefix.
+                progress.finish();
+                bail!("{message}");
+            }
+            // Done, or every daemon failed: in the latter case every chunk left went with the
+            // dispatcher, so the printer soon stops at the first unanswered one, having printed
+            // everything answered before it.
+            dispatched => (printing.await, Some(dispatched)),
+        },
+    };
     progress.finish();
-    match printed {
-        Ok(Printed::All(status)) => {
-            // Waits for the lanes to close their streams, so a late failure is still reported.
-            dispatcher.await.context("the dispatcher failed")??;
-            reader.await.context("the file reader failed")?;
-            Ok(status)
-        }
-        Ok(Printed::Closed(status)) => {
-            dispatcher.abort();
-            Ok(status)
-        }
-        Ok(Printed::Lost) => {
-            // The dispatcher dropped a chunk: it gave up, and says why.
-            dispatcher.await.context("the dispatcher failed")??;
-            bail!("a request was lost without an answer")
-        }
+    let printed = match printed {
+        Ok(printed) => printed,
         Err(e) => {
             dispatcher.abort();
-            Err(e)
+            return Err(e);
         }
+    };
+    let status = match printed {
+        Printed::Closed(status) => {
+            dispatcher.abort();
+            return Ok(status);
+        }
+        Printed::All(status) => Some(status),
+        Printed::Lost => None,
+    };
+    // Waits for the lanes to close their streams, briefly, so a late failure is still reported;
+    // or, when a chunk was lost, for the dispatcher's reason.
+    let dispatched = match dispatched {
+        Some(dispatched) => dispatched,
+        None => stopped(dispatcher.await),
+    };
+    if let Err(Stop::Now(message) | Stop::AfterPrinting(message)) = dispatched {
+        bail!("{message}");
     }
+    let Some(status) = status else {
+        bail!("a request was lost without an answer");
+    };
+    reader.await.context("the file reader failed")?;
+    Ok(status)
+}
+
+/// Why the dispatcher stopped the run.
+enum Stop {
+    /// A daemon refused the run's requests (or the dispatcher itself failed): stop at once.
+    Now(String),
+    /// Every daemon failed with chunks left to place: print what was answered, then stop.
+    AfterPrinting(String),
+}
+
+/// The dispatcher's outcome; a dispatcher that panicked stops the run at once.
+fn stopped(joined: Result<Result<(), Stop>, tokio::task::JoinError>) -> Result<(), Stop> {
+    joined.unwrap_or_else(|e| Err(Stop::Now(format!("the dispatcher failed: {e}"))))
 }
 
 /// How printing ended.
@@ -348,26 +532,18 @@ async fn print(
                     status = status.max(Status::BadDeal);
                     render.failed(index, &error)
                 }
-                // The lane checked that a response has one result per deal sent.
-                None => {
-                    let Some(result) = answers.next() else {
-                        bail!("the server's response is missing a result");
-                    };
-                    match result.outcome {
-                        Some(Outcome::Probability(p)) => {
-                            let analysis = result
-                                .analysis
-                                .as_ref()
-                                .map(|a| JsonAnalysis::from_wire(a, render.asked));
-                            render.solved(index, p, analysis)
-                        }
-                        Some(Outcome::Error(e)) => {
-                            status = status.max(Status::BadDeal);
-                            render.failed(index, &format!("server: {}", e.message))
-                        }
-                        None => bail!("the server's response is missing a result"),
+                // The lane checked the response: one answer per deal sent, each printable.
+                None => match answers.next() {
+                    Some(Answer::Solved {
+                        probability,
+                        analysis,
+                    }) => render.solved(index, probability, analysis),
+                    Some(Answer::Failed(message)) => {
+                        status = status.max(Status::BadDeal);
+                        render.failed(index, &format!("server: {message}"))
                     }
-                }
+                    None => bail!("a chunk's answers ran short (a bug in this client)"),
+                },
             };
             index += 1;
             if let Err(e) = writeln!(out, "{line}") {
@@ -412,15 +588,21 @@ fn pick(lanes: &[Lane], window: usize) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Hands out chunks until the input is done and every chunk is answered; fails when every daemon
-/// has failed with work left.
+/// How long the client waits, once everything is printed, to report daemons that failed late.
+/// A lane still connecting to an address that never answers would otherwise hold the exit for the
+/// whole connect timeout, to report something that changes no output.
+const LATE_FAILURES: Duration = Duration::from_secs(2);
+
+/// Hands out chunks until the input is done and every chunk is answered. Stops the run when a
+/// chunk has nowhere to go because every daemon has failed, or at once when a daemon refuses the
+/// run's requests.
 async fn dispatch(
     mut fresh: mpsc::Receiver<Chunk>,
     mut lanes: Vec<Lane>,
     mut reports: mpsc::UnboundedReceiver<Report>,
     window: usize,
     progress: Progress,
-) -> anyhow::Result<()> {
+) -> Result<(), Stop> {
     // Chunks taken back from failed daemons, oldest first: the printer waits on the oldest.
     let mut retry: VecDeque<Chunk> = VecDeque::new();
     let mut input_open = true;
@@ -435,6 +617,16 @@ async fn dispatch(
             lane.addr
         ));
     };
+    let all_failed = |lanes: &[Lane]| {
+        Stop::AfterPrinting(format!(
+            "every daemon failed ({}); giving up with deals unanswered",
+            lanes
+                .iter()
+                .map(|l| l.addr.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    };
     loop {
         while !retry.is_empty() {
             let Some(i) = pick(&lanes, window) else { break };
@@ -442,27 +634,28 @@ async fn dispatch(
                 assign(&mut lanes[i], chunk, &mut retry, window);
             }
         }
+        let up = lanes.iter().any(|l| l.up);
+        // Give up only with a chunk in hand and no daemon to take it. With nothing waiting, the
+        // input may yet end with only bad deals, or none, which need no daemon.
+        if !up && !retry.is_empty() {
+            return Err(all_failed(&lanes));
+        }
         let idle = lanes.iter().all(|l| !l.up || l.busy == 0);
         if !input_open && retry.is_empty() && idle {
             break;
         }
-        if lanes.iter().all(|l| !l.up) {
-            bail!(
-                "every daemon failed ({}); giving up with deals unanswered",
-                lanes
-                    .iter()
-                    .map(|l| l.addr.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let room = retry.is_empty() && pick(&lanes, window).is_some();
+        // A new chunk is taken when a daemon has room for it, or when none is left (to give up).
+        let take = input_open && retry.is_empty() && (!up || pick(&lanes, window).is_some());
         tokio::select! {
             biased;
-            report = reports.recv() => match report {
-                Some(Report::Answered(i)) => lanes[i].busy = lanes[i].busy.saturating_sub(1),
+            report = reports.recv(), if up => match report {
+                Some(Report::Answered(i)) => {
+                    if let Some(lane) = lanes.get_mut(i) {
+                        lane.busy = lane.busy.saturating_sub(1);
+                    }
+                }
                 Some(Report::Failed { lane, reason, unanswered }) => {
-                    let l = &mut lanes[lane];
+                    let Some(l) = lanes.get_mut(lane) else { continue };
                     l.up = false;
                     l.busy = 0;
                     l.inbox = None;
@@ -470,38 +663,48 @@ async fn dispatch(
                     retry.extend(unanswered);
                     retry.make_contiguous().sort_by_key(|c| c.seq);
                 }
-                None => bail!("every daemon connection ended with deals unanswered"),
-            },
-            chunk = fresh.recv(), if input_open && room => match chunk {
-                Some(chunk) => {
-                    if let Some(i) = pick(&lanes, window) {
-                        assign(&mut lanes[i], chunk, &mut retry, window);
-                    } else {
-                        retry.push_back(chunk);
-                    }
+                Some(Report::Rejected { lane, reason }) => {
+                    let addr = lanes.get(lane).map_or("?", |l| l.addr.as_str());
+                    return Err(Stop::Now(format!("daemon {addr} {reason}")));
                 }
+                // Every lane reports before it ends, so this means a lane vanished unreported.
+                None => return Err(all_failed(&lanes)),
+            },
+            chunk = fresh.recv(), if take => match chunk {
+                Some(chunk) => match pick(&lanes, window) {
+                    Some(i) => assign(&mut lanes[i], chunk, &mut retry, window),
+                    None => retry.push_back(chunk),
+                },
                 None => input_open = false,
             },
+            else => return Err(all_failed(&lanes)),
         }
     }
-    // Done: closing the inboxes ends each stream. Wait for the lanes to finish, reporting any that
-    // failed late (say, one that could not connect before the others did all the work).
+    // Done: closing the inboxes ends each stream. Report the lanes that fail now (say, one that
+    // could not connect before the others did all the work), for a little while.
     for lane in &mut lanes {
         lane.inbox = None;
     }
-    while let Some(report) = reports.recv().await {
-        if let Report::Failed {
-            lane,
-            reason,
-            unanswered,
-            ..
-        } = report
-            && lanes[lane].up
-        {
-            lanes[lane].up = false;
-            warn(&lanes[lane], &reason, unanswered.len());
+    let late = async {
+        while let Some(report) = reports.recv().await {
+            let (lane, reason, resent) = match report {
+                Report::Answered(_) => continue,
+                Report::Failed {
+                    lane,
+                    reason,
+                    unanswered,
+                } => (lane, reason, unanswered.len()),
+                Report::Rejected { lane, reason } => (lane, reason, 0),
+            };
+            if let Some(l) = lanes.get_mut(lane)
+                && l.up
+            {
+                l.up = false;
+                warn(l, &reason, resent);
+            }
         }
-    }
+    };
+    let _ = tokio::time::timeout(LATE_FAILURES, late).await;
     Ok(())
 }
 
@@ -521,102 +724,294 @@ fn assign(lane: &mut Lane, chunk: Chunk, retry: &mut VecDeque<Chunk>, window: us
     }
 }
 
+/// One lane's chunks and its way back to the dispatcher. Dropping it reports how the lane ended,
+/// whether it returned or its task panicked, handing back every chunk it holds: a chunk the
+/// dispatcher counts as with this lane is never simply forgotten, which would leave the printer
+/// waiting for it.
+struct LaneState {
+    index: usize,
+    reports: mpsc::UnboundedSender<Report>,
+    inbox: mpsc::Receiver<Chunk>,
+    /// Chunks sent and not yet answered, oldest first.
+    pending: VecDeque<Chunk>,
+    /// How the lane ended; still `None` if its task panicked.
+    end: Option<Result<(), LaneError>>,
+}
+
+impl Drop for LaneState {
+    fn drop(&mut self) {
+        let error = match self.end.take() {
+            Some(Ok(())) => return,
+            Some(Err(error)) => error,
+            None => LaneError::Failed("its task in this client failed unexpectedly".into()),
+        };
+        self.inbox.close();
+        while let Ok(chunk) = self.inbox.try_recv() {
+            self.pending.push_back(chunk);
+        }
+        let report = match error {
+            LaneError::Failed(reason) => Report::Failed {
+                lane: self.index,
+                reason,
+                unanswered: self.pending.drain(..).collect(),
+            },
+            LaneError::Rejected(reason) => Report::Rejected {
+                lane: self.index,
+                reason,
+            },
+        };
+        // The dispatcher may be gone already (the run is over): nothing to tell then.
+        let _ = self.reports.send(report);
+    }
+}
+
 /// One daemon: connects, opens one `SolveStream` call, sends the chunks it is given and answers
-/// them in order. On failure, hands every chunk it holds back to the dispatcher.
+/// them in order. However it ends, [`LaneState`] tells the dispatcher.
 async fn lane(
     index: usize,
     endpoint: Endpoint,
     bearer: AddBearer,
-    mut inbox: mpsc::Receiver<Chunk>,
+    inbox: mpsc::Receiver<Chunk>,
     reports: mpsc::UnboundedSender<Report>,
     window: usize,
+    analysis: Option<Options>,
 ) {
-    let mut pending = VecDeque::new();
-    let Err(reason) = run_lane(
+    let mut state = LaneState {
         index,
-        endpoint,
-        bearer,
-        &mut inbox,
-        &mut pending,
-        &reports,
-        window,
-    )
-    .await
-    else {
-        return;
+        reports,
+        inbox,
+        pending: VecDeque::new(),
+        end: None,
     };
-    inbox.close();
-    while let Ok(chunk) = inbox.try_recv() {
-        pending.push_back(chunk);
-    }
-    let _ = reports.send(Report::Failed {
-        lane: index,
-        reason,
-        unanswered: pending.into(),
-    });
+    let end = run_lane(&mut state, endpoint, bearer, window, analysis).await;
+    state.end = Some(end);
 }
 
-/// The body of [`lane`]; `pending` holds the chunks sent and not yet answered, oldest first.
+/// The body of [`lane`].
 async fn run_lane(
-    index: usize,
+    state: &mut LaneState,
     endpoint: Endpoint,
     bearer: AddBearer,
-    inbox: &mut mpsc::Receiver<Chunk>,
-    pending: &mut VecDeque<Chunk>,
-    reports: &mpsc::UnboundedSender<Report>,
     window: usize,
-) -> Result<(), String> {
+    analysis: Option<Options>,
+) -> Result<(), LaneError> {
     let channel = endpoint
         .connect()
         .await
-        .map_err(|e| format!("cannot connect: {}", causes(&e)))?;
+        .map_err(|e| LaneError::Failed(format!("cannot connect: {}", causes(&e))))?;
     let mut client =
         SolverClient::with_interceptor(channel, bearer).max_decoding_message_size(usize::MAX);
     let (requests_tx, requests) = mpsc::channel::<SolveRequest>(window);
     let mut responses = client
         .solve_stream(ReceiverStream::new(requests))
         .await
-        .map_err(|s| format!("the stream was refused: {}: {}", s.code(), s.message()))?
+        .map_err(|s| match sort_status(&s) {
+            LaneError::Failed(reason) => {
+                LaneError::Failed(format!("the stream was refused: {reason}"))
+            }
+            rejected => rejected,
+        })?
         .into_inner();
     let mut requests_tx = Some(requests_tx);
     let mut inbox_open = true;
     loop {
-        if !inbox_open && pending.is_empty() {
+        if !inbox_open && state.pending.is_empty() {
             // Nothing more to send: ending the request stream lets the daemon end the call.
             requests_tx = None;
         }
         tokio::select! {
-            chunk = inbox.recv(), if inbox_open => match chunk {
+            chunk = state.inbox.recv(), if inbox_open => match chunk {
                 Some(chunk) => {
-                    // The dispatcher keeps at most `window` chunks here, so there is room; if the
-                    // call has ended, the response side says why.
-                    if let Some(tx) = &requests_tx {
-                        let _ = tx.try_send(chunk.request.clone());
+                    let sent = match &requests_tx {
+                        Some(tx) => tx.try_send(chunk.request.clone()),
+                        None => Ok(()),
+                    };
+                    state.pending.push_back(chunk);
+                    match sent {
+                        // Closed: the call has ended, and the response side says why.
+                        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+                        // The dispatcher keeps at most `window` chunks here, so this cannot
+                        // happen; should it, the chunk goes to another daemon, not nowhere.
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            return Err(LaneError::Failed(
+                                "its request queue was full (a bug in this client)".into(),
+                            ));
+                        }
                     }
-                    pending.push_back(chunk);
                 }
                 None => inbox_open = false,
             },
             response = responses.message() => match response {
                 Ok(Some(response)) => {
-                    let Some(chunk) = pending.pop_front() else {
-                        return Err("it answered a request that was never sent".into());
+                    let Some(chunk) = state.pending.pop_front() else {
+                        return Err(LaneError::Failed(
+                            "it answered a request that was never sent".into(),
+                        ));
                     };
-                    let (got, sent) = (response.results.len(), chunk.request.deals.len());
-                    if got != sent {
-                        pending.push_front(chunk);
-                        return Err(format!("it answered {got} results for {sent} deals"));
-                    }
+                    let sent = chunk.request.deals.len();
+                    let answers = match check_response(response.results, sent, analysis) {
+                        Ok(answers) => answers,
+                        Err(e) => {
+                            state.pending.push_front(chunk);
+                            return Err(e);
+                        }
+                    };
                     // The printer may be gone (its reader closed the output): nothing to do then.
-                    let _ = chunk.reply.send(response.results);
-                    let _ = reports.send(Report::Answered(index));
+                    let _ = chunk.reply.send(answers);
+                    let _ = state.reports.send(Report::Answered(state.index));
                 }
-                Ok(None) if pending.is_empty() && requests_tx.is_none() => return Ok(()),
+                Ok(None) if state.pending.is_empty() && requests_tx.is_none() => return Ok(()),
                 Ok(None) => {
-                    return Err("it ended the stream before answering every request".into());
+                    return Err(LaneError::Failed(
+                        "it ended the stream before answering every request".into(),
+                    ));
                 }
-                Err(s) => return Err(format!("{}: {}", s.code(), s.message())),
+                Err(s) => return Err(sort_status(&s)),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn rejected(status: &tonic::Status) -> Option<String> {
+        match sort_status(status) {
+            LaneError::Rejected(reason) => Some(reason),
+            LaneError::Failed(_) => None,
+        }
+    }
+
+    #[test]
+    fn statuses_about_the_daemons_health_fail_over_and_refusals_stop() {
+        for status in [
+            tonic::Status::unavailable("draining"),
+            tonic::Status::cancelled("gone"),
+            tonic::Status::aborted("aborted"),
+            tonic::Status::deadline_exceeded("late"),
+            tonic::Status::internal("h2 protocol error"),
+            tonic::Status::unknown("missing grpc-status trailer"),
+        ] {
+            assert!(rejected(&status).is_none(), "{status:?}");
+        }
+        // Made by tonic from a transport error: not the daemon's opinion of the requests.
+        let mut calm = tonic::Status::resource_exhausted("h2 protocol error: enhance your calm");
+        calm.set_source(Arc::new(io::Error::other("stream reset")));
+        assert!(rejected(&calm).is_none());
+
+        let batch = tonic::Status::invalid_argument(
+            "the request has 50 deals; the limit is 10 deals per request",
+        );
+        let reason = rejected(&batch).unwrap_or_default();
+        assert!(reason.contains("INVALID_ARGUMENT") && reason.contains("lower --batch"));
+        let token = tonic::Status::unauthenticated("this server requires a token");
+        let reason = rejected(&token).unwrap_or_default();
+        assert!(reason.contains("UNAUTHENTICATED") && reason.contains("authorization"));
+        for status in [
+            tonic::Status::resource_exhausted("too large"),
+            tonic::Status::permission_denied("no"),
+            tonic::Status::unimplemented("no such method"),
+        ] {
+            assert!(rejected(&status).is_some(), "{status:?}");
+        }
+    }
+
+    fn solved(analysis: Option<proto::Analysis>) -> proto::Result {
+        proto::Result {
+            index: 0,
+            id: String::new(),
+            outcome: Some(Outcome::Probability(0.5)),
+            analysis,
+        }
+    }
+
+    #[test]
+    fn responses_are_checked_before_the_printer_sees_them() {
+        let json = Some(Options::default());
+        assert!(matches!(
+            check_response(vec![solved(None)], 2, None),
+            Err(LaneError::Failed(_))
+        ));
+        let mut empty = solved(None);
+        empty.outcome = None;
+        assert!(matches!(
+            check_response(vec![empty], 1, None),
+            Err(LaneError::Failed(_))
+        ));
+        assert!(matches!(
+            check_response(vec![solved(None)], 1, json),
+            Err(LaneError::Rejected(reason)) if reason.contains("does not support analysis")
+        ));
+        let no_move = proto::Analysis {
+            moves: vec![proto::MoveOdds {
+                r#move: None,
+                probability: 0.5,
+            }],
+            ..Default::default()
+        };
+        let moves = Some(Options {
+            moves: true,
+            ..Options::default()
+        });
+        assert!(matches!(
+            check_response(vec![solved(Some(no_move))], 1, moves),
+            Err(LaneError::Failed(reason)) if reason.contains("malformed")
+        ));
+        assert!(matches!(
+            check_response(vec![solved(None)], 1, None).as_deref(),
+            Ok([Answer::Solved { analysis: None, .. }])
+        ));
+    }
+
+    fn chunk(seq: u64) -> (Chunk, oneshot::Receiver<Answers>) {
+        let (reply, answers) = oneshot::channel();
+        let request = SolveRequest {
+            deals: Vec::new(),
+            analysis: None,
+        };
+        (
+            Chunk {
+                seq,
+                request,
+                reply,
+            },
+            answers,
+        )
+    }
+
+    /// A lane whose task dies without saying how (a panic) still hands back what it holds, sent
+    /// or only queued, so the dispatcher can resend it and the printer is never left waiting.
+    #[test]
+    fn a_lane_that_ends_unreported_hands_back_its_chunks() {
+        let (reports_tx, mut reports) = mpsc::unbounded_channel();
+        let (inbox_tx, inbox) = mpsc::channel(4);
+        let (sent, _a) = chunk(0);
+        let (queued, _b) = chunk(1);
+        let state = LaneState {
+            index: 3,
+            reports: reports_tx,
+            inbox,
+            pending: VecDeque::from([sent]),
+            end: None,
+        };
+        assert!(inbox_tx.try_send(queued).is_ok());
+        let unwound = std::thread::spawn(move || {
+            let _state = state;
+            panic!("a lane's bug");
+        })
+        .join();
+        assert!(unwound.is_err());
+        match reports.try_recv() {
+            Ok(Report::Failed {
+                lane, unanswered, ..
+            }) => {
+                assert_eq!(lane, 3);
+                let seqs: Vec<u64> = unanswered.iter().map(|c| c.seq).collect();
+                assert_eq!(seqs, [0, 1]);
+            }
+            _ => panic!("no failure reported"),
         }
     }
 }

@@ -99,28 +99,38 @@ impl JsonAnalysis {
         }
     }
 
-    /// From the wire, for `client`: the same fields, so both commands print the same line.
-    pub fn from_wire(a: &crate::proto::Analysis, asked: crate::solver::Options) -> JsonAnalysis {
-        JsonAnalysis {
+    /// From the wire, for `client`: the same fields, so both commands print the same line. A move's
+    /// odds without the move cannot be printed as `solve` would print them, so that is an error
+    /// (the daemon sent a malformed answer), never a made-up move.
+    pub fn from_wire(
+        a: &crate::proto::Analysis,
+        asked: crate::solver::Options,
+    ) -> Result<JsonAnalysis, &'static str> {
+        let moves = if asked.moves {
+            let moves = a
+                .moves
+                .iter()
+                .map(|m| {
+                    let play = m
+                        .r#move
+                        .as_ref()
+                        .ok_or("a move's odds came without the move")?;
+                    Ok(JsonMoveOdds {
+                        piles: [play.pile_a, play.pile_b],
+                        rank: play.rank.clone(),
+                        probability: m.probability,
+                    })
+                })
+                .collect::<Result<Vec<_>, &'static str>>()?;
+            Some(moves)
+        } else {
+            None
+        };
+        Ok(JsonAnalysis {
             winnable: a.winnable,
             states: a.states,
             exact: asked.exact.then(|| a.exact.clone()),
-            moves: asked.moves.then(|| {
-                a.moves
-                    .iter()
-                    .map(|m| {
-                        let (piles, rank) =
-                            m.r#move.as_ref().map_or(([0, 0], String::new()), |m| {
-                                ([m.pile_a, m.pile_b], m.rank.clone())
-                            });
-                        JsonMoveOdds {
-                            piles,
-                            rank,
-                            probability: m.probability,
-                        }
-                    })
-                    .collect()
-            }),
+            moves,
             line: asked.line.then(|| {
                 a.line
                     .iter()
@@ -130,7 +140,7 @@ impl JsonAnalysis {
                     })
                     .collect()
             }),
-        }
+        })
     }
 }
 
