@@ -62,6 +62,21 @@ fn piles_of(deal: &Deal) -> Vec<Vec<Card>> {
     deal.piles().map(<[Card]>::to_vec).collect()
 }
 
+/// Every legal pair of piles (0-based, lower first), by the rules: two tops of the same rank.
+fn legal_pairs(piles: &[Vec<Card>]) -> Vec<(usize, usize)> {
+    let mut legal = Vec::new();
+    for a in 0..PILES {
+        for b in a + 1..PILES {
+            if let (Some(x), Some(y)) = (piles[a].last(), piles[b].last())
+                && x.rank == y.rank
+            {
+                legal.push((a, b));
+            }
+        }
+    }
+    legal
+}
+
 /// Whether any sequence of moves clears the table: a plain search over the heights, written
 /// independently of the engine (no pruning, no probabilities).
 fn clearable(deal: &Deal) -> bool {
@@ -74,20 +89,13 @@ fn clearable(deal: &Deal) -> bool {
             return known;
         }
         let mut won = false;
-        'search: for a in 0..PILES {
-            for b in a + 1..PILES {
-                if let (Some(&x), Some(&y)) = (piles[a].last(), piles[b].last())
-                    && x.rank == y.rank
-                {
-                    piles[a].pop();
-                    piles[b].pop();
-                    won = go(piles, seen);
-                    piles[a].push(x);
-                    piles[b].push(y);
-                    if won {
-                        break 'search;
-                    }
-                }
+        for (a, b) in legal_pairs(piles) {
+            let (x, y) = (piles[a].pop(), piles[b].pop());
+            won = go(piles, seen);
+            piles[a].extend(x);
+            piles[b].extend(y);
+            if won {
+                break;
             }
         }
         seen.insert(key, won);
@@ -291,16 +299,7 @@ fn lines_from_mid_game_positions_replay_and_analysis_is_repeatable() {
         let deal = Deal::shuffled(&mut rng);
         let mut piles = piles_of(&deal);
         for _ in 0..rng.usize(1..10) {
-            let mut legal = Vec::new();
-            for a in 0..PILES {
-                for b in a + 1..PILES {
-                    if let (Some(x), Some(y)) = (piles[a].last(), piles[b].last())
-                        && x.rank == y.rank
-                    {
-                        legal.push((a, b));
-                    }
-                }
-            }
+            let legal = legal_pairs(&piles);
             let Some(&(a, b)) = legal.get(rng.usize(..legal.len().max(1))) else {
                 break;
             };
@@ -347,16 +346,7 @@ fn all_winning_lines(piles: &mut Vec<Vec<Card>>, chance: f64, found: &mut Vec<f6
         found.push(chance);
         return;
     }
-    let mut legal = Vec::new();
-    for a in 0..PILES {
-        for b in a + 1..PILES {
-            if let (Some(x), Some(y)) = (piles[a].last(), piles[b].last())
-                && x.rank == y.rank
-            {
-                legal.push((a, b));
-            }
-        }
-    }
+    let legal = legal_pairs(piles);
     let n = legal.len() as f64;
     for (a, b) in legal {
         let (x, y) = (piles[a].pop(), piles[b].pop());
@@ -371,14 +361,7 @@ fn chance_of(deal: &Deal, line: &[Move]) -> f64 {
     let mut piles = piles_of(deal);
     let mut chance = 1.0;
     for &play in line {
-        let mut legal = 0;
-        for a in 0..PILES {
-            for b in a + 1..PILES {
-                if let (Some(x), Some(y)) = (piles[a].last(), piles[b].last()) {
-                    legal += usize::from(x.rank == y.rank);
-                }
-            }
-        }
+        let legal = legal_pairs(&piles).len();
         chance /= legal as f64;
         apply(&mut piles, play).expect("a legal move");
     }

@@ -213,6 +213,39 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     assert!(log.iter().any(|l| l.contains("shutting down")), "{log:#?}");
 }
 
+/// Reads a stream that the server is expected to cut, collecting its results; returns the status.
+async fn read_until_cut(
+    inbound: &mut tonic::Streaming<proto::SolveResponse>,
+    results: &mut Vec<proto::Result>,
+) -> tonic::Status {
+    loop {
+        match inbound.message().await {
+            Ok(Some(r)) => results.extend(r.results),
+            Ok(None) => panic!("the stream ended cleanly without saying where to resume"),
+            Err(status) => return status,
+        }
+    }
+}
+
+/// A cut stream: UNAVAILABLE naming the index to resume from, and every result before that index
+/// arrived, in order and right (the requests cycle through the corpus).
+fn assert_cut_after_an_in_order_prefix(
+    status: &tonic::Status,
+    results: &[proto::Result],
+    expected: &[f64],
+) {
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let resume = format!("from index {} on", results.len());
+    assert!(status.message().contains(&resume), "{}", status.message());
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        let Some(Outcome::Probability(p)) = r.outcome else {
+            panic!("result {i}: {:?}", r.outcome)
+        };
+        assert!((p - expected[i % expected.len()]).abs() <= TOLERANCE);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix() {
     let (deals, expected) = corpus();
@@ -221,25 +254,9 @@ async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix
     let streams = eight_streams(&daemon, requests(&deals, 100, 25)).await;
     daemon.terminate();
     for (client, mut inbound, mut results) in streams {
-        let status = loop {
-            match inbound.message().await {
-                Ok(Some(r)) => results.extend(r.results),
-                Ok(None) => panic!("the stream ended cleanly without all its results"),
-                Err(status) => break status,
-            }
-        };
-        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+        let status = read_until_cut(&mut inbound, &mut results).await;
         assert!(results.len() < 25 * deals.len());
-        // The message says where to resume, and everything before that point arrived in order.
-        let resume = format!("from index {} on", results.len());
-        assert!(status.message().contains(&resume), "{}", status.message());
-        for (i, r) in results.iter().enumerate() {
-            assert_eq!(r.index, i as u64);
-            let Some(Outcome::Probability(p)) = r.outcome else {
-                panic!("result {i}: {:?}", r.outcome)
-            };
-            assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
-        }
+        assert_cut_after_an_in_order_prefix(&status, &results, &expected);
         drop(client);
     }
     let (code, log) = daemon.wait(Duration::from_secs(30));
@@ -362,23 +379,8 @@ async fn sigterm_cuts_a_stream_still_sending_at_a_boundary_with_its_resume_index
         .into_inner();
     let mut results = inbound.message().await.unwrap().unwrap().results;
     daemon.terminate();
-    let status = loop {
-        match inbound.message().await {
-            Ok(Some(r)) => results.extend(r.results),
-            Ok(None) => panic!("a stream still sending ended without saying where to resume"),
-            Err(status) => break status,
-        }
-    };
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    let resume = format!("from index {} on", results.len());
-    assert!(status.message().contains(&resume), "{}", status.message());
-    for (i, r) in results.iter().enumerate() {
-        assert_eq!(r.index, i as u64);
-        let Some(Outcome::Probability(p)) = r.outcome else {
-            panic!("result {i}: {:?}", r.outcome)
-        };
-        assert!((p - expected[i % deals.len()]).abs() <= TOLERANCE);
-    }
+    let status = read_until_cut(&mut inbound, &mut results).await;
+    assert_cut_after_an_in_order_prefix(&status, &results, &expected);
     drop((inbound, client));
     feeder.abort();
     // Well inside the 60 s drain timeout: the cut stream did not hold the drain open.
