@@ -149,7 +149,8 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// A daemon's address. Give it several times (or a comma-separated list) to spread the input
-    /// over several daemons; a daemon that fails has its unanswered deals resent to the others.
+    /// over several daemons; a daemon that fails has its unanswered deals resent to the others,
+    /// and is retried in the background until it is back.
     #[arg(long, default_value = "http://127.0.0.1:50051", value_delimiter = ',')]
     pub addr: Vec<String>,
     /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
@@ -174,6 +175,11 @@ pub struct ClientArgs {
     /// is not).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Give up (exit status 2) when deals wait for a daemon and none has been up for this long.
+    /// Failed daemons are retried meanwhile, so a rolling restart does not end the run; 0 gives up
+    /// as soon as every daemon has failed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub give_up_after: std::time::Duration,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
     /// UVa-format deal files; standard input when none is given or for "-".

@@ -9,14 +9,18 @@
 //! - the *reader* (a blocking thread) turns the files into printer slots and chunks;
 //! - the *dispatcher* hands each chunk to whichever live daemon has the fewest chunks unanswered,
 //!   never more than [`window`] each, and takes back the unanswered chunks of a daemon that fails;
-//! - one *lane* per daemon: its own connection and one `SolveStream` call, whose responses answer
-//!   its chunks in the order it sent them;
+//! - one *lane* per daemon: its own connection and one `SolveStream` call at a time, whose
+//!   responses answer its chunks in the order it sent them. A lane whose daemon fails hands its
+//!   chunks back, then reconnects in the background with capped exponential backoff, and once a
+//!   new call is open reports itself back, with a new inbox, so a rolling restart of the daemons
+//!   costs resends, not the run;
 //! - the *printer* prints slots in input order, waiting for each chunk's answers.
 //!
 //! A chunk is always in exactly one place (queued, with one lane, or answered), so a daemon that
 //! fails costs a resend of its unanswered chunks to the others, never a lost or doubled line. The
-//! client gives up only when a chunk has nowhere to go because every daemon has failed, or at once
-//! when a daemon refuses the requests themselves (every daemon would). Lanes check each response
+//! client gives up only when a chunk has nowhere to go because no daemon has been up for
+//! `--give-up-after`, or at once when a daemon refuses the requests themselves (every daemon
+//! would, and retrying would not change its mind). Lanes check each response
 //! before the printer sees it. The reader never runs more than a bounded number of slots ahead of
 //! the printer, so the client's memory is flat however large the input is.
 
@@ -25,7 +29,8 @@ use std::io::{self, BufWriter, Write};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
@@ -49,6 +54,11 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Fewest printer slots read ahead, whatever the number of daemons.
 const AHEAD: usize = 32;
+/// A failed daemon's first attempt to come back waits this long, each further one twice as long
+/// as the one before, up to [`RETRY_MAX`]: soon enough to catch a quick restart, and a daemon that
+/// stays down costs a connection attempt every few seconds, not a busy loop.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Chunks one daemon may have unanswered: about 4,096 deals, enough to keep its workers busy
 /// across the round trip, and few enough that a failure resends little. At least 4 so that small
@@ -151,6 +161,11 @@ enum Report {
     },
     /// The daemon refused what this run asks of every daemon: the run stops.
     Rejected { lane: usize, reason: String },
+    /// The failed lane's daemon is back: a new call is open, and its chunks go to this inbox.
+    Back {
+        lane: usize,
+        inbox: mpsc::Sender<Chunk>,
+    },
 }
 
 /// Why a lane ended early, which decides what the run does about it.
@@ -323,17 +338,23 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
     let progress = Progress::new(args.quiet, &inputs);
 
     let (reports_tx, reports) = mpsc::unbounded_channel();
+    // Set (or dropped) by the dispatcher when the run is over: failed lanes stop trying to come
+    // back.
+    let (over_tx, over) = watch::channel(false);
     let mut lanes = Vec::new();
     for (index, (addr, endpoint)) in endpoints.into_iter().enumerate() {
         let (inbox_tx, inbox) = mpsc::channel(window);
         tokio::spawn(lane(
-            index,
-            endpoint,
-            bearer.clone(),
+            LaneConfig {
+                index,
+                endpoint,
+                bearer: bearer.clone(),
+                reports: reports_tx.clone(),
+                window,
+                analysis: json_analysis,
+                over: over.clone(),
+            },
             inbox,
-            reports_tx.clone(),
-            window,
-            json_analysis,
         ));
         lanes.push(Lane {
             addr,
@@ -343,6 +364,7 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
         });
     }
     drop(reports_tx);
+    drop(over);
 
     let ahead = AHEAD.max(2 * window * lanes.len());
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
@@ -405,7 +427,17 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
         });
     });
 
-    let mut dispatcher = tokio::spawn(dispatch(fresh, lanes, reports, window, progress.clone()));
+    let mut dispatcher = tokio::spawn(dispatch(
+        fresh,
+        lanes,
+        Reports {
+            reports,
+            over: over_tx,
+        },
+        window,
+        args.give_up_after,
+        progress.clone(),
+    ));
     let printing = print(slots, render, &progress);
     tokio::pin!(printing);
     // Whichever ends first: the dispatcher may stop the run while the printer waits for answers.
@@ -460,7 +492,8 @@ async fn stream_files(args: &ClientArgs) -> anyhow::Result<Status> {
 enum Stop {
     /// A daemon refused the run's requests (or the dispatcher itself failed): stop at once.
     Now(String),
-    /// Every daemon failed with chunks left to place: print what was answered, then stop.
+    /// No daemon was up for `--give-up-after` with chunks left to place: print what was answered,
+    /// then stop.
     AfterPrinting(String),
 }
 
@@ -574,8 +607,15 @@ struct Lane {
     inbox: Option<mpsc::Sender<Chunk>>,
     /// Chunks handed to it and not yet answered.
     busy: usize,
-    /// False once it failed: it gets nothing more.
+    /// False from its failure until it reports itself back: it gets nothing meanwhile.
     up: bool,
+}
+
+/// What the lanes report, and how the dispatcher tells them the run is over (by setting it, or
+/// by dropping it when it stops the run).
+struct Reports {
+    reports: mpsc::UnboundedReceiver<Report>,
+    over: watch::Sender<bool>,
 }
 
 /// The live lane with the fewest chunks unanswered, if any has room.
@@ -594,18 +634,21 @@ fn pick(lanes: &[Lane], window: usize) -> Option<usize> {
 const LATE_FAILURES: Duration = Duration::from_secs(2);
 
 /// Hands out chunks until the input is done and every chunk is answered. Stops the run when a
-/// chunk has nowhere to go because every daemon has failed, or at once when a daemon refuses the
-/// run's requests.
+/// chunk has nowhere to go because no daemon has been up for `give_up_after` (failed ones are
+/// retried meanwhile), or at once when a daemon refuses the run's requests.
 async fn dispatch(
     mut fresh: mpsc::Receiver<Chunk>,
     mut lanes: Vec<Lane>,
-    mut reports: mpsc::UnboundedReceiver<Report>,
+    Reports { mut reports, over }: Reports,
     window: usize,
+    give_up_after: Duration,
     progress: Progress,
 ) -> Result<(), Stop> {
     // Chunks taken back from failed daemons, oldest first: the printer waits on the oldest.
     let mut retry: VecDeque<Chunk> = VecDeque::new();
     let mut input_open = true;
+    // When the last daemon up failed, while none is up.
+    let mut none_up_since: Option<Instant> = None;
     let warn = |lane: &Lane, reason: &str, resent: usize| {
         let what = match resent {
             0 => String::new(),
@@ -619,12 +662,14 @@ async fn dispatch(
     };
     let all_failed = |lanes: &[Lane]| {
         Stop::AfterPrinting(format!(
-            "every daemon failed ({}); giving up with deals unanswered",
+            "every daemon failed ({}) and none came back within {:?}; giving up with deals \
+             unanswered",
             lanes
                 .iter()
                 .map(|l| l.addr.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            give_up_after
         ))
     };
     loop {
@@ -635,20 +680,26 @@ async fn dispatch(
             }
         }
         let up = lanes.iter().any(|l| l.up);
-        // Give up only with a chunk in hand and no daemon to take it. With nothing waiting, the
-        // input may yet end with only bad deals, or none, which need no daemon.
-        if !up && !retry.is_empty() {
-            return Err(all_failed(&lanes));
-        }
+        none_up_since = match (up, none_up_since) {
+            (true, _) => None,
+            (false, None) => Some(Instant::now()),
+            (false, since) => since,
+        };
+        // Give up only with a chunk in hand and no daemon to take it for a while. With nothing
+        // waiting, the input may yet end with only bad deals, or none, which need no daemon.
+        let give_up_at = none_up_since
+            .filter(|_| !retry.is_empty())
+            .map(|since| since + give_up_after);
         let idle = lanes.iter().all(|l| !l.up || l.busy == 0);
         if !input_open && retry.is_empty() && idle {
             break;
         }
-        // A new chunk is taken when a daemon has room for it, or when none is left (to give up).
+        // A new chunk is taken when a daemon has room for it, or when none is up (so that the
+        // give-up clock runs with a chunk in hand). Either way at most one waits in `retry`.
         let take = input_open && retry.is_empty() && (!up || pick(&lanes, window).is_some());
         tokio::select! {
             biased;
-            report = reports.recv(), if up => match report {
+            report = reports.recv() => match report {
                 Some(Report::Answered(i)) => {
                     if let Some(lane) = lanes.get_mut(i) {
                         lane.busy = lane.busy.saturating_sub(1);
@@ -667,9 +718,18 @@ async fn dispatch(
                     let addr = lanes.get(lane).map_or("?", |l| l.addr.as_str());
                     return Err(Stop::Now(format!("daemon {addr} {reason}")));
                 }
-                // Every lane reports before it ends, so this means a lane vanished unreported.
+                Some(Report::Back { lane, inbox }) => {
+                    let Some(l) = lanes.get_mut(lane) else { continue };
+                    l.up = true;
+                    l.busy = 0;
+                    l.inbox = Some(inbox);
+                    progress.eprintln(format_args!("patience: note: {} is back", l.addr));
+                }
+                // Every lane reports before it ends, and ends only when it is refused or the run
+                // is over, so this means every lane vanished: none will come back.
                 None => return Err(all_failed(&lanes)),
             },
+            () = sleep_until_some(give_up_at) => return Err(all_failed(&lanes)),
             chunk = fresh.recv(), if take => match chunk {
                 Some(chunk) => match pick(&lanes, window) {
                     Some(i) => assign(&mut lanes[i], chunk, &mut retry, window),
@@ -677,18 +737,21 @@ async fn dispatch(
                 },
                 None => input_open = false,
             },
-            else => return Err(all_failed(&lanes)),
         }
     }
-    // Done: closing the inboxes ends each stream. Report the lanes that fail now (say, one that
-    // could not connect before the others did all the work), for a little while.
+    // Done: closing the inboxes ends each stream, and failed lanes stop trying to come back.
+    // Report the lanes that fail now (say, one that could not connect before the others did all
+    // the work), for a little while.
     for lane in &mut lanes {
         lane.inbox = None;
     }
+    // The lanes may all be gone already: nobody to tell then.
+    let _ = over.send(true);
     let late = async {
         while let Some(report) = reports.recv().await {
             let (lane, reason, resent) = match report {
-                Report::Answered(_) => continue,
+                // Its inbox, dropped here, ends its new call at once.
+                Report::Answered(_) | Report::Back { .. } => continue,
                 Report::Failed {
                     lane,
                     reason,
@@ -708,6 +771,14 @@ async fn dispatch(
     Ok(())
 }
 
+/// Waits until `at`, or forever when there is no `at`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Gives `chunk` to `lane`; if the lane has just closed its inbox (it is failing, and will report
 /// so), the chunk goes back to the front of the queue and the lane gets nothing more.
 fn assign(lane: &mut Lane, chunk: Chunk, retry: &mut VecDeque<Chunk>, window: usize) {
@@ -724,8 +795,8 @@ fn assign(lane: &mut Lane, chunk: Chunk, retry: &mut VecDeque<Chunk>, window: us
     }
 }
 
-/// One lane's chunks and its way back to the dispatcher. Dropping it reports how the lane ended,
-/// whether it returned or its task panicked, handing back every chunk it holds: a chunk the
+/// One call's chunks and the lane's way back to the dispatcher. Dropping it reports how the call
+/// ended, whether it returned or the lane's task panicked, handing back every chunk it holds: a chunk the
 /// dispatcher counts as with this lane is never simply forgotten, which would leave the printer
 /// waiting for it.
 struct LaneState {
@@ -765,44 +836,111 @@ impl Drop for LaneState {
     }
 }
 
-/// One daemon: connects, opens one `SolveStream` call, sends the chunks it is given and answers
-/// them in order. However it ends, [`LaneState`] tells the dispatcher.
-async fn lane(
+/// What a lane needs for its whole life, across reconnections.
+struct LaneConfig {
     index: usize,
     endpoint: Endpoint,
     bearer: AddBearer,
-    inbox: mpsc::Receiver<Chunk>,
     reports: mpsc::UnboundedSender<Report>,
     window: usize,
     analysis: Option<Options>,
-) {
-    let mut state = LaneState {
-        index,
-        reports,
-        inbox,
-        pending: VecDeque::new(),
-        end: None,
-    };
-    let end = run_lane(&mut state, endpoint, bearer, window, analysis).await;
-    state.end = Some(end);
+    /// Set or dropped when the run is over: a failed lane stops trying to come back.
+    over: watch::Receiver<bool>,
 }
 
-/// The body of [`lane`].
-async fn run_lane(
-    state: &mut LaneState,
-    endpoint: Endpoint,
-    bearer: AddBearer,
+/// A `SolveStream` call just opened: where its requests go and where its responses come from.
+type Call = (
+    mpsc::Sender<SolveRequest>,
+    tonic::Streaming<proto::SolveResponse>,
+);
+
+/// One daemon: connects, opens a `SolveStream` call, sends the chunks it is given and answers them
+/// in order. Each call's end is reported by [`LaneState`]; after a failure the lane tries to come
+/// back with a new call (and a new inbox, so that no chunk can sit in an inbox the dispatcher no
+/// longer counts), until it does, it is refused, or the run is over. The first inbox exists before
+/// the first call is open, so chunks wait for a daemon that is slow to answer at start.
+async fn lane(mut config: LaneConfig, first_inbox: mpsc::Receiver<Chunk>) {
+    let mut inbox = first_inbox;
+    let mut call = None;
+    loop {
+        let mut state = LaneState {
+            index: config.index,
+            reports: config.reports.clone(),
+            inbox,
+            pending: VecDeque::new(),
+            end: None,
+        };
+        let end = run_lane(&mut state, &config, call.take()).await;
+        let failed = matches!(end, Err(LaneError::Failed(_)));
+        state.end = Some(end);
+        // Reports the end (and hands back the chunks) before any report that the lane is back.
+        drop(state);
+        if !failed {
+            return;
+        }
+        let Some((opened, next_inbox)) = come_back(&mut config).await else {
+            return;
+        };
+        call = Some(opened);
+        inbox = next_inbox;
+    }
+}
+
+/// Tries to open a new call to a failed lane's daemon, waiting longer after each failed attempt,
+/// and reports the lane back once one is open. Each attempt connects anew, so a daemon restarted
+/// at the same name but another IP is found. Attempts that fail are not reported: the failure was,
+/// once. `None` when the run is over or the daemon refuses the run's requests (reported).
+async fn come_back(config: &mut LaneConfig) -> Option<(Call, mpsc::Receiver<Chunk>)> {
+    let mut wait = RETRY_FIRST;
+    loop {
+        let attempt = async {
+            tokio::time::sleep(wait).await;
+            open_call(&config.endpoint, &config.bearer, config.window).await
+        };
+        let opened = tokio::select! {
+            opened = attempt => opened,
+            // Set, or the dispatcher is gone: either way the run is over.
+            _ = config.over.wait_for(|over| *over) => return None,
+        };
+        wait = (wait * 2).min(RETRY_MAX);
+        match opened {
+            Ok(call) => {
+                let (inbox_tx, inbox) = mpsc::channel(config.window);
+                let back = Report::Back {
+                    lane: config.index,
+                    inbox: inbox_tx,
+                };
+                config.reports.send(back).ok()?;
+                return Some((call, inbox));
+            }
+            Err(LaneError::Rejected(reason)) => {
+                let refused = Report::Rejected {
+                    lane: config.index,
+                    reason,
+                };
+                // The dispatcher may be gone already: nothing to tell then.
+                let _ = config.reports.send(refused);
+                return None;
+            }
+            Err(LaneError::Failed(_)) => {}
+        }
+    }
+}
+
+/// Connects to the daemon and opens one `SolveStream` call.
+async fn open_call(
+    endpoint: &Endpoint,
+    bearer: &AddBearer,
     window: usize,
-    analysis: Option<Options>,
-) -> Result<(), LaneError> {
+) -> Result<Call, LaneError> {
     let channel = endpoint
         .connect()
         .await
         .map_err(|e| LaneError::Failed(format!("cannot connect: {}", causes(&e))))?;
-    let mut client =
-        SolverClient::with_interceptor(channel, bearer).max_decoding_message_size(usize::MAX);
+    let mut client = SolverClient::with_interceptor(channel, bearer.clone())
+        .max_decoding_message_size(usize::MAX);
     let (requests_tx, requests) = mpsc::channel::<SolveRequest>(window);
-    let mut responses = client
+    let responses = client
         .solve_stream(ReceiverStream::new(requests))
         .await
         .map_err(|s| match sort_status(&s) {
@@ -812,6 +950,21 @@ async fn run_lane(
             rejected => rejected,
         })?
         .into_inner();
+    Ok((requests_tx, responses))
+}
+
+/// One call of a [`lane`]: opens it unless it is open already, then sends the inbox's chunks and
+/// answers them until the inbox closes and every chunk is answered, or the call fails.
+async fn run_lane(
+    state: &mut LaneState,
+    config: &LaneConfig,
+    call: Option<Call>,
+) -> Result<(), LaneError> {
+    let analysis = config.analysis;
+    let (requests_tx, mut responses) = match call {
+        Some(call) => call,
+        None => open_call(&config.endpoint, &config.bearer, config.window).await?,
+    };
     let mut requests_tx = Some(requests_tx);
     let mut inbox_open = true;
     loop {
