@@ -56,8 +56,13 @@ struct Daemon {
 
 impl Daemon {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_at("127.0.0.1:0", args, env)
+    }
+
+    /// A daemon listening on `addr` (`host:port`), such as the port of one that was stopped.
+    fn start_at(addr: &str, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut cmd = Command::new(exe());
-        cmd.args(["serve", "--addr", "127.0.0.1:0"])
+        cmd.args(["serve", "--addr", addr])
             .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -157,8 +162,8 @@ fn run(args: &[&str]) -> Output {
 const DEAD: &str = "http://127.0.0.1:1";
 const ALSO_DEAD: &str = "http://127.0.0.1:2";
 
-/// Waits for `child` to exit, or kills it and fails after a limit that only catches a hang (it
-/// says nothing about speed).
+/// Waits for `child` (a client, or a draining daemon) to exit, or kills it and fails after a limit
+/// that only catches a hang (it says nothing about speed).
 fn wait_or_hang(child: &mut Child, what: &str) -> std::process::ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -168,7 +173,7 @@ fn wait_or_hang(child: &mut Child, what: &str) -> std::process::ExitStatus {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what}: the client hung");
+            panic!("{what}: the process hung");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -253,6 +258,8 @@ struct Running {
     child: Child,
     stdout: BufReader<std::process::ChildStdout>,
     stderr: std::thread::JoinHandle<String>,
+    /// Standard error a line at a time, as it comes (the whole of it is also in `stderr`).
+    error_lines: mpsc::Receiver<String>,
 }
 
 impl Running {
@@ -265,16 +272,37 @@ impl Running {
             .spawn()
             .unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut stderr = child.stderr.take().unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, error_lines) = mpsc::channel();
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                text.push_str(&line);
+                text.push('\n');
+                let _ = tx.send(line);
+            }
             text
         });
         Running {
             child,
             stdout,
             stderr,
+            error_lines,
+        }
+    }
+
+    /// Waits for a line on standard error that contains `needle`; the limit only catches a hang.
+    fn error_line(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = self
+                .error_lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the client prints {needle:?} on standard error"));
+            if line.contains(needle) {
+                return line;
+            }
         }
     }
 
@@ -562,6 +590,7 @@ fn a_closed_stdout_is_not_an_error_for_the_client() {
         mut child,
         stdout,
         stderr,
+        ..
     } = client;
     drop(stdout);
     let status = child.wait().unwrap();
@@ -792,6 +821,155 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
         assert!(
             line.contains("warning") && line.contains(&b.addr),
             "{stderr}"
+        );
+    }
+}
+
+/// Free ports on 127.0.0.1 for daemons that will be restarted on them, all different (each probe
+/// is held until every port is read). Another process could take one between the probe and the
+/// daemon's bind, or between a stop and the restart; the daemons of parallel tests bind port 0,
+/// which the system serves from its ephemeral range at random, so that is most unlikely.
+fn free_ports(n: usize) -> Vec<u16> {
+    let probes: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    probes
+        .iter()
+        .map(|p| p.local_addr().unwrap().port())
+        .collect()
+}
+
+/// The deals a daemon's `call finished` log line says it answered.
+fn deals_in(call_finished: &str) -> u64 {
+    call_finished
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("deals=")?.parse().ok())
+        .unwrap_or_else(|| panic!("no deals= in {call_finished:?}"))
+}
+
+/// A daemon killed under the client and restarted on its port is found again: the client notes
+/// that it is back and gives it work, which the restarted daemon answers on a stream of its own.
+/// The test stops reading the client's output while it kills and restarts the daemon, so however
+/// slow the machine, most of the input is still to be sent when the daemon is back.
+#[test]
+fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
+    let scratch = Scratch::new("restart");
+    // 100,000 deals: far more output than the client can write ahead of the test's reading.
+    let input = scratch.repeated_corpus(100);
+    let input = input.to_str().unwrap();
+    let solve = run(&["solve", input]);
+    assert_eq!(solve.status.code(), Some(0));
+    assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
+
+    let at = format!("127.0.0.1:{}", free_ports(1)[0]);
+    let mut victim = Daemon::start_at(&at, &["--workers", "1"], &[]);
+    let other = Daemon::start(&["--workers", "1"], &[]);
+    let mut client = Running::start(&[
+        "client",
+        "--addr",
+        &victim.addr,
+        "--addr",
+        &other.addr,
+        "--batch",
+        "32",
+        input,
+    ]);
+    let head = client.lines(2_000);
+    assert!(
+        client.child.try_wait().unwrap().is_none(),
+        "the client finished before the kill; make the input larger"
+    );
+    victim.child.kill().unwrap();
+    victim.child.wait().unwrap();
+    let warning = client.error_line("warning");
+    assert!(warning.contains(&victim.addr), "{warning}");
+
+    let restarted = Daemon::start_at(&at, &["--workers", "1"], &[]);
+    assert_eq!(restarted.addr, victim.addr);
+    let note = client.error_line("is back");
+    assert_eq!(note, format!("patience: note: {} is back", victim.addr));
+
+    let (out, code, stderr) = client.finish(head);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        out.as_bytes() == solve.stdout.as_slice(),
+        "the output differs from solve's ({} lines against {}); stderr: {stderr}",
+        out.lines().count(),
+        String::from_utf8_lossy(&solve.stdout).lines().count()
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        2,
+        "the warning and the note: {stderr}"
+    );
+    let served = restarted.log_line("call finished");
+    assert!(
+        deals_in(&served) > 0,
+        "the restarted daemon got no work: {served}"
+    );
+}
+
+/// Every daemon restarted in turn, as a rolling update does: each is told to stop (SIGTERM), cuts
+/// the client's stream one second into its drain, exits, and is started again on its port before
+/// the next one is stopped. The client goes on over whichever is up and ends as `solve` does, with
+/// one warning and one note per daemon, and each restarted daemon answers deals.
+#[test]
+fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
+    let scratch = Scratch::new("rolling");
+    let input = scratch.repeated_corpus(100);
+    let input = input.to_str().unwrap();
+    let solve = run(&["solve", input]);
+    assert_eq!(solve.status.code(), Some(0));
+    assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
+
+    let flags = ["--workers", "1", "--drain-timeout", "1s"];
+    let binds: Vec<String> = free_ports(2)
+        .into_iter()
+        .map(|port| format!("127.0.0.1:{port}"))
+        .collect();
+    let mut daemons: Vec<Daemon> = binds
+        .iter()
+        .map(|at| Daemon::start_at(at, &flags, &[]))
+        .collect();
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let mut client = Running::start(&[
+        "client", "--addr", &addrs[0], "--addr", &addrs[1], "--batch", "32", input,
+    ]);
+    let mut head = String::new();
+    for (i, at) in binds.iter().enumerate() {
+        head.push_str(&client.lines(2_000));
+        assert!(
+            client.child.try_wait().unwrap().is_none(),
+            "the client finished before the restart; make the input larger"
+        );
+        daemons[i].signal("TERM");
+        let status = wait_or_hang(&mut daemons[i].child, "a draining daemon");
+        assert!(status.success(), "the daemon drained and exited: {status}");
+        let warning = client.error_line("warning");
+        assert!(warning.contains(&addrs[i]), "{warning}");
+        daemons[i] = Daemon::start_at(at, &flags, &[]);
+        let note = client.error_line("is back");
+        assert_eq!(note, format!("patience: note: {} is back", addrs[i]));
+    }
+
+    let (out, code, stderr) = client.finish(head);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        out.as_bytes() == solve.stdout.as_slice(),
+        "the output differs from solve's ({} lines against {}); stderr: {stderr}",
+        out.lines().count(),
+        String::from_utf8_lossy(&solve.stdout).lines().count()
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        4,
+        "a warning and a note per daemon: {stderr}"
+    );
+    for daemon in &daemons {
+        let served = daemon.log_line("call finished");
+        assert!(
+            deals_in(&served) > 0,
+            "a restarted daemon got no work: {served}"
         );
     }
 }
