@@ -177,7 +177,8 @@ pub struct ClientArgs {
     pub quiet: bool,
     /// Give up (exit status 2) when deals wait for a daemon and none has been up for this long.
     /// Failed daemons are retried meanwhile, so a rolling restart does not end the run; 0 gives up
-    /// as soon as every daemon has failed.
+    /// as soon as every daemon has failed. A run in which no daemon ever answered gives up at once
+    /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
     #[command(flatten)]

@@ -1114,3 +1114,29 @@ fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
     assert!(lines[0].contains("malformed"), "{stderr}");
     assert!(lines[0].contains("unanswered request"), "{stderr}");
 }
+
+/// A daemon that never answered is not waited for, however long `--give-up-after` is: a wrong
+/// address or a daemon not started fails the run at once rather than after the wait meant for
+/// restarts. (With an hour to wait, only the no-wait rule lets this end before the hang limit.)
+#[test]
+fn with_no_daemon_ever_reachable_the_client_does_not_wait_to_give_up() {
+    let mut client = Command::new(exe())
+        .args(["client", "--addr", DEAD, "--addr", ALSO_DEAD])
+        .args(["--give-up-after", "3600s"])
+        .arg(data("random1000.in"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_or_hang(&mut client, "a client with no daemon to wait for");
+    assert_eq!(status.code(), Some(2));
+    let mut stderr = String::new();
+    client
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("every daemon failed"), "{stderr}");
+    assert!(!stderr.contains("came back within"), "{stderr}");
+}

@@ -635,7 +635,8 @@ const LATE_FAILURES: Duration = Duration::from_secs(2);
 
 /// Hands out chunks until the input is done and every chunk is answered. Stops the run when a
 /// chunk has nowhere to go because no daemon has been up for `give_up_after` (failed ones are
-/// retried meanwhile), or at once when a daemon refuses the run's requests.
+/// retried meanwhile; without waiting when no daemon has ever answered), or at once when a daemon
+/// refuses the run's requests.
 async fn dispatch(
     mut fresh: mpsc::Receiver<Chunk>,
     mut lanes: Vec<Lane>,
@@ -649,6 +650,9 @@ async fn dispatch(
     let mut input_open = true;
     // When the last daemon up failed, while none is up.
     let mut none_up_since: Option<Instant> = None;
+    // Whether any daemon has answered or come back. Until one has, nothing suggests waiting will
+    // help (a wrong address, a daemon not started), so the client gives up without waiting.
+    let mut ever_up = false;
     let warn = |lane: &Lane, reason: &str, resent: usize| {
         let what = match resent {
             0 => String::new(),
@@ -660,16 +664,19 @@ async fn dispatch(
             lane.addr
         ));
     };
-    let all_failed = |lanes: &[Lane]| {
+    let all_failed = |lanes: &[Lane], ever_up: bool| {
+        let waited = if ever_up {
+            format!(" and none came back within {give_up_after:?}")
+        } else {
+            String::new()
+        };
         Stop::AfterPrinting(format!(
-            "every daemon failed ({}) and none came back within {:?}; giving up with deals \
-             unanswered",
+            "every daemon failed ({}){waited}; giving up with deals unanswered",
             lanes
                 .iter()
                 .map(|l| l.addr.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            give_up_after
         ))
     };
     loop {
@@ -687,9 +694,14 @@ async fn dispatch(
         };
         // Give up only with a chunk in hand and no daemon to take it for a while. With nothing
         // waiting, the input may yet end with only bad deals, or none, which need no daemon.
-        let give_up_at = none_up_since
-            .filter(|_| !retry.is_empty())
-            .map(|since| since + give_up_after);
+        let give_up_at = none_up_since.filter(|_| !retry.is_empty()).map(|since| {
+            since
+                + if ever_up {
+                    give_up_after
+                } else {
+                    Duration::ZERO
+                }
+        });
         let idle = lanes.iter().all(|l| !l.up || l.busy == 0);
         if !input_open && retry.is_empty() && idle {
             break;
@@ -701,6 +713,7 @@ async fn dispatch(
             biased;
             report = reports.recv() => match report {
                 Some(Report::Answered(i)) => {
+                    ever_up = true;
                     if let Some(lane) = lanes.get_mut(i) {
                         lane.busy = lane.busy.saturating_sub(1);
                     }
@@ -719,6 +732,7 @@ async fn dispatch(
                     return Err(Stop::Now(format!("daemon {addr} {reason}")));
                 }
                 Some(Report::Back { lane, inbox }) => {
+                    ever_up = true;
                     let Some(l) = lanes.get_mut(lane) else { continue };
                     l.up = true;
                     l.busy = 0;
@@ -727,9 +741,9 @@ async fn dispatch(
                 }
                 // Every lane reports before it ends, and ends only when it is refused or the run
                 // is over, so this means every lane vanished: none will come back.
-                None => return Err(all_failed(&lanes)),
+                None => return Err(all_failed(&lanes, ever_up)),
             },
-            () = sleep_until_some(give_up_at) => return Err(all_failed(&lanes)),
+            () = sleep_until_some(give_up_at) => return Err(all_failed(&lanes, ever_up)),
             chunk = fresh.recv(), if take => match chunk {
                 Some(chunk) => match pick(&lanes, window) {
                     Some(i) => assign(&mut lanes[i], chunk, &mut retry, window),
