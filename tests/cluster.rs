@@ -44,6 +44,20 @@ impl Drop for Scratch {
     }
 }
 
+/// The next line from `lines` that contains `needle`. The limit (seconds) only catches a hang;
+/// `what` says what was awaited.
+fn first_line_with(lines: &mpsc::Receiver<String>, needle: &str, limit: u64, what: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(limit);
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("{what}"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
 /// A `patience serve` process on a free port, killed if the test ends early.
 struct Daemon {
     child: Child,
@@ -85,16 +99,13 @@ impl Daemon {
                 let _ = tx.send(line);
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let (addr, start_line) = loop {
-            let line = log
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the daemon logs its address");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let bound = rest.split_whitespace().next().unwrap();
-                break (format!("http://{bound}"), line.clone());
-            }
-        };
+        let start_line = first_line_with(&log, "listening on ", 20, "the daemon logs its address");
+        let bound = start_line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("an address after \"listening on\"");
+        let addr = format!("http://{bound}");
         Daemon {
             child,
             addr,
@@ -105,16 +116,12 @@ impl Daemon {
 
     /// The first line of the log from now on that contains `needle`.
     fn log_line(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let line = self
-                .log
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("the daemon logs {needle:?}"));
-            if line.contains(needle) {
-                return line;
-            }
-        }
+        first_line_with(
+            &self.log,
+            needle,
+            20,
+            &format!("the daemon logs {needle:?}"),
+        )
     }
 
     /// Sends `signal` (a name such as STOP or TERM) to the daemon.
@@ -294,16 +301,8 @@ impl Running {
 
     /// Waits for a line on standard error that contains `needle`; the limit only catches a hang.
     fn error_line(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let line = self
-                .error_lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| panic!("the client prints {needle:?} on standard error"));
-            if line.contains(needle) {
-                return line;
-            }
-        }
+        let what = format!("the client prints {needle:?} on standard error");
+        first_line_with(&self.error_lines, needle, 60, &what)
     }
 
     /// Reads `n` lines (fewer if the output ends first) and returns them.
