@@ -36,6 +36,14 @@ impl Scratch {
         std::fs::write(&path, one.repeat(copies)).unwrap();
         path
     }
+
+    /// The same file as a path argument, and what `patience solve` makes of it: the output every
+    /// client run on it is compared with.
+    fn corpus_solved(&self, copies: usize) -> (String, Output) {
+        let input = self.repeated_corpus(copies).display().to_string();
+        let solve = run(&["solve", &input]);
+        (input, solve)
+    }
 }
 
 impl Drop for Scratch {
@@ -345,9 +353,8 @@ const UNREAD_BOUND: usize = 128 << 10;
 fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let scratch = Scratch::new("kill");
     // 30,000 deals.
-    let input = scratch.repeated_corpus(30);
-    let input = input.to_str().unwrap();
-    let solve = run(&["solve", input]);
+    let (input, solve) = scratch.corpus_solved(30);
+    let input = input.as_str();
     assert_eq!(solve.status.code(), Some(0));
 
     let mut victim = Daemon::start(&["--workers", "1"], &[]);
@@ -417,9 +424,8 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
 #[test]
 fn every_daemon_killed_midway_exits_2_after_an_in_order_prefix() {
     let scratch = Scratch::new("all-killed");
-    let input = scratch.repeated_corpus(30);
-    let input = input.to_str().unwrap();
-    let solve = run(&["solve", input]);
+    let (input, solve) = scratch.corpus_solved(30);
+    let input = input.as_str();
     let mut daemon = Daemon::start(&["--workers", "1"], &[]);
     // Without a daemon to come back, the client waits this long before it gives up.
     let mut client = Running::start(&[
@@ -788,9 +794,8 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
     let scratch = Scratch::new("drain");
     // 100,000 deals: enough that the drain usually ends the stream with work left, which is
     // resent; if the daemon finishes its share within the drain instead, nothing is.
-    let input = scratch.repeated_corpus(100);
-    let input = input.to_str().unwrap();
-    let solve = run(&["solve", input]);
+    let (input, solve) = scratch.corpus_solved(100);
+    let input = input.as_str();
     assert_eq!(solve.status.code(), Some(0));
     assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
 
@@ -854,9 +859,8 @@ fn deals_in(call_finished: &str) -> u64 {
 fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
     let scratch = Scratch::new("restart");
     // 100,000 deals: far more output than the client can write ahead of the test's reading.
-    let input = scratch.repeated_corpus(100);
-    let input = input.to_str().unwrap();
-    let solve = run(&["solve", input]);
+    let (input, solve) = scratch.corpus_solved(100);
+    let input = input.as_str();
     assert_eq!(solve.status.code(), Some(0));
     assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
 
@@ -915,9 +919,8 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
 #[test]
 fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
     let scratch = Scratch::new("rolling");
-    let input = scratch.repeated_corpus(100);
-    let input = input.to_str().unwrap();
-    let solve = run(&["solve", input]);
+    let (input, solve) = scratch.corpus_solved(100);
+    let input = input.as_str();
     assert_eq!(solve.status.code(), Some(0));
     assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
 
