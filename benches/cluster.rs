@@ -14,11 +14,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Daemon, Flags, median};
+use support::{Daemon, Flags, TempDir, median};
 
 /// Seed of the deals (the engine and service benches use the same one).
 const SEED: u64 = 2026;
@@ -37,28 +37,6 @@ fn options() -> Options {
         deals: flags.get("--deals", 20_000usize).max(1),
         runs: flags.get("--runs", 5usize).max(1),
         batch: flags.get("--batch", 256usize).max(1),
-    }
-}
-
-/// A directory of this bench's own, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("patience-cluster-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -88,7 +66,7 @@ fn main() {
         o.deals, o.runs, o.batch
     );
 
-    let dir = TempDir::new();
+    let dir = TempDir::new("cluster");
     let input = dir.join("deals.in");
     run_to_file(
         Command::new(exe).args([

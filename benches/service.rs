@@ -23,7 +23,7 @@
 mod support;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ use patience::pool::Pool;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
-use support::{Daemon, Flags, clock_ticks, median, percentile};
+use support::{Daemon, Flags, TempDir, clock_ticks, median, percentile};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the throughput deals (the engine bench uses the same one).
@@ -68,29 +68,6 @@ fn list(rates: &[f64]) -> String {
         .map(|r| format!("{r:.0}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// A directory for this run's files, removed however the bench ends.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("patience-service-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
-        TempDir(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn write_deals(path: &Path, deals: &[Deal]) {
@@ -315,7 +292,7 @@ fn main() {
         o.runs, o.workers
     );
 
-    let dir = TempDir::new();
+    let dir = TempDir::new("service");
     let input = dir.join("deals.in");
     write_deals(&input, &deals);
     let solve_out = dir.join("solve.out");

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -304,4 +305,27 @@ pub fn listening_addr(line: &str) -> Option<SocketAddr> {
 pub fn log_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// A directory for one bench run's files, removed however the bench ends.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(bench: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("patience-{bench}-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
