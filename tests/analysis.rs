@@ -190,7 +190,7 @@ fn exact_fractions_match_the_reference_to_1e12() {
                 "{input} deal {}",
                 i + 1
             );
-            big_denominators += usize::from(exact.denom().bits() > 64);
+            big_denominators += usize::from(exact.denominator_bits() > 64);
         }
         if input == "random1000.in" {
             assert!(

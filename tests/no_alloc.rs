@@ -153,6 +153,34 @@ fn solving_allocates_nothing() {
     assert!(solutions.iter().all(|s| s.states >= 1));
 }
 
+/// Exact values live in a scratch array that grows to the largest deal seen; once it has, exact
+/// solving allocates nothing more.
+#[test]
+fn exact_solving_stops_allocating_once_warm() {
+    let deals = read_deals("random1000.in");
+    let mut solver = Solver::new();
+    for deal in &deals {
+        black_box(solver.solve_exact(deal));
+    }
+    let (fractions, heap) = counted(|| {
+        let mut nonzero = 0;
+        for deal in &deals {
+            let (solution, fraction) = solver.solve_exact(black_box(deal));
+            nonzero += usize::from(solution.probability > 0.0);
+            black_box(fraction);
+        }
+        nonzero
+    });
+    assert_eq!(
+        heap,
+        Heap {
+            allocs: 0,
+            frees: 0
+        }
+    );
+    assert!(fractions > 100, "{fractions} deals with a nonzero answer");
+}
+
 #[test]
 fn the_counter_sees_allocations_and_frees() {
     let (len, heap) = counted(|| black_box(vec![1u8; 100]).len());

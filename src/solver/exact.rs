@@ -1,0 +1,120 @@
+//! Exact probabilities with fixed-width integers, read off the table a solve left behind.
+//!
+//! A position with `c` cards left has probability `N / 27720^(c/2)` for an integer `N`: 27720 is
+//! lcm(1..=12), a position has at most 12 legal moves, and its value is the average of its
+//! children's, so `N = (27720 / moves) * (sum of the children's N)`. A full deal's `N` is below
+//! `27720^18 < 2^266`, so 320-bit integers hold every value and every partial sum: no heap, no
+//! gcd until the answer is reduced once at the end.
+//!
+//! The search computes `N` beside each probability when asked (`search.rs`, `EXACT`): a frame's
+//! children are all in the table by the time it is done, so their `N` are a lookup each, and a
+//! child the pruning knew lost is not a child at all (it counts 0). What is left for here is the
+//! fraction: reducing `N / 27720^(c/2)` once.
+
+use std::fmt;
+
+use ruint::aliases::U320;
+
+/// lcm(1..=12): 27720 / moves is an integer for every position.
+pub(super) const LCM: u64 = 27720;
+
+/// A probability as a fraction in lowest terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fraction {
+    numerator: U320,
+    denominator: U320,
+}
+
+impl Fraction {
+    /// `n / 27720^pairs` in lowest terms. 27720 = 2^3 * 3^2 * 5 * 7 * 11, so only those primes
+    /// can be shared, and for each, `n mod p^e` (which fits 64 bits) tells how often.
+    pub(super) fn reduced(mut n: U320, pairs: u32) -> Fraction {
+        if n == U320::ZERO {
+            return Fraction {
+                numerator: n,
+                denominator: U320::from(1u64),
+            };
+        }
+        let mut denominator = U320::from(1u64);
+        let twos = (3 * pairs).min(n.trailing_zeros() as u32);
+        n >>= twos as usize;
+        denominator <<= (3 * pairs - twos) as usize;
+        for (p, e) in [(3u64, 2 * pairs), (5, pairs), (7, pairs), (11, pairs)] {
+            let prime = U320::from(p);
+            // p^e fits 64 bits for every exponent a deal can need (3^36, 11^18), so one 320-bit
+            // remainder tells how often p divides n, up to e.
+            let shared = match p.checked_pow(e) {
+                Some(full) => {
+                    let rest = n % U320::from(full);
+                    if rest == U320::ZERO {
+                        e
+                    } else {
+                        valuation(rest.as_limbs()[0], p).min(e)
+                    }
+                }
+                None => (0..e)
+                    .take_while(|&k| n % prime.pow(U320::from(k + 1)) == U320::ZERO)
+                    .count() as u32,
+            };
+            n /= prime.pow(U320::from(shared));
+            denominator *= prime.pow(U320::from(e - shared));
+        }
+        Fraction {
+            numerator: n,
+            denominator,
+        }
+    }
+
+    /// Bits of the denominator: more than 64 is common, which is why the text form exists.
+    pub fn denominator_bits(&self) -> usize {
+        self.denominator.bit_len()
+    }
+
+    /// The nearest double, near enough (both parts are rounded once, then divided).
+    pub fn value(&self) -> f64 {
+        f64::from(&self.numerator) / f64::from(&self.denominator)
+    }
+}
+
+impl fmt::Display for Fraction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.numerator, self.denominator)
+    }
+}
+
+/// How many times `p` divides `x` (`x > 0`).
+fn valuation(mut x: u64, p: u64) -> u32 {
+    let mut v = 0;
+    while x != 0 && x.is_multiple_of(p) {
+        x /= p;
+        v += 1;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_are_reduced_by_every_shared_prime() {
+        // 27720 / 27720^1 = 1/1; 13860 / 27720 = 1/2; 0 stays 0/1.
+        assert_eq!(
+            Fraction::reduced(U320::from(27720u64), 1).to_string(),
+            "1/1"
+        );
+        assert_eq!(
+            Fraction::reduced(U320::from(13860u64), 1).to_string(),
+            "1/2"
+        );
+        assert_eq!(Fraction::reduced(U320::ZERO, 3).to_string(), "0/1");
+        // 2/3 of 27720^2: 512,265,600 / 768,398,400.
+        let two_thirds = U320::from(27720u64 * 27720 / 3 * 2);
+        assert_eq!(Fraction::reduced(two_thirds, 2).to_string(), "2/3");
+        // 11^18 shares all of 11 with 27720^18, and nothing else.
+        let n = U320::from(11u64.pow(18));
+        let f = Fraction::reduced(n, 18);
+        let d = U320::from(27720u64 / 11).pow(U320::from(18u64));
+        assert_eq!(f.to_string(), format!("1/{d}"));
+    }
+}

@@ -1,0 +1,194 @@
+//! The memo: one 5^9-entry index table, never cleared, in front of a small dense array of the
+//! positions the current deal has evaluated.
+//!
+//! The index table maps a position to a slot in the dense array, which is filled in the order
+//! positions finish. A slot is believed only if it is below the current deal's count *and* the
+//! dense array names the same position there (a "sparse set"), so starting a new deal is
+//! truncating the count: no stale slot can ever be believed and nothing is cleared.
+
+use ruint::aliases::U320;
+
+/// Positions in the index table: every combination of nine heights 0..=4.
+pub const STATES: usize = 5usize.pow(crate::deal::PILES as u32);
+
+/// Positions whose height sum has a given parity: a bound on the positions one deal can reach,
+/// since every move removes two cards.
+pub(super) const SAME_PARITY_STATES: usize = STATES.div_ceil(2);
+
+/// Slots a two-byte index entry can name.
+pub(super) const NARROW_SLOTS: usize = 1 << 16;
+
+pub(super) struct Memo {
+    /// Position index -> slot. Two bytes per entry keep it half the size, which measurably cuts
+    /// cache misses; it serves every deal that reaches fewer than 65,536 positions (random deals
+    /// reach a few thousand at most).
+    pub narrow: Box<[u16]>,
+    /// The same with four bytes, for a deal that overflows `narrow`. Allocated zeroed, so it costs
+    /// no memory until such a deal arrives.
+    pub wide: Box<[u32]>,
+    /// Slots `narrow` may hold: 65,536, lowered by tests to exercise the `wide` path.
+    pub narrow_limit: usize,
+    /// The dense array: the position finished in each slot, and its probability. Allocated
+    /// zeroed and touched only as far as the largest deal so far needed.
+    positions: Box<[u32]>,
+    values: Box<[f64]>,
+    /// Exact values (`N`, see `exact.rs`) beside `values`, for exact searches only; grown to the
+    /// largest deal an exact search has met, so plain solving never touches it.
+    exact: Vec<U320>,
+    /// Slots the current deal has filled, and how many its index table can name.
+    len: usize,
+    limit: usize,
+}
+
+impl Memo {
+    pub fn new() -> Memo {
+        Memo {
+            narrow: vec![0u16; STATES].into_boxed_slice(),
+            wide: vec![0u32; STATES].into_boxed_slice(),
+            narrow_limit: NARROW_SLOTS,
+            positions: vec![0u32; SAME_PARITY_STATES].into_boxed_slice(),
+            values: vec![0.0f64; SAME_PARITY_STATES].into_boxed_slice(),
+            exact: Vec::new(),
+            len: 0,
+            limit: 0,
+        }
+    }
+
+    /// Starts a deal whose slots go through index table `I`: forgets every slot at once.
+    pub fn start<I: IndexTable>(&mut self) {
+        self.len = 0;
+        self.limit = I::slots(self).min(self.positions.len());
+    }
+
+    /// Positions the current deal has evaluated.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The probability `slot` records for `position`, if it does.
+    #[inline(always)]
+    pub fn lookup(&self, slot: u32, position: u32) -> Option<f64> {
+        let slot = slot as usize;
+        if slot < self.len && self.positions.get(slot) == Some(&position) {
+            self.values.get(slot).copied()
+        } else {
+            None
+        }
+    }
+
+    /// Whether `slot` records `position`, and its probability then (0 otherwise), without a
+    /// branch on the answer: the caller's next move depends on it anyway.
+    #[inline(always)]
+    pub fn probe(&self, slot: u32, position: u32) -> (bool, f64) {
+        let slot = slot as usize;
+        let named = self.positions.get(slot).copied().unwrap_or(u32::MAX);
+        let value = self.values.get(slot).copied().unwrap_or(0.0);
+        let known = (slot < self.len) & (named == position);
+        (known, if known { value } else { 0.0 })
+    }
+
+    /// Records a finished position and returns its slot; `None` when the index table `I` can
+    /// name no more slots.
+    #[inline(always)]
+    pub fn remember<I: IndexTable>(&mut self, position: u32, value: f64) -> Option<usize> {
+        if self.len >= self.limit {
+            return None;
+        }
+        let slot = self.len;
+        if slot >= self.positions.len().min(self.values.len()) || !I::set(self, position, slot) {
+            return None;
+        }
+        self.positions[slot] = position;
+        self.values[slot] = value;
+        self.len += 1;
+        Some(slot)
+    }
+
+    /// Records the exact value of the position just remembered in `slot`. A deal's slots are
+    /// filled in order, so the array grows one slot at a time, only as far as the largest exact
+    /// search so far has reached, and then stops allocating.
+    #[inline(always)]
+    pub fn set_exact(&mut self, slot: usize, n: U320) {
+        if let Some(e) = self.exact.get_mut(slot) {
+            *e = n;
+        } else {
+            self.exact.resize(slot, U320::ZERO);
+            self.exact.push(n);
+        }
+    }
+
+    pub fn exact(&self) -> &[U320] {
+        &self.exact
+    }
+
+    /// The probability of `position` if the current deal evaluated it, reading the table the
+    /// deal was solved with.
+    pub fn known(&self, wide: bool, position: u32) -> Option<f64> {
+        let slot = if wide {
+            Wide::get(self, position)
+        } else {
+            Narrow::get(self, position)
+        };
+        self.lookup(slot, position)
+    }
+
+    /// Dense slots reserved: enough for every position one deal can reach.
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.positions.len()
+    }
+}
+
+/// How the search finds a position's slot; monomorphised so the hot loop has no extra branch.
+pub(super) trait IndexTable {
+    fn get(memo: &Memo, position: u32) -> u32;
+    /// Records the slot, or returns false when it does not fit this table.
+    fn set(memo: &mut Memo, position: u32, slot: usize) -> bool;
+    /// How many slots this table can name.
+    fn slots(memo: &Memo) -> usize;
+}
+
+pub(super) struct Narrow;
+pub(super) struct Wide;
+
+impl IndexTable for Narrow {
+    #[inline(always)]
+    fn get(memo: &Memo, position: u32) -> u32 {
+        memo.narrow
+            .get(position as usize)
+            .map_or(0, |&s| u32::from(s))
+    }
+    #[inline(always)]
+    fn set(memo: &mut Memo, position: u32, slot: usize) -> bool {
+        match (u16::try_from(slot), memo.narrow.get_mut(position as usize)) {
+            (Ok(narrow), Some(entry)) => {
+                *entry = narrow;
+                true
+            }
+            _ => false,
+        }
+    }
+    fn slots(memo: &Memo) -> usize {
+        memo.narrow_limit.min(NARROW_SLOTS)
+    }
+}
+
+impl IndexTable for Wide {
+    #[inline(always)]
+    fn get(memo: &Memo, position: u32) -> u32 {
+        memo.wide.get(position as usize).copied().unwrap_or(0)
+    }
+    #[inline(always)]
+    fn set(memo: &mut Memo, position: u32, slot: usize) -> bool {
+        match (u32::try_from(slot), memo.wide.get_mut(position as usize)) {
+            (Ok(wide), Some(entry)) => {
+                *entry = wide;
+                true
+            }
+            _ => false,
+        }
+    }
+    fn slots(memo: &Memo) -> usize {
+        memo.positions.len()
+    }
+}
