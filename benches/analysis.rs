@@ -6,15 +6,18 @@
 //! On the same uniformly random deals (seeded), one reused `Solver`, one thread, interleaved
 //! rounds so that machine noise hits every variant alike; reports the median deals/s of R rounds
 //! per variant and its cost relative to plain `solve`. Also checks, on every deal, that asking for
-//! more never changes the probability.
+//! more never changes the probability. Then the whole command: `patience solve --workers 1
+//! --format json` with and without `--exact` on the same deals, alternating, median of R runs.
 
 mod support;
 
+use std::io::Write as _;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use patience::deal::Deal;
 use patience::solver::{Options, Solver};
-use support::{Flags, median};
+use support::{Flags, TempDir, median};
 
 fn main() {
     let flags = Flags::from_env();
@@ -69,7 +72,7 @@ fn main() {
                     Some(o) => {
                         let a = solver.analyze(d, *o);
                         checksum += a.moves.len() as u64 + a.line.len() as u64;
-                        checksum += a.exact.map_or(0, |e| e.denom().bits());
+                        checksum += a.exact.map_or(0, |e| e.denominator_bits() as u64);
                         a.probability
                     }
                 };
@@ -93,4 +96,40 @@ fn main() {
             base / m
         );
     }
+
+    // The whole command, as a user runs it.
+    let dir = TempDir::new("analysis");
+    let input = dir.join("deals.in");
+    let mut text = Vec::new();
+    for d in &deals {
+        write!(text, "{d}").expect("write to memory");
+    }
+    std::fs::write(&input, text).expect("write the deals");
+    let exe = env!("CARGO_BIN_EXE_patience");
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..runs {
+        for (exact, times) in [false, true].into_iter().zip(times.iter_mut()) {
+            let mut cmd = Command::new(exe);
+            cmd.args(["solve", "--workers", "1", "--format", "json"]);
+            if exact {
+                cmd.arg("--exact");
+            }
+            let start = Instant::now();
+            let status = cmd
+                .arg(&input)
+                .stdout(Stdio::null())
+                .status()
+                .expect("run patience solve");
+            assert!(status.success(), "{cmd:?} failed");
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let [without, with] = times.map(median);
+    println!(
+        "patience solve --workers 1 --format json, {} deals: {:.3} s; with --exact {:.3} s = {:.2}× the time",
+        deals.len(),
+        without,
+        with,
+        with / without
+    );
 }

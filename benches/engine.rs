@@ -1,13 +1,16 @@
 //! Engine and `patience solve` benchmark: prints figures, asserts nothing about time.
 //!
-//! `cargo bench --bench engine` (options after `--`: `--deals N --runs R --reference-deals M`).
+//! `cargo bench --bench engine` (options after `--`: `--deals N --runs R --reference-deals M
+//! --engine-only`).
 //!
 //! Measures, side by side in one run on the same uniformly random deals (seeded):
-//! - single-threaded engine throughput (one reused `Solver`), median of R runs;
-//! - states visited per deal (median, p99, max);
-//! - `reference-solve` (the seed C++ memo DFS) on the first M of those deals, and the ratio;
-//! - `patience solve` with 1 and 2 workers on the whole file, and the ratio;
-//! - peak resident memory of `patience solve` per worker count.
+//! - the engine on one thread (one reused `Solver`), median of R runs, and ns per position;
+//! - the engine on two threads, a solver each;
+//! - states visited per deal (median, p99, max, mean);
+//! - what reading a deal and printing its line cost, per deal;
+//! - `reference-solve` (seed 001's memo DFS, whole process) on the first M deals (all by
+//!   default), and `patience solve --workers 1` against it on the same deals;
+//! - `patience solve` with 1 and 2 workers on the whole file, the ratio, and peak memory.
 
 mod support;
 
@@ -16,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use patience::deal::Deal;
+use patience::deal::{Deal, DealReader};
 use patience::solver::Solver;
 use support::{Flags, median, percentile};
 
@@ -29,10 +32,11 @@ struct Options {
 
 fn options() -> Options {
     let flags = Flags::from_env();
+    let deals = flags.get("--deals", 20_000usize).max(1);
     Options {
-        deals: flags.get("--deals", 20_000usize).max(1),
+        deals,
         runs: flags.get("--runs", 5usize).max(1),
-        reference_deals: flags.get("--reference-deals", 2_000),
+        reference_deals: flags.get("--reference-deals", deals),
         engine_only: flags.has("--engine-only"),
     }
 }
@@ -88,6 +92,23 @@ fn run_measured(cmd: &mut Command) -> (Duration, u64, Vec<u8>) {
     (elapsed, peak, output)
 }
 
+/// Runs `f` `runs` times; the median rate in deals per second and every run's rate.
+fn rates(runs: usize, deals: usize, mut f: impl FnMut()) -> (f64, String) {
+    let all: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            deals as f64 / start.elapsed().as_secs_f64()
+        })
+        .collect();
+    let list = all
+        .iter()
+        .map(|r| format!("{r:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (median(all), list)
+}
+
 fn main() {
     let o = options();
     let mut rng = fastrand::Rng::with_seed(2026);
@@ -97,45 +118,32 @@ fn main() {
         o.deals, o.runs
     );
 
-    // Engine, one thread, one reused solver.
+    // Engine, one thread, one reused solver: deal by deal, then interleaved.
     let mut solver = Solver::new();
-    let mut states = Vec::with_capacity(deals.len());
-    let mut rates = Vec::new();
-    let mut ours = Vec::with_capacity(deals.len());
-    for run in 0..o.runs {
-        let start = Instant::now();
+    let solutions: Vec<_> = deals.iter().map(|d| solver.solve(d)).collect();
+    let mut states: Vec<u32> = solutions.iter().map(|s| s.states).collect();
+    let mean_states = states.iter().map(|&s| f64::from(s)).sum::<f64>() / states.len() as f64;
+    let (single, single_runs) = rates(o.runs, deals.len(), || {
         for d in &deals {
-            let s = solver.solve(d);
-            if run == 0 {
-                states.push(s.states);
-                ours.push(s.probability);
-            }
+            std::hint::black_box(solver.solve(d));
         }
-        rates.push(deals.len() as f64 / start.elapsed().as_secs_f64());
-    }
-    let engine_rate = median(rates.clone());
+    });
+    let ns = |rate: f64| 1e9 / (rate * mean_states);
+    println!(
+        "engine, 1 thread: median {single:.0} deals/s, {:.1} ns per position  (runs: {single_runs})",
+        ns(single)
+    );
     states.sort_unstable();
     println!(
-        "engine (1 thread): median {:.0} deals/s  (runs: {})",
-        engine_rate,
-        rates
-            .iter()
-            .map(|r| format!("{r:.0}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    println!(
-        "states visited per deal: median {}, p99 {}, max {}",
+        "states visited per deal: median {}, p99 {}, max {}, mean {mean_states:.0}",
         percentile(&states, 0.5),
         percentile(&states, 0.99),
         states[states.len() - 1]
     );
 
     // The same engine on two threads, each with its own solver, splitting the deals: what this
-    // machine's cores give a memory-bound load with no I/O at all, to read the solve ratio against.
-    let mut pair_rates = Vec::new();
-    for _ in 0..o.runs {
-        let start = Instant::now();
+    // machine's cores give this load with no I/O at all, to read the solve ratio against.
+    let (pair, _) = rates(o.runs, deals.len(), || {
         std::thread::scope(|scope| {
             for half in deals.chunks(deals.len().div_ceil(2)) {
                 scope.spawn(move || {
@@ -146,12 +154,10 @@ fn main() {
                 });
             }
         });
-        pair_rates.push(deals.len() as f64 / start.elapsed().as_secs_f64());
-    }
-    let pair_rate = median(pair_rates);
+    });
     println!(
-        "engine (2 threads, a solver each): median {pair_rate:.0} deals/s = {:.2}x one thread",
-        pair_rate / engine_rate
+        "engine, 2 threads (a solver each): median {pair:.0} deals/s = {:.2}x one thread",
+        pair / single
     );
     if o.engine_only {
         return;
@@ -160,7 +166,28 @@ fn main() {
     let all_path = dir.join(format!("patience-bench-{}.in", std::process::id()));
     write_deals(&all_path, &deals);
 
-    // The reference, on a prefix (it is slow), in the same run.
+    // What `patience solve` spends per deal besides solving: its reader and its printer.
+    let text = std::fs::read(&all_path).expect("read the deals back");
+    let (read_rate, _) = rates(o.runs, deals.len(), || {
+        let read = DealReader::new(&text[..]).filter(Result::is_ok).count();
+        assert_eq!(read, deals.len());
+    });
+    let (print_rate, _) = rates(o.runs, deals.len(), || {
+        let mut out = Vec::with_capacity(deals.len() * 9);
+        for s in &solutions {
+            writeln!(out, "{:.6}", s.probability).expect("write to memory");
+        }
+        std::hint::black_box(out);
+    });
+    println!(
+        "reading a deal: {:.0} ns; printing its line: {:.0} ns (per deal, one thread)",
+        1e9 / read_rate,
+        1e9 / print_rate
+    );
+
+    // The reference (seed 001's memo DFS), whole process, on the first M deals, against
+    // `patience solve --workers 1` on the same file, in the same run.
+    let exe = env!("CARGO_BIN_EXE_patience");
     let script = reference_script();
     let m = o.reference_deals.min(deals.len());
     if script.exists() && m > 0 {
@@ -170,26 +197,32 @@ fn main() {
         let warm = dir.join(format!("patience-bench-warm-{}.in", std::process::id()));
         write_deals(&warm, &deals[..1]);
         run_measured(Command::new(&script).arg(&warm));
-        let mut ref_rates = Vec::new();
-        let mut answers = Vec::new();
-        for _ in 0..3 {
-            let (t, _, out) = run_measured(Command::new(&script).arg(&ref_path));
-            ref_rates.push(m as f64 / t.as_secs_f64());
-            answers = out;
-        }
-        let ref_rate = median(ref_rates);
+        let (t, _, answers) = run_measured(Command::new(&script).arg(&ref_path));
+        let ref_rate = m as f64 / t.as_secs_f64();
         let text = String::from_utf8_lossy(&answers);
         let worst = text
             .lines()
-            .zip(&ours)
-            .map(|(r, o)| (r.parse::<f64>().unwrap_or(f64::NAN) - o).abs())
+            .zip(&solutions)
+            .map(|(r, s)| (r.parse::<f64>().unwrap_or(f64::NAN) - s.probability).abs())
             .fold(0.0, f64::max);
+        let ours: Vec<f64> = (0..3)
+            .map(|_| {
+                let (t, _, _) = run_measured(
+                    Command::new(exe)
+                        .args(["solve", "--workers", "1"])
+                        .arg(&ref_path),
+                );
+                m as f64 / t.as_secs_f64()
+            })
+            .collect();
+        let ours = median(ours);
         println!(
-            "reference-solve (seed memo DFS, whole process) on the first {m} deals: median {ref_rate:.0} deals/s"
+            "reference-solve (seed 001, g++ -O2, whole process) on {m} deals: {ref_rate:.0} deals/s; largest difference {worst:.1e}"
         );
         println!(
-            "engine / reference: {:.1}x   (largest difference on those deals: {worst:.1e})",
-            engine_rate / ref_rate
+            "  vs the engine (1 thread): {:.1}x;  vs patience solve --workers 1 (whole process, same file): {ours:.0} deals/s = {:.1}x",
+            single / ref_rate,
+            ours / ref_rate
         );
         let _ = std::fs::remove_file(&ref_path);
         let _ = std::fs::remove_file(&warm);
@@ -201,7 +234,6 @@ fn main() {
     }
 
     // The command line with 1 and 2 workers, same file, alternating, median of runs.
-    let exe = env!("CARGO_BIN_EXE_patience");
     let mut per_workers = Vec::new();
     for workers in [1, 2] {
         per_workers.push((workers, Vec::new(), 0u64));
