@@ -66,16 +66,18 @@ pub fn read_token_file(path: &Path) -> Result<Secret, TokenFileError> {
 }
 
 /// The server's check: with a token, require `authorization: Bearer <token>`; without, let every
-/// call through.
+/// call through. Refusals are counted and logged (rate-limited) through `metrics`.
 #[derive(Clone, Debug)]
 pub struct RequireBearer {
     expected: Option<Vec<u8>>,
+    metrics: crate::metrics::Metrics,
 }
 
 impl RequireBearer {
-    pub fn new(token: Option<&Secret>) -> RequireBearer {
+    pub fn new(token: Option<&Secret>, metrics: crate::metrics::Metrics) -> RequireBearer {
         RequireBearer {
             expected: token.map(|t| format!("Bearer {}", t.expose()).into_bytes()),
+            metrics,
         }
     }
 }
@@ -94,10 +96,18 @@ impl tonic::service::Interceptor for RequireBearer {
         if bool::from(given.ct_eq(expected)) {
             Ok(request)
         } else {
-            Err(Status::unauthenticated(
+            let status = Status::unauthenticated(
                 "this server requires `authorization: Bearer <token>` metadata with its token \
                  (patience client: --auth-token-file)",
-            ))
+            );
+            let what = if given.is_empty() {
+                "no token"
+            } else {
+                "a wrong token"
+            };
+            self.metrics
+                .call_refused("unauthenticated", request.remote_addr(), what);
+            Err(status)
         }
     }
 }

@@ -109,6 +109,37 @@ pub struct ServeArgs {
     /// Unanswered deals one stream may have before the server stops reading it.
     #[arg(long, env = "PATIENCE_MAX_IN_FLIGHT", default_value_t = 4_096)]
     pub max_in_flight: usize,
+    /// SolveStream calls open at once across all connections (counted from their headers, so
+    /// calls that never send count too); more get RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PATIENCE_MAX_OPEN_STREAMS", default_value_t = 1_024)]
+    pub max_open_streams: usize,
+    /// Solve (unary) calls open at once across all connections, each reading a message of up to
+    /// --max-message-bytes; more get RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PATIENCE_MAX_OPEN_UNARY", default_value_t = 64)]
+    pub max_open_unary: usize,
+    /// Unanswered deals across all calls; at the limit calls stop being read and new ones get
+    /// RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PATIENCE_MAX_DEALS_IN_FLIGHT", default_value_t = 65_536)]
+    pub max_deals_in_flight: usize,
+    /// Connections served at once; more wait in the listen backlog [default: the open-file
+    /// limit less 128, at most 4096].
+    #[arg(long, env = "PATIENCE_MAX_CONNECTIONS")]
+    pub max_connections: Option<NonZeroUsize>,
+    /// A new connection that has not finished its TLS handshake and sent the HTTP/2 preface
+    /// within this long is closed.
+    #[arg(long, env = "PATIENCE_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// Send GOAWAY to a connection with no call open for this long ("off": never).
+    #[arg(long, env = "PATIENCE_MAX_CONNECTION_IDLE", default_value = "off", value_parser = parse_optional_duration)]
+    pub max_connection_idle: MaybeDuration,
+    /// Send GOAWAY to a connection this old, give or take a tenth, so that long-lived clients
+    /// spread over new replicas ("off": never).
+    #[arg(long, env = "PATIENCE_MAX_CONNECTION_AGE", default_value = "off", value_parser = parse_optional_duration)]
+    pub max_connection_age: MaybeDuration,
+    /// After the age GOAWAY, close the connection once its calls have had this long ("off":
+    /// wait for them).
+    #[arg(long, env = "PATIENCE_MAX_CONNECTION_AGE_GRACE", default_value = "off", value_parser = parse_optional_duration)]
+    pub max_connection_age_grace: MaybeDuration,
     /// Most concurrent calls on one HTTP/2 connection.
     #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 32)]
     pub max_concurrent_streams: u32,
@@ -118,10 +149,15 @@ pub struct ServeArgs {
     /// How long a keepalive ping may go unanswered before the connection is dropped.
     #[arg(long, env = "PATIENCE_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     pub keepalive_timeout: std::time::Duration,
-    /// On SIGTERM/SIGINT, how long streams in flight may take to finish before they end with
-    /// UNAVAILABLE.
+    /// On SIGTERM/SIGINT, how long calls in flight may take to finish before they end with
+    /// UNAVAILABLE naming the index to resume from.
     #[arg(long, env = "PATIENCE_DRAIN_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub drain_timeout: std::time::Duration,
+    /// On SIGTERM/SIGINT, stop reading a stream whose client is still sending after this long,
+    /// answer what was read and end it with UNAVAILABLE naming the resume index ("off": serve
+    /// it until the drain timeout). For clients that resume elsewhere, like `patience client`.
+    #[arg(long, env = "PATIENCE_DRAIN_CUT_AFTER", default_value = "off", value_parser = parse_optional_duration)]
+    pub drain_cut_after: MaybeDuration,
     /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -205,6 +241,19 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         .map_err(|_| format!("{text:?} is not a duration (try 30s, 500ms or 2m)"))?;
     std::time::Duration::try_from_secs_f64(value * scale)
         .map_err(|_| format!("{text:?} is not a duration (try 30s, 500ms or 2m)"))
+}
+
+/// A duration flag that can be `off` (a plain `Option` would make clap treat the flag itself as
+/// optional, with no way to spell "off").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaybeDuration(pub Option<std::time::Duration>);
+
+/// [`parse_duration`], or `off` (also `0`) for none.
+fn parse_optional_duration(text: &str) -> Result<MaybeDuration, String> {
+    match text.trim() {
+        "off" | "none" => Ok(MaybeDuration(None)),
+        other => parse_duration(other).map(|d| MaybeDuration(Some(d).filter(|d| !d.is_zero()))),
+    }
 }
 
 /// Flags of `patience solve`.

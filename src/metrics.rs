@@ -3,9 +3,10 @@
 //! The service records what happens to deals and streams; the pool's own counters (busy workers,
 //! jobs waiting) are read when a scrape arrives, so nothing on the solving path takes a lock.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -38,6 +39,17 @@ struct BuildLabels {
     version: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    /// The flag that sets it, without the dashes: `max_open_streams`.
+    flag: &'static str,
+}
+
 /// The daemon's metrics. Cheap to clone: every metric is shared.
 #[derive(Clone)]
 pub struct Metrics {
@@ -52,7 +64,19 @@ pub struct Metrics {
     open_streams: Gauge,
     busy_workers: Gauge,
     queued_jobs: Gauge,
+    open_connections: Gauge,
+    open_calls: Gauge,
+    connections_refused: Family<ReasonLabels, Counter>,
+    accept_pauses: Family<ReasonLabels, Counter>,
+    calls_refused: Family<ReasonLabels, Counter>,
+    limits: Family<LimitLabels, Gauge>,
+    /// When each kind of refusal was last logged, and how many went unlogged since.
+    refusal_log: Arc<Mutex<HashMap<&'static str, (Instant, u64)>>>,
 }
+
+/// At most one log line per kind of refusal in this interval: an attack or a misconfigured client
+/// shows in the log without flooding it.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -112,6 +136,46 @@ impl Metrics {
             "Batches waiting for a free worker",
             queued_jobs.clone(),
         );
+        let open_connections = Gauge::default();
+        registry.register(
+            "open_connections",
+            "Client connections open (TCP accepted, handshake done or under way)",
+            open_connections.clone(),
+        );
+        let open_calls = Gauge::default();
+        registry.register(
+            "open_calls",
+            "Calls of any rpc in progress, counted against --max-open-streams",
+            open_calls.clone(),
+        );
+        let connections_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "connections_refused",
+            "Connections closed before serving a call, by reason: handshake_timeout (no TLS \
+             handshake or HTTP/2 preface within --handshake-timeout), tls (a failed TLS \
+             handshake)",
+            connections_refused.clone(),
+        );
+        let accept_pauses = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "accept_pauses",
+            "Times the listener stopped accepting for a while, by reason: max_connections (at \
+             --max-connections), file_limit (out of file descriptors), accept_error",
+            accept_pauses.clone(),
+        );
+        let calls_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "calls_refused",
+            "Calls refused before any work, by reason: max_open_streams, max_deals_in_flight \
+             (RESOURCE_EXHAUSTED), unauthenticated, shutting_down (UNAVAILABLE)",
+            calls_refused.clone(),
+        );
+        let limits = Family::<LimitLabels, Gauge>::default();
+        registry.register(
+            "limit",
+            "The value of each limit this daemon runs with, by flag",
+            limits.clone(),
+        );
         registry.register(
             "build",
             "The running version",
@@ -129,7 +193,80 @@ impl Metrics {
             open_streams,
             busy_workers,
             queued_jobs,
+            open_connections,
+            open_calls,
+            connections_refused,
+            accept_pauses,
+            calls_refused,
+            limits,
+            refusal_log: Arc::default(),
         }
+    }
+
+    /// A connection opened (`1`) or closed (`-1`).
+    pub fn connections(&self, n: i64) {
+        self.open_connections.inc_by(n);
+    }
+
+    /// A call of either rpc started (`1`) or ended (`-1`).
+    pub fn calls(&self, n: i64) {
+        self.open_calls.inc_by(n);
+    }
+
+    /// A connection closed before serving anything; `reason` as the metric documents.
+    pub fn connection_refused(&self, reason: &'static str) {
+        self.connections_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// The listener paused accepting; `reason` as the metric documents.
+    pub fn accept_paused(&self, reason: &'static str) {
+        self.accept_pauses
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// A call refused before any work; `reason` as the metric documents. Logged at warn, at
+    /// most once per [`REFUSAL_LOG_INTERVAL`] and reason, with how many more there were since.
+    pub fn call_refused(&self, reason: &'static str, peer: Option<SocketAddr>, status: &str) {
+        self.calls_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+        let now = Instant::now();
+        let unlogged = {
+            let Ok(mut log) = self.refusal_log.lock() else {
+                return;
+            };
+            match log.get_mut(reason) {
+                Some((last, unlogged)) if now.duration_since(*last) < REFUSAL_LOG_INTERVAL => {
+                    *unlogged += 1;
+                    return;
+                }
+                Some((last, unlogged)) => {
+                    *last = now;
+                    std::mem::take(unlogged)
+                }
+                None => {
+                    log.insert(reason, (now, 0));
+                    0
+                }
+            }
+        };
+        let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+        tracing::warn!(
+            reason,
+            peer,
+            more_since_last_logged = unlogged,
+            "refused a call: {status}"
+        );
+    }
+
+    /// Publishes the value a limit runs with.
+    pub fn limit(&self, flag: &'static str, value: u64) {
+        self.limits
+            .get_or_create(&LimitLabels { flag })
+            .set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
     /// Counts one answered deal; `outcome` is `solved` or an error code's name.

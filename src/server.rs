@@ -1,25 +1,34 @@
-//! Wiring the daemon: the solver service with health and reflection beside it, the transport
+//! Wiring the daemon: the solver service with health and reflection beside it, the connection
 //! limits, and a graceful shutdown with a time limit.
 //!
 //! [`run`] takes a bound listener and a shutdown future, so tests start it on port 0 and stop it
-//! at will, exactly as `patience serve` does with SIGTERM.
+//! at will, exactly as `patience serve` does with SIGTERM. The server accepts and serves
+//! connections itself (`listener.rs`, `connection.rs`) on hyper, with tonic's routing and
+//! services on top, so that every connection is under its limits from the first byte.
+
+mod calls;
+mod connection;
+mod listener;
+mod tls;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio_util::task::TaskTracker;
+use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
-
-use std::net::SocketAddr;
 
 use crate::auth::{RequireBearer, Secret};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
+
+pub use tls::TlsError;
 
 /// HTTP/2 receive window per stream. This is what a stream whose reading has been paused (its
 /// in-flight window is full) may still buffer in the server, so it bounds memory per stream.
@@ -36,6 +45,22 @@ pub const STREAM_WINDOW: u32 = 64 << 10;
 /// never what stops a well-behaved client; the per-stream windows bound the memory.
 pub const CONNECTION_WINDOW: u32 = 16 << 20;
 
+/// Files the process keeps for itself beside its connections (standard streams, the runtime's
+/// epoll and wake-up descriptors, the listeners, the metrics endpoint and its scrapes, the
+/// certificate and token files while they are read), with room to spare.
+pub const RESERVED_FILES: u64 = 128;
+
+/// The default `--max-connections`: what the open-file limit leaves after [`RESERVED_FILES`],
+/// and no more than 4,096 (the memory bound in the README assumes that many at most).
+pub fn default_max_connections(open_file_limit: u64) -> usize {
+    usize::try_from(
+        open_file_limit
+            .saturating_sub(RESERVED_FILES)
+            .clamp(1, 4_096),
+    )
+    .unwrap_or(1)
+}
+
 /// Everything `serve` can be told, with the defaults a daemon on one machine wants.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -44,7 +69,20 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Concurrent calls one HTTP/2 connection may have open.
     pub max_concurrent_streams: u32,
-    /// Interval of HTTP/2 keepalive pings to idle clients, so dead peers are noticed.
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// How long a new connection may take to finish its TLS handshake (with TLS) and send the
+    /// HTTP/2 preface before it is closed.
+    pub handshake_timeout: Duration,
+    /// GOAWAY to a connection with no call open for this long.
+    pub max_connection_idle: Option<Duration>,
+    /// GOAWAY to a connection this old (give or take a tenth), so long-lived clients spread over
+    /// new replicas.
+    pub max_connection_age: Option<Duration>,
+    /// After the age GOAWAY, how long its calls may take before the connection is closed.
+    pub max_connection_age_grace: Option<Duration>,
+    /// Interval of HTTP/2 keepalive pings to idle clients, so dead peers are noticed (and of TCP
+    /// keepalive probes).
     pub keepalive_interval: Duration,
     /// How long a keepalive ping may go unanswered before the connection is closed.
     pub keepalive_timeout: Duration,
@@ -84,6 +122,11 @@ impl Default for ServerConfig {
             workers: crate::pool::default_workers(),
             limits: Limits::default(),
             max_concurrent_streams: 32,
+            max_connections: default_max_connections(1_024),
+            handshake_timeout: Duration::from_secs(10),
+            max_connection_idle: None,
+            max_connection_age: None,
+            max_connection_age_grace: None,
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
@@ -98,21 +141,19 @@ impl Default for ServerConfig {
 /// Why the server stopped other than by being asked to.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("cannot start the solver threads: {0}")]
+    #[error("cannot start the solver threads")]
     Pool(#[source] std::io::Error),
-    #[error("cannot build the reflection service: {0}")]
+    #[error("cannot build the reflection service")]
     Reflection(#[from] tonic_reflection::server::Error),
-    #[error("transport failed: {0}")]
-    Transport(#[from] tonic::transport::Error),
-    #[error("cannot serve metrics on {0}: {1}")]
+    #[error("cannot serve metrics on {0}")]
     Metrics(SocketAddr, #[source] std::io::Error),
-    #[error("cannot use the TLS certificate and key: {0}")]
-    Tls(#[source] tonic::transport::Error),
+    #[error("cannot use the TLS certificate and key")]
+    Tls(#[from] TlsError),
 }
 
 /// Serves until `shutdown` completes, then drains: health turns NOT_SERVING, the listener closes
-/// and new calls are refused, calls in flight may finish within `drain_timeout`, and whatever is
-/// still running after that ends with `UNAVAILABLE`.
+/// and new calls are refused, every connection gets GOAWAY, calls in flight may finish within
+/// `drain_timeout`, and whatever is still running after that ends with `UNAVAILABLE`.
 pub async fn run(
     listener: TcpListener,
     config: ServerConfig,
@@ -130,12 +171,14 @@ pub async fn run_with_pool(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let metrics = config.metrics.clone();
+    publish_limits(&config, &metrics);
     let (lifecycle, control) = Lifecycle::new();
     let service = SolverService::new(
         pool.clone(),
         config.limits.clone(),
         lifecycle,
-        config.metrics.clone(),
+        metrics.clone(),
     );
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(addr) = config.metrics_addr {
@@ -146,7 +189,7 @@ pub async fn run_with_pool(
             .local_addr()
             .map_err(|e| ServerError::Metrics(addr, e))?;
         tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
-        let (metrics, pool) = (config.metrics.clone(), pool.clone());
+        let (metrics, pool) = (metrics.clone(), pool.clone());
         tokio::spawn(async move {
             let stopped = async {
                 let _ = metrics_stopped.await;
@@ -171,15 +214,42 @@ pub async fn run_with_pool(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
-    let incoming = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(config.keepalive_interval));
+    let solver = InterceptedService::new(
+        SolverServer::new(service)
+            .max_decoding_message_size(config.limits.max_message_bytes)
+            .max_encoding_message_size(usize::MAX),
+        RequireBearer::new(config.auth_token.as_ref(), metrics.clone()),
+    );
+    let limit = config.limits.max_message_bytes;
+    let routes = Routes::new(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(solver)
+        .prepare();
+    let app = tower::ServiceExt::<http::Request<tonic::body::Body>>::map_response(
+        routes,
+        move |response| too_large_status(response, limit),
+    );
 
-    let (began_tx, began_rx) = tokio::sync::oneshot::channel::<()>();
-    let control = Arc::new(control);
-    let signal = {
-        let control = control.clone();
+    let settings = Arc::new(connection::Settings {
+        handshake_timeout: config.handshake_timeout,
+        tls: config.tls.as_ref().map(tls::acceptor).transpose()?,
+        max_idle: config.max_connection_idle,
+        max_age: config.max_connection_age,
+        age_grace: config.max_connection_age_grace,
+        keepalive: Some(config.keepalive_interval),
+        http2: connection::Settings::http2(
+            config.max_concurrent_streams,
+            STREAM_WINDOW,
+            CONNECTION_WINDOW,
+            config.keepalive_interval,
+            config.keepalive_timeout,
+        ),
+    });
+
+    let stop = {
         let health = health.clone();
+        let control = &control;
         async move {
             shutdown.await;
             // Balancers watching health stop routing here before the listener goes away.
@@ -191,66 +261,95 @@ pub async fn run_with_pool(
                 .await;
             control.start_draining();
             tracing::info!("shutting down: draining calls in flight");
-            let _ = began_tx.send(());
         }
     };
-
-    let solver = InterceptedService::new(
-        SolverServer::new(service)
-            .max_decoding_message_size(config.limits.max_message_bytes)
-            .max_encoding_message_size(usize::MAX),
-        RequireBearer::new(config.auth_token.as_ref()),
+    let caps = Arc::new(calls::CallCaps::new(
+        config.limits.max_open_streams,
+        config.limits.max_open_unary,
+        metrics.clone(),
+    ));
+    let (drain, draining) = watch::channel(false);
+    let connections = TaskTracker::new();
+    let cap = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    listener::accept(
+        listener,
+        cap,
+        config.max_connections.max(1),
+        metrics.clone(),
+        stop,
+        |stream, _peer, permit| {
+            connections.spawn(connection::serve(
+                stream,
+                settings.clone(),
+                app.clone(),
+                caps.clone(),
+                metrics.clone(),
+                draining.clone(),
+                permit,
+            ));
+        },
+    )
+    .await;
+    // The listener is closed now: new connections are refused by the kernel.
+    let _ = drain.send(true);
+    connections.close();
+    if tokio::time::timeout(config.drain_timeout, connections.wait())
+        .await
+        .is_ok()
+    {
+        tracing::info!("drained; stopping");
+        return Ok(());
+    }
+    tracing::warn!(
+        drain_timeout_s = config.drain_timeout.as_secs_f64(),
+        "drain timeout reached; ending the calls still in flight with UNAVAILABLE"
     );
-    let mut builder = Server::builder();
-    if let Some(tls) = &config.tls {
-        let mut tls_config =
-            ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
-        if let Some(ca) = &tls.client_ca_pem {
-            tls_config = tls_config.client_ca_root(Certificate::from_pem(ca));
-        }
-        builder = builder.tls_config(tls_config).map_err(ServerError::Tls)?;
+    control.abort_calls();
+    if tokio::time::timeout(Duration::from_secs(5), connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the calls ended; closing them");
     }
-    let limit = config.limits.max_message_bytes;
-    let server = builder
-        .layer(tower::util::MapResponseLayer::new(
-            move |response: http::Response<tonic::body::Body>| too_large_status(response, limit),
-        ))
-        .max_concurrent_streams(Some(config.max_concurrent_streams))
-        .initial_stream_window_size(Some(STREAM_WINDOW))
-        .initial_connection_window_size(Some(CONNECTION_WINDOW))
-        .http2_keepalive_interval(Some(config.keepalive_interval))
-        .http2_keepalive_timeout(Some(config.keepalive_timeout))
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(solver)
-        .serve_with_incoming_shutdown(incoming, signal);
-    tokio::pin!(server);
+    Ok(())
+}
 
-    tokio::select! {
-        result = &mut server => return result.map_err(ServerError::from),
-        _ = began_rx => {}
-    }
-    // tonic waits for every connection without a limit (grpc/grpc-rust#1820): impose ours.
-    match tokio::time::timeout(config.drain_timeout, &mut server).await {
-        Ok(result) => {
-            tracing::info!("drained; stopping");
-            result.map_err(ServerError::from)
-        }
-        Err(_) => {
-            tracing::warn!(
-                drain_timeout_s = config.drain_timeout.as_secs_f64(),
-                "drain timeout reached; ending the calls still in flight with UNAVAILABLE"
-            );
-            control.abort_calls();
-            match tokio::time::timeout(Duration::from_secs(5), &mut server).await {
-                Ok(result) => result.map_err(ServerError::from),
-                Err(_) => {
-                    tracing::warn!("connections still open after the calls ended; closing them");
-                    Ok(())
-                }
-            }
-        }
+/// Every limit in the metrics, so that what a daemon runs with can be read where it is watched.
+fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
+    let secs = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
+    let l = &config.limits;
+    for (flag, value) in [
+        ("workers", config.workers as u64),
+        ("max_message_bytes", l.max_message_bytes as u64),
+        ("max_deals_per_request", l.max_deals_per_request as u64),
+        ("max_in_flight", l.max_in_flight as u64),
+        ("max_open_streams", l.max_open_streams as u64),
+        ("max_open_unary", l.max_open_unary as u64),
+        ("max_deals_in_flight", l.max_deals_in_flight as u64),
+        (
+            "max_concurrent_streams",
+            u64::from(config.max_concurrent_streams),
+        ),
+        ("max_connections", config.max_connections as u64),
+        (
+            "handshake_timeout_seconds",
+            config.handshake_timeout.as_secs(),
+        ),
+        (
+            "max_connection_idle_seconds",
+            secs(config.max_connection_idle),
+        ),
+        (
+            "max_connection_age_seconds",
+            secs(config.max_connection_age),
+        ),
+        (
+            "max_connection_age_grace_seconds",
+            secs(config.max_connection_age_grace),
+        ),
+        ("drain_timeout_seconds", config.drain_timeout.as_secs()),
+    ] {
+        metrics.limit(flag, value);
     }
 }
 

@@ -26,11 +26,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use futures::future::OptionFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::{FutureExt, Stream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{AcquireError, Semaphore, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Request, Response, Status, Streaming};
+
+mod admission;
+
+use admission::{Admission, Held};
 
 use crate::deal::{Deal, DealError, DealErrorKind};
 use crate::metrics::Metrics;
@@ -50,6 +55,19 @@ pub struct Limits {
     /// Deals one `SolveStream` call may have read but not yet handed back to the transport; at the
     /// limit the server stops reading that call.
     pub max_in_flight: usize,
+    /// `SolveStream` calls open at once across all connections; beyond, `RESOURCE_EXHAUSTED`
+    /// (enforced by the server, which sees a call before it is read).
+    pub max_open_streams: usize,
+    /// `Solve` calls open at once across all connections (each may be reading a message of up to
+    /// `max_message_bytes`); beyond, `RESOURCE_EXHAUSTED`.
+    pub max_open_unary: usize,
+    /// Deals read but not yet handed back across all calls; at the limit calls stop being read,
+    /// and new calls get `RESOURCE_EXHAUSTED`.
+    pub max_deals_in_flight: usize,
+    /// Once shutdown begins, stop reading a stream whose client is still sending after this long
+    /// (answering what was read and naming the resume index), instead of serving it until the
+    /// drain timeout. Off by default.
+    pub drain_cut_after: Option<Duration>,
     /// Deals per pool job: large enough to amortise the hop to a worker, small enough to spread
     /// one request over every worker.
     pub batch: usize,
@@ -66,6 +84,10 @@ impl Default for Limits {
             max_message_bytes: 4 << 20,
             max_deals_per_request: 10_000,
             max_in_flight: 4_096,
+            max_open_streams: 1_024,
+            max_open_unary: 64,
+            max_deals_in_flight: 65_536,
+            drain_cut_after: None,
             batch: 32,
             panic_on_id: None,
         }
@@ -104,9 +126,9 @@ impl Lifecycle {
 }
 
 impl LifecycleControl {
-    /// From now on new calls are refused with `UNAVAILABLE`. Calls in flight go on, but a stream
-    /// whose client is still sending is cut at a request boundary after [`DRAIN_READ_GRACE`]:
-    /// everything read is answered, then `UNAVAILABLE` names the index to resume from.
+    /// From now on new calls are refused with `UNAVAILABLE`. Calls in flight go on to their end,
+    /// whether or not their client is still sending (unless [`Limits::drain_cut_after`] says
+    /// otherwise), until [`LifecycleControl::abort_calls`].
     pub fn start_draining(&self) {
         let _ = self.draining.send(true);
     }
@@ -124,26 +146,31 @@ pub struct SolverService {
     limits: Limits,
     lifecycle: Lifecycle,
     metrics: Metrics,
+    admission: Admission,
 }
 
 impl SolverService {
     pub fn new(pool: Arc<Pool>, limits: Limits, lifecycle: Lifecycle, metrics: Metrics) -> Self {
+        let admission = Admission::new(&limits, metrics.clone());
         SolverService {
             pool,
             limits,
             lifecycle,
             metrics,
+            admission,
         }
     }
 
-    fn admit(&self) -> Result<(), Status> {
+    /// Lets a new call in, or says why not: shutting down, or a server-wide budget spent.
+    fn admit(&self, peer: Option<SocketAddr>) -> Result<(), Status> {
         if *self.lifecycle.draining.borrow() {
-            Err(Status::unavailable(
+            self.metrics
+                .call_refused("shutting_down", peer, "shutting down");
+            return Err(Status::unavailable(
                 "the server is shutting down; retry on another replica",
-            ))
-        } else {
-            Ok(())
+            ));
         }
+        self.admission.admit(peer)
     }
 
     fn check_size(&self, request: &SolveRequest) -> Result<(), Status> {
@@ -361,7 +388,7 @@ pub type ResponseStream = Pin<Box<dyn Stream<Item = Result<SolveResponse, Status
 
 /// What a call's task hands to tonic: a response with the in-flight permits of its deals, which
 /// are returned only when tonic takes the response for sending.
-type Outgoing = Result<(SolveResponse, OwnedSemaphorePermit), Status>;
+type Outgoing = Result<(SolveResponse, Held), Status>;
 
 #[tonic::async_trait]
 impl proto::solver_server::Solver for SolverService {
@@ -371,8 +398,8 @@ impl proto::solver_server::Solver for SolverService {
         &self,
         request: Request<Streaming<SolveRequest>>,
     ) -> Result<Response<ResponseStream>, Status> {
-        self.admit()?;
         let peer = request.remote_addr();
+        self.admit(peer)?;
         let deadline = deadline(&request)?;
         let inbound = request.into_inner();
         // Every queued response holds at least one permit, so this capacity is never the limit.
@@ -387,15 +414,17 @@ impl proto::solver_server::Solver for SolverService {
         &self,
         request: Request<SolveRequest>,
     ) -> Result<Response<SolveResponse>, Status> {
-        self.admit()?;
-        let started = Instant::now();
         let peer = request.remote_addr();
+        self.admit(peer)?;
+        let started = Instant::now();
         let deadline = deadline(&request)?;
         let request = request.into_inner();
         self.check_size(&request)?;
         let deals = request.deals.len();
         let _in_flight = InFlight::new(&self.metrics, deals as i64);
         let work = async {
+            // Held until the response is returned, like a stream's permits.
+            let _held = self.admission.hold(deals).await;
             self.start(vec![(request, 0)])
                 .await?
                 .await
@@ -447,23 +476,25 @@ impl SolverService {
         let budget = Arc::new(Semaphore::new(max_in_flight));
         let mut abort = self.lifecycle.abort.clone();
         let mut draining = self.lifecycle.draining.clone();
-        // Armed when shutdown begins: a client still sending then has DRAIN_READ_GRACE to finish.
+        // Armed when shutdown begins, with `drain_cut_after`: a client still sending then has
+        // that long to finish.
         let stop_reading = tokio::time::sleep(FOREVER);
         tokio::pin!(stop_reading);
+        let cut_after = self.limits.drain_cut_after;
         let mut drain_armed = false;
         let mut cut_short = false;
-        let mut in_flight: FuturesOrdered<
-            BoxFuture<'static, Vec<(Answered, OwnedSemaphorePermit)>>,
-        > = FuturesOrdered::new();
-        // A request read from the client, waiting for its permits.
+        let mut in_flight: FuturesOrdered<BoxFuture<'static, Vec<(Answered, Held)>>> =
+            FuturesOrdered::new();
+        // A request read from the client, waiting for its permits: the call's own and the
+        // server's. The wait is kept across turns of the loop, so it keeps its place in the
+        // server-wide queue.
         let mut waiting: Option<SolveRequest> = None;
+        let mut acquiring: Option<BoxFuture<'static, Result<Held, AcquireError>>> = None;
         // Requests with their permits go to a helper task that queues their batches on the pool
         // one request after another (queueing waits while the pool's queue is full); it hands back
         // each response's future in order. Meanwhile this loop goes on reading and forwarding.
-        let (submit_tx, mut submit_rx) =
-            mpsc::unbounded_channel::<(SolveRequest, u64, OwnedSemaphorePermit)>();
-        let (started_tx, mut started_rx) =
-            mpsc::unbounded_channel::<(Started, Vec<OwnedSemaphorePermit>)>();
+        let (submit_tx, mut submit_rx) = mpsc::unbounded_channel::<(SolveRequest, u64, Held)>();
+        let (started_tx, mut started_rx) = mpsc::unbounded_channel::<(Started, Vec<Held>)>();
         let batch = self.limits.batch.max(1);
         let _submitter = AbortOnDrop(tokio::spawn({
             let service = self.clone();
@@ -515,9 +546,6 @@ impl SolverService {
                 }
                 break "completed";
             }
-            let cost = waiting
-                .as_ref()
-                .map_or(1, |r| r.deals.len().clamp(1, max_in_flight)) as u32;
             tokio::select! {
                 biased;
                 _ = tx.closed() => break "cancelled by the client",
@@ -537,11 +565,10 @@ impl SolverService {
                     let _ = tokio::time::timeout(Duration::from_secs(1), tx.send(Err(status))).await;
                     break "aborted by shutdown";
                 }
-                true = draining.wait_for(|&d| d).map(|r| r.is_ok()), if reading && !drain_armed => {
+                true = draining.wait_for(|&d| d).map(|r| r.is_ok()), if reading && !drain_armed && cut_after.is_some() => {
                     drain_armed = true;
-                    stop_reading
-                        .as_mut()
-                        .reset(tokio::time::Instant::now() + DRAIN_READ_GRACE);
+                    let grace = cut_after.unwrap_or(FOREVER);
+                    stop_reading.as_mut().reset(tokio::time::Instant::now() + grace);
                 }
                 _ = &mut stop_reading, if reading && drain_armed => {
                     // The client has not finished sending: what was read is answered, the rest is
@@ -574,11 +601,13 @@ impl SolverService {
                             failure = Some(status);
                             reading = false;
                             waiting = None;
+                            acquiring = None;
                         }
                     }
                 }
-                permit = budget.clone().acquire_many_owned(cost), if waiting.is_some() => {
-                    let (Ok(permit), Some(request)) = (permit, waiting.take()) else {
+                Some(held) = OptionFuture::from(acquiring.as_mut()), if acquiring.is_some() => {
+                    acquiring = None;
+                    let (Ok(permit), Some(request)) = (held, waiting.take()) else {
                         break "internal error: the in-flight budget closed";
                     };
                     let first_index = next_index;
@@ -592,7 +621,13 @@ impl SolverService {
                 message = inbound.message(), if reading && waiting.is_none() => {
                     match message {
                         Ok(Some(request)) => match self.check_size(&request) {
-                            Ok(()) => waiting = Some(request),
+                            Ok(()) => {
+                                let cost = request.deals.len().clamp(1, max_in_flight);
+                                acquiring = Some(
+                                    self.admission.hold_with(budget.clone(), cost).boxed(),
+                                );
+                                waiting = Some(request);
+                            }
                             Err(status) => {
                                 failure = Some(status);
                                 reading = false;
@@ -634,11 +669,6 @@ impl SolverService {
 
 /// Stands in for "no deadline": far enough never to fire, near enough not to overflow.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// How long a stream still being sent to may go on once shutdown begins. Long enough for a client
-/// that has sent everything but its end-of-stream to finish normally; short enough that a client
-/// streaming a large file moves to another replica promptly instead of holding the drain open.
-pub const DRAIN_READ_GRACE: Duration = Duration::from_secs(1);
 
 /// The call's deadline from its `grpc-timeout` header (`<digits><unit>`, unit one of H M S m u n).
 fn deadline<T>(request: &Request<T>) -> Result<Option<tokio::time::Instant>, Status> {

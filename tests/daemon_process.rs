@@ -354,13 +354,21 @@ fn client_prints_exactly_what_solve_prints() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A client that never stops sending does not hold the drain open: shortly after SIGTERM its
-/// stream is cut at a request boundary, everything read is answered in order, and UNAVAILABLE says
-/// where to resume; the daemon then exits long before its 60 s drain timeout.
+/// With `--drain-cut-after`, a client that never stops sending does not hold the drain open:
+/// shortly after SIGTERM its stream is cut at a request boundary, everything read is answered in
+/// order, and UNAVAILABLE says where to resume; the daemon then exits long before its 60 s drain
+/// timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_cuts_a_stream_still_sending_at_a_boundary_with_its_resume_index() {
+async fn with_drain_cut_after_sigterm_cuts_a_stream_still_sending_at_a_boundary() {
     let (deals, expected) = corpus();
-    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "60s"]);
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--drain-timeout",
+        "60s",
+        "--drain-cut-after",
+        "1s",
+    ]);
     let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
     let (requests_tx, requests_rx) = tokio::sync::mpsc::channel(4);
     let one_round = requests(&deals, 50, 1);

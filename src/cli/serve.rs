@@ -14,6 +14,7 @@ use crate::service::Limits;
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
     init_logging(args.log_format)?;
+    let open_files = raise_open_file_limit();
     let config = ServerConfig {
         workers: args
             .workers
@@ -22,9 +23,20 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_message_bytes: args.max_message_bytes,
             max_deals_per_request: args.max_deals_per_request,
             max_in_flight: args.max_in_flight.max(1),
+            max_open_streams: args.max_open_streams.max(1),
+            max_open_unary: args.max_open_unary.max(1),
+            max_deals_in_flight: args.max_deals_in_flight.max(1),
+            drain_cut_after: args.drain_cut_after.0,
             ..Limits::default()
         },
         max_concurrent_streams: args.max_concurrent_streams,
+        max_connections: args
+            .max_connections
+            .map_or_else(|| server::default_max_connections(open_files), |n| n.get()),
+        handshake_timeout: args.handshake_timeout,
+        max_connection_idle: args.max_connection_idle.0,
+        max_connection_age: args.max_connection_age.0,
+        max_connection_age_grace: args.max_connection_age_grace.0,
         keepalive_interval: args.keepalive_interval,
         keepalive_timeout: args.keepalive_timeout,
         drain_timeout: args.drain_timeout,
@@ -57,10 +69,19 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_message_bytes = config.limits.max_message_bytes,
             max_deals_per_request = config.limits.max_deals_per_request,
             max_in_flight = config.limits.max_in_flight,
+            max_open_streams = config.limits.max_open_streams,
+            max_open_unary = config.limits.max_open_unary,
+            max_deals_in_flight = config.limits.max_deals_in_flight,
             max_concurrent_streams = config.max_concurrent_streams,
+            max_connections = config.max_connections,
+            handshake_timeout_s = config.handshake_timeout.as_secs_f64(),
+            max_connection_idle = %shown(config.max_connection_idle),
+            max_connection_age = %shown(config.max_connection_age),
+            max_connection_age_grace = %shown(config.max_connection_age_grace),
             keepalive_interval_s = config.keepalive_interval.as_secs_f64(),
             keepalive_timeout_s = config.keepalive_timeout.as_secs_f64(),
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
+            drain_cut_after = %shown(config.limits.drain_cut_after),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
             metrics_addr = %config.metrics_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
@@ -91,8 +112,41 @@ fn tls_identity(args: &ServeArgs) -> anyhow::Result<Option<TlsIdentity>> {
     }))
 }
 
+/// A duration for the start line: seconds, or `off`.
+fn shown(d: Option<std::time::Duration>) -> String {
+    d.map_or_else(|| "off".to_string(), |d| format!("{}s", d.as_secs_f64()))
+}
+
+/// Raises the soft limit on open files to the hard one, as Go's runtime does at start: every
+/// connection costs a descriptor, and the soft limit is often a low default (1,024) that the
+/// hard limit does not share. Returns the limit now in force.
+fn raise_open_file_limit() -> u64 {
+    let before = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft);
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(now) if now > before => {
+            tracing::info!(from = before, to = now, "raised the open-file limit");
+            now
+        }
+        Ok(now) => now,
+        Err(e) => {
+            tracing::warn!(limit = before, "cannot raise the open-file limit: {e}");
+            before
+        }
+    }
+}
+
 fn init_logging(format: LogFormat) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The start line (with the bound address, which a caller of port 0 needs) and the stop line
+    // show whatever RUST_LOG says about the rest, unless it names this module itself.
+    let filter = if std::env::var("RUST_LOG").is_ok_and(|v| v.contains("patience::cli::serve")) {
+        filter
+    } else {
+        match "patience::cli::serve=info".parse() {
+            Ok(directive) => filter.add_directive(directive),
+            Err(_) => filter,
+        }
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

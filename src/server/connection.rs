@@ -1,0 +1,449 @@
+//! One client connection, from the accepted socket to its close: the handshake deadline, HTTP/2
+//! through hyper, and the three ways the server ends a connection gracefully (GOAWAY, then the
+//! calls in progress finish): shutdown, idleness and age.
+//!
+//! The server owns this loop rather than leaving it to tonic's `Server` so that it can
+//! - close a connection that has not completed its TLS handshake and sent the HTTP/2 preface
+//!   within `--handshake-timeout` (tonic waits forever for the preface, and a socket that never
+//!   sends anything holds a file descriptor for good);
+//! - send GOAWAY to a connection idle for `--max-connection-idle`, and to one older than
+//!   `--max-connection-age`, closing it for good `--max-connection-age-grace` later, as grpc-go's
+//!   server keepalive parameters do (tonic's age limit skips the GOAWAY when a grace is set).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::FutureExt as _;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::time::{Instant, Sleep};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+use tonic::transport::server::TcpConnectInfo;
+use tower::Service;
+
+use super::calls::{CallCaps, OpenCall as Capped};
+use crate::metrics::Metrics;
+
+/// The client's HTTP/2 connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
+const PREFACE_LEN: usize = 24;
+
+/// How every connection is served; built once by the server.
+pub struct Settings {
+    pub handshake_timeout: Duration,
+    pub tls: Option<TlsAcceptor>,
+    pub max_idle: Option<Duration>,
+    pub max_age: Option<Duration>,
+    pub age_grace: Option<Duration>,
+    pub keepalive: Option<Duration>,
+    pub http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+}
+
+impl Settings {
+    /// The HTTP/2 settings tonic's `Server` applies with the same options, so that moving the
+    /// connection loop here changed nothing a client can see; except that the limit on streams
+    /// the server itself resets for a client's protocol errors stays at h2's 1,024 (tonic turns
+    /// it off), which is what stops a "MadeYouReset" flood (CVE-2025-8671). Rapid resets by the
+    /// client (CVE-2023-44487) are stopped by h2's own defaults.
+    pub fn http2(
+        max_concurrent_streams: u32,
+        stream_window: u32,
+        connection_window: u32,
+        keepalive_interval: Duration,
+        keepalive_timeout: Duration,
+    ) -> hyper::server::conn::http2::Builder<TokioExecutor> {
+        let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .initial_connection_window_size(connection_window)
+            .initial_stream_window_size(stream_window)
+            .max_concurrent_streams(max_concurrent_streams)
+            .keep_alive_interval(keepalive_interval)
+            .keep_alive_timeout(keepalive_timeout)
+            .adaptive_window(false)
+            .max_pending_accept_reset_streams(None)
+            .max_local_error_reset_streams(Some(1024));
+        http2
+    }
+}
+
+/// Serves one accepted connection until it closes. `drain` turning true starts a graceful
+/// shutdown; `permit` (a place under `--max-connections`) is returned when the connection ends.
+pub async fn serve<S>(
+    stream: TcpStream,
+    settings: Arc<Settings>,
+    service: S,
+    caps: Arc<CallCaps>,
+    metrics: Metrics,
+    mut drain: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) where
+    S: Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    metrics.connections(1);
+    let _open = OnDrop(|| metrics.connections(-1));
+    let deadline = Instant::now() + settings.handshake_timeout;
+    let info = TcpConnectInfo {
+        local_addr: stream.local_addr().ok(),
+        remote_addr: stream.peer_addr().ok(),
+    };
+    let _ = stream.set_nodelay(true);
+    if let Some(idle) = settings.keepalive {
+        let keepalive = socket2::TcpKeepalive::new().with_time(idle);
+        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
+    }
+    let transport = match &settings.tls {
+        None => Transport::Plain(stream),
+        Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
+            Ok(Ok(tls)) => Transport::Tls(Box::new(tls)),
+            Ok(Err(e)) => {
+                metrics.connection_refused("tls");
+                tracing::debug!(peer = ?info.remote_addr, "TLS handshake failed: {e}");
+                return;
+            }
+            Err(_) => {
+                metrics.connection_refused("handshake_timeout");
+                tracing::debug!(peer = ?info.remote_addr, "no TLS handshake within --handshake-timeout");
+                return;
+            }
+        },
+    };
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let io = Preface {
+        inner: transport,
+        seen: 0,
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        timed_out: timed_out.clone(),
+    };
+    let (calls, mut calls_seen) = watch::channel(0usize);
+    let per_connection = PerConnection {
+        inner: service,
+        info: info.clone(),
+        calls: Arc::new(calls),
+        caps,
+    };
+    let conn = settings
+        .http2
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(per_connection));
+    tokio::pin!(conn);
+
+    let idle = idle_for(settings.max_idle, &mut calls_seen);
+    tokio::pin!(idle);
+    let age = until(settings.max_age.map(|a| jittered(a, &info)));
+    tokio::pin!(age);
+    let mut closing = false;
+    let mut force = Box::pin(until(None));
+    loop {
+        tokio::select! {
+            result = &mut conn => {
+                if timed_out.load(Ordering::Relaxed) {
+                    metrics.connection_refused("handshake_timeout");
+                    tracing::debug!(peer = ?info.remote_addr, "no HTTP/2 preface within --handshake-timeout");
+                } else if let Err(e) = result {
+                    tracing::debug!(peer = ?info.remote_addr, "connection ended: {e}");
+                }
+                return;
+            }
+            true = drain.wait_for(|&d| d).map(|r| r.is_ok()), if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            () = &mut idle, if !closing => {
+                tracing::debug!(peer = ?info.remote_addr, "idle for --max-connection-idle: GOAWAY");
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            () = &mut age, if !closing => {
+                tracing::debug!(peer = ?info.remote_addr, "older than --max-connection-age: GOAWAY");
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+                force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
+            }
+            () = &mut force => {
+                tracing::debug!(peer = ?info.remote_addr, "--max-connection-age-grace is over: closing");
+                return;
+            }
+        }
+    }
+}
+
+/// Completes once no call has been open on the connection for `max_idle` (never without one).
+async fn idle_for(max_idle: Option<Duration>, calls: &mut watch::Receiver<usize>) {
+    let Some(max_idle) = max_idle else {
+        return std::future::pending().await;
+    };
+    loop {
+        if calls.wait_for(|&n| n == 0).await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(max_idle) => return,
+            // A call started (or the count moved): wait for quiet again.
+            _ = calls.changed() => {}
+        }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `age` plus or minus up to a tenth, as grpc-go does, so that connections opened together
+/// (after a rollout) do not all reconnect at the same moment. The jitter comes from the peer's
+/// port, which differs between connections and needs no random source.
+fn jittered(age: Duration, info: &TcpConnectInfo) -> Instant {
+    let port = info.remote_addr.map_or(0, |a| a.port());
+    let spread = f64::from(port % 201) / 1000.0 - 0.1;
+    Instant::now() + age.mul_f64(1.0 + spread)
+}
+
+/// The service as one connection sees it: each request is told the connection's addresses (what
+/// `Request::remote_addr` reads), checked against the server's call caps, and counted as open
+/// (on the connection, for idleness, and under its cap) until its response body is done.
+#[derive(Clone)]
+struct PerConnection<S> {
+    inner: S,
+    info: TcpConnectInfo,
+    calls: Arc<watch::Sender<usize>>,
+    caps: Arc<CallCaps>,
+}
+
+impl<S> Service<http::Request<Incoming>> for PerConnection<S>
+where
+    S: Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Counted>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<Incoming>) -> Self::Future {
+        self.calls.send_modify(|n| *n += 1);
+        let open = OpenCall(self.calls.clone());
+        let capped = match self.caps.admit(request.uri().path(), self.info.remote_addr) {
+            Ok(capped) => capped,
+            Err(status) => {
+                let response = status.into_http::<tonic::body::Body>();
+                return Box::pin(async move {
+                    Ok(response.map(|body| Counted {
+                        body,
+                        _open: open,
+                        _capped: None,
+                    }))
+                });
+            }
+        };
+        request.extensions_mut().insert(self.info.clone());
+        let response = self.inner.call(request.map(tonic::body::Body::new));
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| Counted {
+                body,
+                _open: open,
+                _capped: capped,
+            }))
+        })
+    }
+}
+
+/// Counts one call as open on its connection while alive.
+struct OpenCall(Arc<watch::Sender<usize>>);
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A response body that keeps its call counted as open until hyper is done with it.
+pub struct Counted {
+    body: tonic::body::Body,
+    _open: OpenCall,
+    _capped: Option<Capped>,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, tonic::Status>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The bytes of a connection, with or without TLS.
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Transport::Plain(s) => s.is_write_vectored(),
+            Transport::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The connection's bytes, failing reads once the handshake deadline has passed before the
+/// client's 24-byte HTTP/2 preface arrived. hyper always has a read pending while it waits for
+/// the preface, so the deadline's timer wakes it and the connection ends.
+struct Preface {
+    inner: Transport,
+    seen: usize,
+    deadline: Pin<Box<Sleep>>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl AsyncRead for Preface {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.seen < PREFACE_LEN && this.deadline.as_mut().poll(cx).is_ready() {
+            this.timed_out.store(true, Ordering::Relaxed);
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no HTTP/2 preface within the handshake timeout",
+            )));
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        this.seen = this.seen.saturating_add(buf.filled().len() - before);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Preface {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Runs a closure when dropped, however the scope ends.
+pub struct OnDrop<F: FnMut()>(pub F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}

@@ -1,0 +1,384 @@
+//! The daemon as a process under abuse and at shutdown: more silent connections than it has file
+//! descriptors, thousands of calls that never send a message, and a drain that answers a stream
+//! to its end. Each test runs the real `patience serve` on a free port.
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::{Daemon, TOLERANCE, corpus, probability, wire};
+use patience::proto::{SolveRequest, SolveResponse};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Code;
+
+/// `n` TCP connections to `addr` that never send a byte, kept open as long as they live.
+async fn silent_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        open.push(
+            TcpStream::connect(addr)
+                .await
+                .expect("the kernel completes the TCP handshake even when the daemon waits"),
+        );
+    }
+    open
+}
+
+fn request(deals: &[patience::deal::Deal], first_id: usize) -> SolveRequest {
+    SolveRequest {
+        analysis: None,
+        deals: deals
+            .iter()
+            .enumerate()
+            .map(|(i, d)| wire(d, (first_id + i).to_string()))
+            .collect(),
+    }
+}
+
+/// The process may need more descriptors than a CI shell's soft default for the floods below.
+fn allow_many_sockets() {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+}
+
+/// With the descriptor limit at 512 (and so, by default, 384 connections at once), 600 silent
+/// connections (more than the limit) are held open by their clients. Those the daemon accepted
+/// are closed at the handshake timeout, the rest wait in the kernel's backlog without costing a
+/// descriptor, and a real client that connects after all of them is served about one handshake
+/// timeout later. Meanwhile the daemon's CPU stays low: it used to spin on EMFILE on a whole core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_past_the_file_limit_do_not_lock_out_a_client() {
+    allow_many_sockets();
+    let daemon = Daemon::start_with(
+        &["--workers", "1", "--handshake-timeout", "2s"],
+        &[("RUST_LOG", "info")],
+        Some(512),
+    );
+    assert!(
+        daemon.start_line.contains("max_connections=384"),
+        "{}",
+        daemon.start_line
+    );
+    let cpu_before = daemon.cpu_seconds();
+    let flood = silent_connections(daemon.socket, 600).await;
+    let started = Instant::now();
+    let (deals, expected) = corpus("sample");
+    let answer = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut client = daemon.client().await;
+        client.solve(request(&deals, 0)).await
+    })
+    .await
+    .expect("the client is served before the flood goes away")
+    .expect("the call succeeds");
+    let waited = started.elapsed();
+    let results = answer.into_inner().results;
+    assert!((probability(&results[0]) - expected[0]).abs() <= TOLERANCE);
+    assert!(
+        waited < Duration::from_secs(7),
+        "served {waited:?} after the flood, for a 2 s handshake timeout"
+    );
+    let cpu = daemon.cpu_seconds() - cpu_before;
+    assert!(cpu < 1.5, "the daemon used {cpu} CPU seconds meanwhile");
+    drop(flood);
+}
+
+/// One raw HTTP/2 connection holding `calls` `SolveStream` calls that never send a message, with
+/// the gRPC status of each that the server refused at once. Dropping it closes the connection.
+struct SilentCalls {
+    driver: tokio::task::JoinHandle<()>,
+    _calls: Vec<(h2::RecvStream, h2::SendStream<bytes::Bytes>)>,
+    refused: Vec<String>,
+}
+
+impl Drop for SilentCalls {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+async fn silent_calls(addr: SocketAddr, calls: usize) -> SilentCalls {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (mut send, connection) = h2::client::handshake(tcp)
+        .await
+        .expect("an HTTP/2 handshake");
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut held = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..calls {
+        send = send.ready().await.expect("room for another stream");
+        let request = http::Request::post(format!("http://{addr}/patience.v1.Solver/SolveStream"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .expect("a request");
+        let (response, body) = send.send_request(request, false).expect("send the headers");
+        let head = tokio::time::timeout(Duration::from_secs(20), response)
+            .await
+            .expect("the server answers the headers")
+            .expect("a response");
+        match head.headers().get("grpc-status") {
+            // Trailers only: refused before any work.
+            Some(code) => refused.push(format!(
+                "{} {}",
+                code.to_str().unwrap_or("?"),
+                head.headers()
+                    .get("grpc-message")
+                    .and_then(|m| m.to_str().ok())
+                    .unwrap_or("")
+            )),
+            // Both halves are kept: the call stays open, silent, until the connection closes.
+            None => held.push((head.into_body(), body)),
+        }
+    }
+    SilentCalls {
+        driver,
+        _calls: held,
+        refused,
+    }
+}
+
+/// 300 connections open 8 `SolveStream` calls each that never send a message: the first 1,024
+/// (the default `--max-open-streams`) are held, every one beyond gets RESOURCE_EXHAUSTED naming
+/// the flag, a unary call is still answered at once, a new stream is refused until the silent ones
+/// go away and served after, and the daemon's peak memory stays well under 256 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_calls_beyond_the_cap_are_refused_and_memory_stays_bounded() {
+    allow_many_sockets();
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let (deals, expected) = corpus("sample");
+    let rss_before = daemon.status_kib("VmRSS");
+    let mut flood = Vec::new();
+    for _ in 0..300 {
+        flood.push(silent_calls(daemon.socket, 8).await);
+    }
+    let refused: Vec<&String> = flood.iter().flat_map(|f| &f.refused).collect();
+    assert_eq!(refused.len(), 300 * 8 - 1_024, "{:?}", refused.first());
+    for status in &refused {
+        // 8 is RESOURCE_EXHAUSTED; the message is percent-encoded.
+        assert!(status.starts_with("8 "), "{status}");
+        assert!(status.contains("--max-open-streams"), "{status}");
+    }
+    let rss_held = daemon.status_kib("VmRSS");
+    eprintln!(
+        "daemon RSS {rss_before} KiB before, {rss_held} KiB with 300 connections and 1,024 \
+         silent calls: {} KiB per call and its share of a connection",
+        rss_held.saturating_sub(rss_before) / 1_024
+    );
+
+    let started = Instant::now();
+    let mut fresh = daemon.client().await;
+    let answer = fresh.solve(request(&deals, 0)).await.expect("a unary call");
+    assert!((probability(&answer.into_inner().results[0]) - expected[0]).abs() <= TOLERANCE);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let status = fresh
+        .solve_stream(tokio_stream::iter(vec![request(&deals, 0)]))
+        .await
+        .expect_err("the stream cap is full");
+    assert_eq!(status.code(), Code::ResourceExhausted);
+
+    let peak = daemon.status_kib("VmHWM");
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
+
+    drop(flood);
+    // The server sees the calls end once their connections close.
+    let mut inbound = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let outbound = tokio_stream::iter(vec![request(&deals, 0)]);
+            match fresh.solve_stream(outbound).await {
+                Ok(response) => break response.into_inner(),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    })
+    .await
+    .expect("a stream is served once the silent calls are gone");
+    let response: SolveResponse = inbound.message().await.unwrap().unwrap();
+    assert!((probability(&response.results[0]) - expected[0]).abs() <= TOLERANCE);
+}
+
+/// A client sending one deal every 20 ms (150 deals, 3 s) is answered to the end across a
+/// SIGTERM at the first second: the drain serves a stream whose client is still sending until it
+/// finishes (within `--drain-timeout`), as generic gRPC clients, which cannot resume, need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_stream_gets_every_result_across_sigterm() {
+    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "30s"]);
+    let (deals, expected) = corpus("random1000");
+    let (tx, rx) = mpsc::channel(1);
+    let slow: Vec<_> = deals[..150].to_vec();
+    let feeder = tokio::spawn(async move {
+        for (i, deal) in slow.iter().enumerate() {
+            if tx
+                .send(request(std::slice::from_ref(deal), i))
+                .await
+                .is_err()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let mut client = daemon.client().await;
+    let mut inbound = client
+        .solve_stream(ReceiverStream::new(rx))
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    let mut results = Vec::new();
+    let signalled = tokio::time::sleep(Duration::from_secs(1));
+    tokio::pin!(signalled);
+    let mut terminated = false;
+    loop {
+        tokio::select! {
+            () = &mut signalled, if !terminated => {
+                daemon.signal("TERM");
+                terminated = true;
+            }
+            message = inbound.message() => match message.expect("no error across the drain") {
+                Some(response) => results.extend(response.results),
+                None => break,
+            },
+        }
+    }
+    assert!(terminated, "the stream ended before the signal");
+    feeder.await.unwrap();
+    assert_eq!(results.len(), 150);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        assert!(
+            (probability(r) - expected[i]).abs() <= TOLERANCE,
+            "deal {i}"
+        );
+    }
+    drop((inbound, client));
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+}
+
+/// A client that never stops sending is served through the drain until `--drain-timeout` (2 s
+/// here), then cut at a request boundary: every result before the index UNAVAILABLE names has
+/// arrived, in order, and the process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_sender_is_cut_at_the_drain_timeout_with_the_exact_resume_index() {
+    let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "2s"]);
+    let (deals, expected) = corpus("random1000");
+    let (tx, rx) = mpsc::channel(2);
+    let rounds: Vec<SolveRequest> = deals
+        .chunks(10)
+        .enumerate()
+        .map(|(i, chunk)| request(chunk, 10 * i))
+        .collect();
+    let feeder = tokio::spawn(async move {
+        for request in rounds.iter().cycle() {
+            if tx.send(request.clone()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut client = daemon.client().await;
+    let mut inbound = client
+        .solve_stream(ReceiverStream::new(rx))
+        .await
+        .expect("the stream opens")
+        .into_inner();
+    let mut results = inbound.message().await.unwrap().unwrap().results;
+    daemon.signal("TERM");
+    let signalled = Instant::now();
+    let status = loop {
+        match inbound.message().await {
+            Ok(Some(response)) => results.extend(response.results),
+            Ok(None) => panic!("the stream ended without saying where to resume"),
+            Err(status) => break status,
+        }
+    };
+    let cut_after = signalled.elapsed();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let resume = format!("from index {} on", results.len());
+    assert!(status.message().contains(&resume), "{}", status.message());
+    assert!(
+        cut_after >= Duration::from_millis(1_500) && cut_after < Duration::from_secs(10),
+        "cut {cut_after:?} after SIGTERM, for a 2 s drain timeout"
+    );
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        assert!((probability(r) - expected[i % expected.len()]).abs() <= TOLERANCE);
+    }
+    drop((inbound, client));
+    feeder.abort();
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+}
+
+/// The bound address is on the first line even when `RUST_LOG` asks only for warnings: a caller
+/// that asked for port 0 needs it.
+#[test]
+fn the_listening_line_shows_with_rust_log_warn() {
+    let daemon = Daemon::start_with(&[], &[("RUST_LOG", "warn")], None);
+    assert!(daemon.socket.port() != 0, "{}", daemon.start_line);
+}
+
+/// The body of `GET /metrics` from a metrics endpoint.
+fn scrape(addr: &str) -> String {
+    let mut socket = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    write!(
+        socket,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send the request");
+    let mut text = String::new();
+    socket.read_to_string(&mut text).expect("read the answer");
+    text
+}
+
+/// Calls refused for a wrong token are counted by reason and logged, but at most one line per
+/// reason in ten seconds, with the count of the others: a client retrying in a loop shows in the
+/// log without flooding it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
+    let dir = std::env::temp_dir().join(format!("patience-hardening-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "secret\n").unwrap();
+    let daemon = Daemon::start(&[
+        "--auth-token-file",
+        token.to_str().unwrap(),
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    let metrics_line = daemon.line_with("metrics on http://", Duration::from_secs(10));
+    let metrics_addr = metrics_line
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the metrics address")
+        .to_string();
+    let (deals, _) = corpus("sample");
+    let mut client = daemon.client().await;
+    for _ in 0..30 {
+        let status = client.solve(request(&deals, 0)).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated);
+    }
+    let first = daemon.line_with("refused a call", Duration::from_secs(5));
+    assert!(first.contains("unauthenticated"), "{first}");
+    std::thread::sleep(Duration::from_millis(300));
+    let more: Vec<String> = daemon
+        .log_so_far()
+        .into_iter()
+        .filter(|l| l.contains("refused a call"))
+        .collect();
+    assert!(more.is_empty(), "{more:#?}");
+    let text = scrape(&metrics_addr);
+    assert!(
+        text.contains("patience_calls_refused_total{reason=\"unauthenticated\"} 30"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
