@@ -1,0 +1,354 @@
+//! Running `patience` subcommands (`solve`, `gen`, `client`) as a user would: [`TestCommand`] to
+//! build a command line, [`Output`] for a run to its end, [`Running`] for a client whose output
+//! the test reads as it comes, [`Typed`] for one whose input the test types.
+//!
+//! Like the daemon, every command starts without the caller's `PATIENCE_*` variables: only what
+//! the test sets reaches it.
+
+use std::ffi::OsStr;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::daemon::{exe, without_patience_env};
+
+/// How long a process may take to exit where the test only guards against a hang (it says nothing
+/// about speed).
+pub const HANG_LIMIT: Duration = Duration::from_secs(30);
+
+/// A `patience` command line being built: arguments, environment, standard input.
+pub struct TestCommand {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+/// `patience` with no arguments yet.
+pub fn patience() -> TestCommand {
+    let mut cmd = Command::new(exe());
+    without_patience_env(&mut cmd);
+    TestCommand { cmd, stdin: None }
+}
+
+/// `patience ARGS`, run to its end with nothing on standard input.
+pub fn run(args: &[&str]) -> Output {
+    patience().args(args).output()
+}
+
+impl TestCommand {
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut TestCommand {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args(&mut self, args: &[&str]) -> &mut TestCommand {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut TestCommand {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// What [`TestCommand::output`] writes on standard input (without it, standard input is
+    /// empty).
+    pub fn stdin(&mut self, bytes: impl AsRef<[u8]>) -> &mut TestCommand {
+        self.stdin = Some(bytes.as_ref().to_vec());
+        self
+    }
+
+    /// Runs the command to its end and collects its output. Standard input is written from
+    /// another thread, so that a large input cannot deadlock against the output; a write error is
+    /// ignored (a usage error exits before reading, and the output says so).
+    pub fn output(&mut self) -> Output {
+        let Some(input) = self.stdin.clone() else {
+            let out = self
+                .cmd
+                .stdin(Stdio::null())
+                .output()
+                .expect("run patience");
+            return out.into();
+        };
+        let mut child = self
+            .cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start patience");
+        let mut stdin = child.stdin.take().expect("a piped stdin");
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().expect("wait for patience");
+        writer.join().expect("the stdin writer");
+        out.into()
+    }
+
+    /// Starts the command with nothing on standard input, its output for the test to read.
+    pub fn running(&mut self) -> Running {
+        Running::start(&mut self.cmd)
+    }
+
+    /// Starts the command with its standard input open for the test to type into.
+    pub fn typed(&mut self) -> Typed {
+        Typed::start(&mut self.cmd)
+    }
+}
+
+/// A finished run: what `std::process::Output` holds, with helpers.
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl From<std::process::Output> for Output {
+    fn from(out: std::process::Output) -> Output {
+        Output {
+            status: out.status,
+            stdout: out.stdout,
+            stderr: out.stderr,
+        }
+    }
+}
+
+/// As `std::process::Output` shows itself: the output as text where it is UTF-8.
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::process::Output {
+            status: self.status,
+            stdout: self.stdout.clone(),
+            stderr: self.stderr.clone(),
+        }
+        .fmt(f)
+    }
+}
+
+impl Output {
+    /// Standard output, which must be UTF-8.
+    pub fn stdout_str(&self) -> &str {
+        std::str::from_utf8(&self.stdout).expect("UTF-8 output")
+    }
+
+    /// Standard error, which must be UTF-8.
+    pub fn stderr_str(&self) -> &str {
+        std::str::from_utf8(&self.stderr).expect("UTF-8 errors")
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Waits for `child` to exit, or kills it and fails after `limit`, which only catches a hang (it
+/// says nothing about speed); `what` names the process in the failure.
+pub fn wait_or_hang(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll the process") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The next line from `lines` that contains `needle`, without its line end. The limit only
+/// catches a hang; `what` says what was awaited.
+fn first_line_with(
+    lines: &mpsc::Receiver<String>,
+    needle: &str,
+    limit: Duration,
+    what: &str,
+) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("{what}"));
+        if line.contains(needle) {
+            return chomp(line);
+        }
+    }
+}
+
+/// A line without its line end.
+fn chomp(mut line: String) -> String {
+    if line.ends_with('\n') {
+        line.pop();
+        if line.ends_with('\r') {
+            line.pop();
+        }
+    }
+    line
+}
+
+/// Reads `stream` a line at a time on a thread of its own, sending each line (with its line end,
+/// if any) on the channel as it comes; the thread returns the whole text. It stops at the end or
+/// at the first read error (such as bytes that are not UTF-8).
+fn lines_on_a_thread(
+    stream: impl std::io::Read + Send + 'static,
+) -> (JoinHandle<String>, mpsc::Receiver<String>) {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut text = String::new();
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    text.push_str(&line);
+                    let _ = tx.send(line);
+                }
+            }
+        }
+        text
+    });
+    (handle, rx)
+}
+
+/// A command whose standard output the test reads itself, a line at a time (what it does not
+/// read stays in the pipe, so the process can be held up on a full one), and whose standard error
+/// is collected on the side.
+pub struct Running {
+    pub child: Child,
+    stdout: BufReader<ChildStdout>,
+    stderr: JoinHandle<String>,
+    /// Standard error a line at a time, with line ends, as it comes (the whole of it is also in
+    /// `stderr`).
+    error_lines: mpsc::Receiver<String>,
+}
+
+impl Running {
+    fn start(cmd: &mut Command) -> Running {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start patience");
+        let stdout = BufReader::new(child.stdout.take().expect("a piped stdout"));
+        let (stderr, error_lines) = lines_on_a_thread(child.stderr.take().expect("a piped stderr"));
+        Running {
+            child,
+            stdout,
+            stderr,
+            error_lines,
+        }
+    }
+
+    /// Waits for a line on standard error that contains `needle`; the limit only catches a hang.
+    pub fn error_line(&self, needle: &str) -> String {
+        let what = format!("the process prints {needle:?} on standard error");
+        first_line_with(&self.error_lines, needle, Duration::from_secs(60), &what)
+    }
+
+    /// Reads `n` lines (fewer if the output ends first) and returns them.
+    pub fn lines(&mut self, n: usize) -> String {
+        let mut text = String::new();
+        for _ in 0..n {
+            if self.stdout.read_line(&mut text).expect("read the output") == 0 {
+                break;
+            }
+        }
+        text
+    }
+
+    /// Reads the rest of the output after `head` (what the test read), waits for the exit, and
+    /// returns (output, exit code, standard error).
+    pub fn finish(mut self, mut head: String) -> (String, Option<i32>, String) {
+        self.stdout
+            .read_to_string(&mut head)
+            .expect("read the output");
+        let status = self.child.wait().expect("wait for the process");
+        (head, status.code(), self.stderr.join().expect("stderr"))
+    }
+
+    /// Closes the test's end of standard output (the reader goes away) and waits, at most
+    /// `limit`, for the exit: how it exited, and its standard error.
+    pub fn close_output(mut self, limit: Duration) -> (ExitStatus, String) {
+        drop(self.stdout);
+        let status = wait_or_hang(
+            &mut self.child,
+            limit,
+            "after its reader went away, the process",
+        );
+        (status, self.stderr.join().expect("stderr"))
+    }
+}
+
+/// A command reading its input from a pipe the test holds open, with standard output and standard
+/// error handed over a line at a time (both are read on threads, so the process never waits on
+/// the test to write).
+pub struct Typed {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Typed {
+    fn start(cmd: &mut Command) -> Typed {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start patience");
+        let stdin = child.stdin.take();
+        let (_, stdout) = lines_on_a_thread(child.stdout.take().expect("a piped stdout"));
+        let (_, stderr) = lines_on_a_thread(child.stderr.take().expect("a piped stderr"));
+        Typed {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn type_in(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("the input is open");
+        stdin.write_all(bytes).expect("type into the input");
+        stdin.flush().expect("flush the input");
+    }
+
+    /// Ends the input: the process sees EOF.
+    pub fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// The next line on standard output (with its line end), within `limit`.
+    pub fn next_line(&self, limit: Duration) -> String {
+        self.stdout
+            .recv_timeout(limit)
+            .expect("a line of output while the input is open")
+    }
+
+    /// The next line on standard error, without its line end; the limit only catches a hang.
+    pub fn next_error_line(&self) -> String {
+        let line = self
+            .stderr
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a line on standard error while the input is open");
+        chomp(line)
+    }
+
+    /// Waits for the exit with the input still open (unless closed), then returns (the rest of
+    /// the output, exit code, the rest of standard error, its lines joined by newlines). The
+    /// limit only catches a hang; `what` names the run in the failure.
+    pub fn finish(mut self, what: &str) -> (String, Option<i32>, String) {
+        let status = wait_or_hang(&mut self.child, HANG_LIMIT, what);
+        let stdout: String = self.stdout.iter().collect();
+        let stderr: Vec<String> = self.stderr.iter().map(chomp).collect();
+        drop(self.stdin.take());
+        (stdout, status.code(), stderr.join("\n"))
+    }
+}

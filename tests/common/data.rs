@@ -1,0 +1,56 @@
+//! The reference data of `tests/data` (see its README): deals and the answers the seed C++
+//! solutions printed for them.
+
+use std::path::Path;
+
+use patience::deal::{Deal, PILES};
+
+/// The reference answers are printed with 9 decimals: allow their rounding on top of 1e-9.
+pub const TOLERANCE: f64 = 1e-9 + 5e-10;
+
+/// The path of `tests/data/NAME`.
+pub fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The deals of a reference `.in` file (`NAME` with its extension): nine lines per deal, blank
+/// lines between them ignored, each read with `Deal::parse` (not the streaming reader, which some
+/// tests are about).
+pub fn deals(name: &str) -> Vec<Deal> {
+    let text = std::fs::read_to_string(data(name)).expect("reference input");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len() % PILES, 0, "{name}: not 9 lines per deal");
+    lines
+        .chunks(PILES)
+        .enumerate()
+        .map(|(i, pile_lines)| {
+            Deal::parse(&pile_lines.join("\n"))
+                .unwrap_or_else(|e| panic!("{name}: deal {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+/// One number per line of a reference answer file (`NAME` with its extension).
+pub fn answers(name: &str) -> Vec<f64> {
+    std::fs::read_to_string(data(name))
+        .expect("reference answers")
+        .lines()
+        .map(|l| {
+            l.trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("{name}: {l:?}: {e}"))
+        })
+        .collect()
+}
+
+/// The deals of `NAME.in` and their 9-decimal answers from `NAME.out9`, as many of each.
+pub fn corpus(name: &str) -> (Vec<Deal>, Vec<f64>) {
+    let deals = deals(&format!("{name}.in"));
+    let expected = answers(&format!("{name}.out9"));
+    assert_eq!(deals.len(), expected.len(), "{name}: deals and answers");
+    (deals, expected)
+}

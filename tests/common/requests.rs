@@ -1,0 +1,64 @@
+//! Building `SolveRequest`s and reading what comes back.
+
+use patience::deal::Deal;
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
+use tonic::transport::Channel;
+
+/// A deal as the wire carries it: its cards on one line, with this id.
+pub fn wire(deal: &Deal, id: impl Into<String>) -> proto::Deal {
+    proto::Deal {
+        id: id.into(),
+        cards: deal
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// One request for `deals`, their ids numbered from `first_id`.
+pub fn request(deals: &[Deal], first_id: usize) -> SolveRequest {
+    SolveRequest {
+        analysis: None,
+        deals: deals
+            .iter()
+            .enumerate()
+            .map(|(i, d)| wire(d, (first_id + i).to_string()))
+            .collect(),
+    }
+}
+
+/// `copies` rounds of `deals`, `per_request` deals a request (the last may have fewer), without
+/// ids.
+pub fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveRequest> {
+    let all: Vec<&Deal> = (0..copies).flat_map(|_| deals.iter()).collect();
+    all.chunks(per_request)
+        .map(|chunk| SolveRequest {
+            analysis: None,
+            deals: chunk.iter().map(|d| wire(d, "")).collect(),
+        })
+        .collect()
+}
+
+/// Sends `requests` on one stream and collects every response.
+pub async fn stream_all(
+    client: &mut SolverClient<Channel>,
+    requests: Vec<SolveRequest>,
+) -> Result<Vec<SolveResponse>, tonic::Status> {
+    let outbound = tokio_stream::iter(requests);
+    let mut inbound = client.solve_stream(outbound).await?.into_inner();
+    let mut responses = Vec::new();
+    while let Some(r) = inbound.message().await? {
+        responses.push(r);
+    }
+    Ok(responses)
+}
+
+/// The probability of a result; panics if it is anything else.
+pub fn probability(r: &proto::Result) -> f64 {
+    match &r.outcome {
+        Some(Outcome::Probability(p)) => *p,
+        other => panic!("result {} is not a probability: {other:?}", r.index),
+    }
+}

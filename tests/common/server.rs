@@ -1,0 +1,150 @@
+//! The in-process server: `run_with_pool` on a free port in this process, for the tests that
+//! look at the service and the pool from the inside.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use patience::pool::Pool;
+use patience::proto::solver_client::SolverClient;
+use patience::server::{ServerConfig, run_with_pool};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+
+/// A server running in this process on a free port, stopped when dropped.
+pub struct TestServer {
+    pub addr: String,
+    pub socket: std::net::SocketAddr,
+    pub pool: Arc<Pool>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub async fn start(workers: usize, config: ServerConfig) -> TestServer {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = listener.local_addr().unwrap();
+        let addr = format!("http://{socket}");
+        let pool = Arc::new(Pool::new(workers, 2 * workers).unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(run_with_pool(listener, pool.clone(), config, async {
+            let _ = stopped.await;
+        }));
+        let task = tokio::spawn(async move {
+            task.await.unwrap().unwrap();
+        });
+        TestServer {
+            addr,
+            socket,
+            pool,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub async fn client(&self) -> SolverClient<Channel> {
+        SolverClient::connect(self.addr.clone()).await.unwrap()
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("server stops")
+                .unwrap();
+        }
+    }
+}
+
+/// The default configuration with a 5 s drain, so a test's server stops soon.
+pub fn config() -> ServerConfig {
+    ServerConfig {
+        drain_timeout: Duration::from_secs(5),
+        ..ServerConfig::default()
+    }
+}
+
+/// A stand-in daemon on a free port, for as long as the test runs: it answers every deal 0.5 with
+/// `analysis` attached (`None`, as a daemon older than the analysis API would). Its address,
+/// `http://ADDR`.
+pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
+    use patience::proto::solver_server::SolverServer;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            tonic::transport::Server::builder()
+                .add_service(SolverServer::new(StandIn { analysis }))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+        })
+    });
+    format!("http://{addr}")
+}
+
+#[derive(Clone)]
+struct StandIn {
+    analysis: Option<patience::proto::Analysis>,
+}
+
+impl StandIn {
+    fn answer(&self, request: patience::proto::SolveRequest) -> patience::proto::SolveResponse {
+        use patience::proto::{Result, result::Outcome};
+        let results = request
+            .deals
+            .into_iter()
+            .enumerate()
+            .map(|(i, deal)| Result {
+                index: i as u64,
+                id: deal.id,
+                outcome: Some(Outcome::Probability(0.5)),
+                analysis: self.analysis.clone(),
+            })
+            .collect();
+        patience::proto::SolveResponse { results }
+    }
+}
+
+type StandInStream = std::pin::Pin<
+    Box<
+        dyn tokio_stream::Stream<Item = Result<patience::proto::SolveResponse, tonic::Status>>
+            + Send,
+    >,
+>;
+
+#[tonic::async_trait]
+impl patience::proto::solver_server::Solver for StandIn {
+    type SolveStreamStream = StandInStream;
+
+    async fn solve_stream(
+        &self,
+        request: tonic::Request<tonic::Streaming<patience::proto::SolveRequest>>,
+    ) -> Result<tonic::Response<StandInStream>, tonic::Status> {
+        use tokio_stream::StreamExt as _;
+        let stand_in = self.clone();
+        let responses = request
+            .into_inner()
+            .map(move |request| request.map(|r| stand_in.answer(r)));
+        Ok(tonic::Response::new(Box::pin(responses)))
+    }
+
+    async fn solve(
+        &self,
+        request: tonic::Request<patience::proto::SolveRequest>,
+    ) -> Result<tonic::Response<patience::proto::SolveResponse>, tonic::Status> {
+        Ok(tonic::Response::new(self.answer(request.into_inner())))
+    }
+}
