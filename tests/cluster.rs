@@ -2,334 +2,22 @@
 //! output compared byte for byte with `patience solve`. Also the daemon's start-up log of its
 //! configuration.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+mod common;
+
 use std::time::{Duration, Instant};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_patience")
-}
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// A directory of this test's own, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("patience-cluster-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    /// `copies` copies of random1000.in, one after the other, as one file.
-    fn repeated_corpus(&self, copies: usize) -> PathBuf {
-        let one = std::fs::read_to_string(data("random1000.in")).unwrap();
-        let path = self.0.join(format!("random{copies}000.in"));
-        std::fs::write(&path, one.repeat(copies)).unwrap();
-        path
-    }
-
-    /// The same file as a path argument, and what `patience solve` makes of it: the output every
-    /// client run on it is compared with.
-    fn corpus_solved(&self, copies: usize) -> (String, Output) {
-        let input = self.repeated_corpus(copies).display().to_string();
-        let solve = run(&["solve", &input]);
-        (input, solve)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The next line from `lines` that contains `needle`. The limit (seconds) only catches a hang;
-/// `what` says what was awaited.
-fn first_line_with(lines: &mpsc::Receiver<String>, needle: &str, limit: u64, what: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(limit);
-    loop {
-        let line = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("{what}"));
-        if line.contains(needle) {
-            return line;
-        }
-    }
-}
-
-/// A `patience serve` process on a free port, killed if the test ends early.
-struct Daemon {
-    child: Child,
-    addr: String,
-    /// The "listening on" line, which carries the configuration.
-    start_line: String,
-    /// The rest of its log, a line at a time.
-    log: mpsc::Receiver<String>,
-}
-
-impl Daemon {
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        Daemon::start_at("127.0.0.1:0", args, env)
-    }
-
-    /// A daemon listening on `addr` (`host:port`), such as the port of one that was stopped.
-    fn start_at(addr: &str, args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let mut cmd = Command::new(exe());
-        cmd.args(["serve", "--addr", addr])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // Only what the test sets reaches the daemon.
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("PATIENCE_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.envs(env.iter().copied());
-        let mut child = cmd.spawn().expect("start patience serve");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, log) = mpsc::channel();
-        // Drain the log for the daemon's whole life, so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        let start_line = first_line_with(&log, "listening on ", 20, "the daemon logs its address");
-        let bound = start_line
-            .split("listening on ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .expect("an address after \"listening on\"");
-        let addr = format!("http://{bound}");
-        Daemon {
-            child,
-            addr,
-            start_line,
-            log,
-        }
-    }
-
-    /// The first line of the log from now on that contains `needle`.
-    fn log_line(&self, needle: &str) -> String {
-        first_line_with(
-            &self.log,
-            needle,
-            20,
-            &format!("the daemon logs {needle:?}"),
-        )
-    }
-
-    /// Sends `signal` (a name such as STOP or TERM) to the daemon.
-    fn signal(&self, signal: &str) {
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill -{signal}");
-    }
-}
+use common::{
+    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, data, free_ports, log_field, patience,
+    run, scrape, stand_in, wait_or_hang,
+};
 
 /// Deals a daemon has answered so far, from its metrics endpoint (`host:port`).
 fn deals_answered(metrics: &str) -> u64 {
-    use std::io::Write as _;
-    let mut http = std::net::TcpStream::connect(metrics).unwrap();
-    write!(
-        http,
-        "GET /metrics HTTP/1.1\r\nHost: {metrics}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut page = String::new();
-    http.read_to_string(&mut page).unwrap();
-    page.lines()
+    scrape(metrics)
+        .lines()
         .filter(|l| l.starts_with("patience_deals_total{"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(exe()).args(args).output().unwrap()
-}
-
-/// Addresses nobody listens on. Ports 1 and 2 are privileged and unassigned on any machine these
-/// tests run on, and no daemon of a parallel test can bind them (they bind port 0, which the system
-/// serves from the ephemeral range). A port the system handed out and took back would not do: it
-/// can be handed out again, at once, to another test's daemon, which would then answer.
-const DEAD: &str = "http://127.0.0.1:1";
-const ALSO_DEAD: &str = "http://127.0.0.1:2";
-
-/// Waits for `child` (a client, or a draining daemon) to exit, or kills it and fails after a limit
-/// that only catches a hang (it says nothing about speed).
-fn wait_or_hang(child: &mut Child, what: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: the process hung");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A client reading its deals from a pipe the test holds open, with standard error handed over a
-/// line at a time.
-struct Typed {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    stderr: mpsc::Receiver<String>,
-    stdout: std::thread::JoinHandle<String>,
-}
-
-impl Typed {
-    fn start(args: &[&str]) -> Typed {
-        let mut child = Command::new(exe())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let mut stdout = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
-        });
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Typed {
-            child,
-            stdin,
-            stderr: rx,
-            stdout,
-        }
-    }
-
-    fn type_in(&mut self, bytes: &[u8]) {
-        use std::io::Write as _;
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Ends the input: the client sees EOF.
-    fn close_input(&mut self) {
-        drop(self.stdin.take());
-    }
-
-    /// The next line on standard error; the limit only catches a hang.
-    fn next_error_line(&self) -> String {
-        self.stderr
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a line on standard error while the input is open")
-    }
-
-    /// Waits for the exit with the input still open, then returns (output, status, the rest of
-    /// standard error).
-    fn finish(mut self, what: &str) -> (String, Option<i32>, String) {
-        let status = wait_or_hang(&mut self.child, what);
-        let stdout = self.stdout.join().unwrap();
-        let stderr: Vec<String> = self.stderr.iter().collect();
-        drop(self.stdin.take());
-        (stdout, status.code(), stderr.join("\n"))
-    }
-}
-
-/// A client whose standard output the test reads itself, a line at a time, and whose standard
-/// error is collected on the side.
-struct Running {
-    child: Child,
-    stdout: BufReader<std::process::ChildStdout>,
-    stderr: std::thread::JoinHandle<String>,
-    /// Standard error a line at a time, as it comes (the whole of it is also in `stderr`).
-    error_lines: mpsc::Receiver<String>,
-}
-
-impl Running {
-    fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(exe())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, error_lines) = mpsc::channel();
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            for line in stderr.lines() {
-                let Ok(line) = line else { break };
-                text.push_str(&line);
-                text.push('\n');
-                let _ = tx.send(line);
-            }
-            text
-        });
-        Running {
-            child,
-            stdout,
-            stderr,
-            error_lines,
-        }
-    }
-
-    /// Waits for a line on standard error that contains `needle`; the limit only catches a hang.
-    fn error_line(&self, needle: &str) -> String {
-        let what = format!("the client prints {needle:?} on standard error");
-        first_line_with(&self.error_lines, needle, 60, &what)
-    }
-
-    /// Reads `n` lines (fewer if the output ends first) and returns them.
-    fn lines(&mut self, n: usize) -> String {
-        let mut text = String::new();
-        for _ in 0..n {
-            if self.stdout.read_line(&mut text).unwrap() == 0 {
-                break;
-            }
-        }
-        text
-    }
-
-    /// Reads the rest of the output, waits for the exit, and returns (output, status, stderr).
-    fn finish(mut self, mut text: String) -> (String, Option<i32>, String) {
-        self.stdout.read_to_string(&mut text).unwrap();
-        let status = self.child.wait().unwrap();
-        (text, status.code(), self.stderr.join().unwrap())
-    }
 }
 
 /// The client's note that a failed daemon is back. Tests that stop a daemon for good allow it:
@@ -357,39 +45,33 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let input = input.as_str();
     assert_eq!(solve.status.code(), Some(0));
 
-    let mut victim = Daemon::start(&["--workers", "1"], &[]);
+    let mut victim = Daemon::start(&["--workers", "1"]);
     let others: Vec<Daemon> = (0..2)
-        .map(|_| Daemon::start(&["--workers", "1", "--metrics-addr", "127.0.0.1:0"], &[]))
+        .map(|_| Daemon::start(&["--workers", "1", "--metrics-addr", "127.0.0.1:0"]))
         .collect();
-    let metrics: Vec<String> = others
-        .iter()
-        .map(|d| {
-            let line = d.log_line("metrics on http://");
-            let rest = line.split("metrics on http://").nth(1).unwrap();
-            rest.split('/').next().unwrap().to_string()
-        })
-        .collect();
+    let metrics: Vec<String> = others.iter().map(Daemon::metrics_addr).collect();
     victim.signal("STOP");
-    let client = Running::start(&[
-        "client",
-        "--addr",
-        &victim.addr,
-        "--addr",
-        &others[0].addr,
-        "--addr",
-        &others[1].addr,
-        "--batch",
-        "32",
-        input,
-    ]);
+    let client = patience()
+        .args(&[
+            "client",
+            "--addr",
+            &victim.addr,
+            "--addr",
+            &others[0].addr,
+            "--addr",
+            &others[1].addr,
+            "--batch",
+            "32",
+            input,
+        ])
+        .running();
     // Waits (it asserts nothing about time) until another daemon has answered a deal.
     let deadline = Instant::now() + Duration::from_secs(60);
     while metrics.iter().map(|m| deals_answered(m)).sum::<u64>() == 0 {
         assert!(Instant::now() < deadline, "no daemon answered anything");
         std::thread::sleep(Duration::from_millis(20));
     }
-    victim.child.kill().unwrap();
-    victim.child.wait().unwrap();
+    victim.kill();
 
     let (out, code, stderr) = client.finish(String::new());
     assert_eq!(code, Some(0), "{stderr}");
@@ -426,20 +108,21 @@ fn every_daemon_killed_midway_exits_2_after_an_in_order_prefix() {
     let scratch = Scratch::new("all-killed");
     let (input, solve) = scratch.corpus_solved(30);
     let input = input.as_str();
-    let mut daemon = Daemon::start(&["--workers", "1"], &[]);
+    let mut daemon = Daemon::start(&["--workers", "1"]);
     // Without a daemon to come back, the client waits this long before it gives up.
-    let mut client = Running::start(&[
-        "client",
-        "--addr",
-        &daemon.addr,
-        "--give-up-after",
-        "1s",
-        input,
-    ]);
+    let mut client = patience()
+        .args(&[
+            "client",
+            "--addr",
+            &daemon.addr,
+            "--give-up-after",
+            "1s",
+            input,
+        ])
+        .running();
     let head = client.lines(2_000);
     assert!(client.child.try_wait().unwrap().is_none());
-    daemon.child.kill().unwrap();
-    daemon.child.wait().unwrap();
+    daemon.kill();
     let (out, code, stderr) = client.finish(head);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(out.lines().count() >= 2_000);
@@ -454,13 +137,11 @@ fn every_daemon_killed_midway_exits_2_after_an_in_order_prefix() {
 fn mixed_inputs(scratch: &Scratch) -> Vec<String> {
     let good = std::fs::read_to_string(data("random1000.in")).unwrap();
     let bad = good.replacen("AS", "QX", 3);
-    let bad_path = scratch.0.join("bad.in");
-    std::fs::write(&bad_path, bad).unwrap();
     vec![
-        data("random1000.in").display().to_string(),
-        bad_path.display().to_string(),
-        scratch.0.join("missing.in").display().to_string(),
-        data("extra12.in").display().to_string(),
+        data("random1000.in"),
+        scratch.write("bad.in", bad),
+        scratch.join("missing.in").display().to_string(),
+        data("extra12.in"),
     ]
 }
 
@@ -472,8 +153,8 @@ fn an_unreachable_daemon_among_good_ones_changes_nothing_but_a_warning() {
     let solve = run(&[&["solve"], &files[..]].concat());
     assert_eq!(solve.status.code(), Some(2), "a missing file is trouble");
 
-    let a = Daemon::start(&["--workers", "1"], &[]);
-    let b = Daemon::start(&["--workers", "1"], &[]);
+    let a = Daemon::start(&["--workers", "1"]);
+    let b = Daemon::start(&["--workers", "1"]);
     let dead = DEAD;
     // Several --addr flags, and a comma-separated list in one of them.
     let both = format!("{},{dead}", a.addr);
@@ -511,7 +192,7 @@ fn with_every_daemon_down_the_client_exits_2_and_says_so() {
         two,
         "--give-up-after",
         "1s",
-        input.to_str().unwrap(),
+        &input,
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -523,16 +204,10 @@ fn with_every_daemon_down_the_client_exits_2_and_says_so() {
 
 #[test]
 fn quiet_is_accepted_and_the_client_prints_nothing_on_stderr() {
-    let daemon = Daemon::start(&["--workers", "1"], &[]);
+    let daemon = Daemon::start(&["--workers", "1"]);
     let input = data("sample.in");
     for flag in ["--quiet", "-q"] {
-        let out = run(&[
-            "client",
-            flag,
-            "--addr",
-            &daemon.addr,
-            input.to_str().unwrap(),
-        ]);
+        let out = run(&["client", flag, "--addr", &daemon.addr, &input]);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "0.589314\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "");
@@ -542,16 +217,16 @@ fn quiet_is_accepted_and_the_client_prints_nothing_on_stderr() {
 #[test]
 fn the_daemon_logs_its_whole_configuration_from_flags_environment_and_defaults() {
     let scratch = Scratch::new("config");
-    let token = scratch.0.join("token");
-    std::fs::write(&token, "a-secret-that-must-not-be-logged\n").unwrap();
-    let daemon = Daemon::start(
+    let token = scratch.write("token", "a-secret-that-must-not-be-logged\n");
+    let daemon = Daemon::start_with(
         &["--keepalive-timeout", "7s"],
         &[
             ("PATIENCE_WORKERS", "1"),
             ("PATIENCE_MAX_IN_FLIGHT", "123"),
             ("PATIENCE_KEEPALIVE_INTERVAL", "5s"),
-            ("PATIENCE_AUTH_TOKEN_FILE", token.to_str().unwrap()),
+            ("PATIENCE_AUTH_TOKEN_FILE", &token),
         ],
+        None,
     );
     let line = &daemon.start_line;
     for field in [
@@ -578,69 +253,35 @@ fn a_closed_stdout_is_not_an_error_for_the_client() {
     let scratch = Scratch::new("closed");
     // Far more output than a pipe holds, so the client is still writing when the reader leaves.
     let input = scratch.repeated_corpus(30);
-    let a = Daemon::start(&["--workers", "1"], &[]);
-    let b = Daemon::start(&["--workers", "1"], &[]);
-    let mut client = Running::start(&[
-        "client",
-        "--addr",
-        &a.addr,
-        "--addr",
-        &b.addr,
-        input.to_str().unwrap(),
-    ]);
+    let a = Daemon::start(&["--workers", "1"]);
+    let b = Daemon::start(&["--workers", "1"]);
+    let mut client = patience()
+        .args(&["client", "--addr", &a.addr, "--addr", &b.addr, &input])
+        .running();
     let expected = std::fs::read_to_string(data("random1000.out6")).unwrap();
     let first = expected.lines().next().unwrap();
     assert_eq!(client.lines(1), format!("{first}\n"));
-    let Running {
-        mut child,
-        stdout,
-        stderr,
-        ..
-    } = client;
-    drop(stdout);
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
+    let (status, stderr) = client.close_output(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
 }
 
 #[test]
 fn typed_deals_are_answered_before_the_input_ends() {
-    use std::io::Write as _;
-    let daemon = Daemon::start(&["--workers", "1"], &[]);
-    let mut child = Command::new(exe())
-        .args(["client", "--addr", &daemon.addr])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let mut client = patience().args(&["client", "--addr", &daemon.addr]).typed();
     let sample = std::fs::read(data("sample.in")).unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for _ in 0..2 {
-            let mut line = String::new();
-            let _ = stdout.read_line(&mut line);
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
     // Standard input stays open: the answer must come anyway. The limit only guards against a
     // hang; it says nothing about speed.
     let limit = Duration::from_secs(60);
     for _ in 0..2 {
-        stdin.write_all(&sample).unwrap();
-        stdin.flush().unwrap();
-        let line = rx
-            .recv_timeout(limit)
-            .expect("an answer while the input is open");
+        client.type_in(&sample);
+        let line = client.next_line(limit);
         assert_eq!(line, "0.589314\n");
     }
-    drop(stdin);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    client.close_input();
+    let (_, code, _) = client.finish("typed deals, then the end of the input");
+    assert_eq!(code, Some(0));
 }
 
 /// The analysis flags go through the API: the client's JSON lines, over two daemons, are the bytes
@@ -649,13 +290,10 @@ fn typed_deals_are_answered_before_the_input_ends() {
 fn json_with_every_analysis_option_matches_solve_over_two_daemons() {
     let scratch = Scratch::new("json");
     let mut files = mixed_inputs(&scratch);
-    let positions = scratch.0.join("positions.in");
-    std::fs::write(
-        &positions,
+    files.push(scratch.write(
+        "positions.in",
         "7S 6S / 6C 6H / 7C 6D / / / / / /\n6S 6C 6D 6H 7S / / / / / / / /\n/ / / / / / / /\n",
-    )
-    .unwrap();
-    files.push(positions.display().to_string());
+    ));
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     let flags = ["--format", "json", "--exact", "--moves", "--line"];
     let solve = run(&[&["solve"], &flags[..], &files[..]].concat());
@@ -663,8 +301,8 @@ fn json_with_every_analysis_option_matches_solve_over_two_daemons() {
     let printed = String::from_utf8_lossy(&solve.stdout);
     assert!(printed.contains(r#""exact":"2/3""#), "{printed}");
 
-    let a = Daemon::start(&["--workers", "1"], &[]);
-    let b = Daemon::start(&["--workers", "1"], &[]);
+    let a = Daemon::start(&["--workers", "1"]);
+    let b = Daemon::start(&["--workers", "1"]);
     let client = run(&[
         &[
             "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "7",
@@ -686,7 +324,9 @@ fn json_with_every_analysis_option_matches_solve_over_two_daemons() {
 /// failed: the client must say so and exit at once, not after the next line or EOF.
 #[test]
 fn with_every_daemon_down_the_client_exits_while_its_input_is_still_open() {
-    let mut client = Typed::start(&["client", "--addr", DEAD, "--give-up-after", "1s"]);
+    let mut client = patience()
+        .args(&["client", "--addr", DEAD, "--give-up-after", "1s"])
+        .typed();
     // A valid deal, so there is something the daemons were needed for.
     client.type_in(&std::fs::read(data("sample.in")).unwrap());
     let (out, code, stderr) = client.finish("every daemon down, input open");
@@ -697,21 +337,8 @@ fn with_every_daemon_down_the_client_exits_while_its_input_is_still_open() {
 }
 
 /// `solve` over the same bytes on standard input: the reference for a typed input.
-fn solve_stdin(bytes: &[u8]) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(exe())
-        .arg("solve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let bytes = bytes.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&bytes));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    out
+fn solve_stdin(bytes: &[u8]) -> common::Output {
+    patience().arg("solve").stdin(bytes).output()
 }
 
 /// With no daemon up, a run that needs none (only bad deals, or no deal at all) ends as `solve`
@@ -724,7 +351,7 @@ fn a_run_that_needs_no_daemon_ends_as_solve_does_with_every_daemon_down() {
     let bad = good.replace("AS", "QX");
     for (what, input) in [("only bad deals", bad.as_str()), ("no deal", "")] {
         let solve = solve_stdin(input.as_bytes());
-        let mut client = Typed::start(&["client", "--addr", DEAD]);
+        let mut client = patience().args(&["client", "--addr", DEAD]).typed();
         client.type_in(input.as_bytes());
         let warning = client.next_error_line();
         assert!(
@@ -741,11 +368,9 @@ fn a_run_that_needs_no_daemon_ends_as_solve_does_with_every_daemon_down() {
 
     // The same from a file, where the input may end before the daemon is found dead.
     let scratch = Scratch::new("no-daemon-needed");
-    let path = scratch.0.join("bad.in");
-    std::fs::write(&path, &bad).unwrap();
-    let path = path.to_str().unwrap();
-    let solve = run(&["solve", path]);
-    let client = run(&["client", "--addr", DEAD, path]);
+    let path = scratch.write("bad.in", &bad);
+    let solve = run(&["solve", &path]);
+    let client = run(&["client", "--addr", DEAD, &path]);
     let stderr = String::from_utf8_lossy(&client.stderr);
     assert_eq!(client.status.code(), Some(1), "{stderr}");
     assert_eq!(client.stdout, solve.stdout, "{stderr}");
@@ -758,18 +383,11 @@ fn a_run_that_needs_no_daemon_ends_as_solve_does_with_every_daemon_down() {
 #[test]
 fn a_refused_batch_size_stops_the_run_with_one_clear_error() {
     let flags = ["--workers", "1", "--max-deals-per-request", "10"];
-    let a = Daemon::start(&flags, &[]);
-    let b = Daemon::start(&flags, &[]);
+    let a = Daemon::start(&flags);
+    let b = Daemon::start(&flags);
     let input = data("random1000.in");
     let out = run(&[
-        "client",
-        "--addr",
-        &a.addr,
-        "--addr",
-        &b.addr,
-        "--batch",
-        "50",
-        input.to_str().unwrap(),
+        "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "50", &input,
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -800,11 +418,13 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
     assert!(solve.stdout.len() > 2 * UNREAD_BOUND);
 
     let flags = ["--workers", "1", "--drain-timeout", "1s"];
-    let a = Daemon::start(&flags, &[]);
-    let b = Daemon::start(&flags, &[]);
-    let mut client = Running::start(&[
-        "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "32", input,
-    ]);
+    let a = Daemon::start(&flags);
+    let b = Daemon::start(&flags);
+    let mut client = patience()
+        .args(&[
+            "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "32", input,
+        ])
+        .running();
     let head = client.lines(2_000);
     assert!(
         client.child.try_wait().unwrap().is_none(),
@@ -829,25 +449,10 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
     }
 }
 
-/// Free ports on 127.0.0.1 for daemons that will be restarted on them, all different (each probe
-/// is held until every port is read). Another process could take one between the probe and the
-/// daemon's bind, or between a stop and the restart; the daemons of parallel tests bind port 0,
-/// which the system serves from its ephemeral range at random, so that is most unlikely.
-fn free_ports(n: usize) -> Vec<u16> {
-    let probes: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    probes
-        .iter()
-        .map(|p| p.local_addr().unwrap().port())
-        .collect()
-}
-
 /// The deals a daemon's `call finished` log line says it answered.
 fn deals_in(call_finished: &str) -> u64 {
-    call_finished
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix("deals=")?.parse().ok())
+    log_field(call_finished, "deals")
+        .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no deals= in {call_finished:?}"))
 }
 
@@ -866,24 +471,25 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
 
     let at = format!("127.0.0.1:{}", free_ports(1)[0]);
     let mut victim = Daemon::start_at(&at, &["--workers", "1"], &[]);
-    let other = Daemon::start(&["--workers", "1"], &[]);
-    let mut client = Running::start(&[
-        "client",
-        "--addr",
-        &victim.addr,
-        "--addr",
-        &other.addr,
-        "--batch",
-        "32",
-        input,
-    ]);
+    let other = Daemon::start(&["--workers", "1"]);
+    let mut client = patience()
+        .args(&[
+            "client",
+            "--addr",
+            &victim.addr,
+            "--addr",
+            &other.addr,
+            "--batch",
+            "32",
+            input,
+        ])
+        .running();
     let head = client.lines(2_000);
     assert!(
         client.child.try_wait().unwrap().is_none(),
         "the client finished before the kill; make the input larger"
     );
-    victim.child.kill().unwrap();
-    victim.child.wait().unwrap();
+    victim.kill();
     let warning = client.error_line("warning");
     assert!(warning.contains(&victim.addr), "{warning}");
 
@@ -905,7 +511,7 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
         2,
         "the warning and the note: {stderr}"
     );
-    let served = restarted.log_line("call finished");
+    let served = restarted.line_with("call finished", LOG_LIMIT);
     assert!(
         deals_in(&served) > 0,
         "the restarted daemon got no work: {served}"
@@ -934,9 +540,11 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         .map(|at| Daemon::start_at(at, &flags, &[]))
         .collect();
     let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
-    let mut client = Running::start(&[
-        "client", "--addr", &addrs[0], "--addr", &addrs[1], "--batch", "32", input,
-    ]);
+    let mut client = patience()
+        .args(&[
+            "client", "--addr", &addrs[0], "--addr", &addrs[1], "--batch", "32", input,
+        ])
+        .running();
     let mut head = String::new();
     for (i, at) in binds.iter().enumerate() {
         head.push_str(&client.lines(2_000));
@@ -945,7 +553,7 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
             "the client finished before the restart; make the input larger"
         );
         daemons[i].signal("TERM");
-        let status = wait_or_hang(&mut daemons[i].child, "a draining daemon");
+        let status = wait_or_hang(&mut daemons[i].child, HANG_LIMIT, "a draining daemon");
         assert!(status.success(), "the daemon drained and exited: {status}");
         let warning = client.error_line("warning");
         assert!(warning.contains(&addrs[i]), "{warning}");
@@ -968,7 +576,7 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         "a warning and a note per daemon: {stderr}"
     );
     for daemon in &daemons {
-        let served = daemon.log_line("call finished");
+        let served = daemon.line_with("call finished", LOG_LIMIT);
         assert!(
             deals_in(&served) > 0,
             "a restarted daemon got no work: {served}"
@@ -976,90 +584,13 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
     }
 }
 
-/// A stand-in daemon that answers every deal 0.5 with `analysis` attached (`None`, as a daemon
-/// older than the analysis API would), on a free port, for as long as the test runs.
-fn fake_daemon(analysis: Option<patience::proto::Analysis>) -> String {
-    use patience::proto::solver_server::SolverServer;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            tonic::transport::Server::builder()
-                .add_service(SolverServer::new(Fake { analysis }))
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
-                .await
-        })
-    });
-    format!("http://{addr}")
-}
-
-#[derive(Clone)]
-struct Fake {
-    analysis: Option<patience::proto::Analysis>,
-}
-
-impl Fake {
-    fn answer(&self, request: patience::proto::SolveRequest) -> patience::proto::SolveResponse {
-        use patience::proto::{Result, result::Outcome};
-        let results = request
-            .deals
-            .into_iter()
-            .enumerate()
-            .map(|(i, deal)| Result {
-                index: i as u64,
-                id: deal.id,
-                outcome: Some(Outcome::Probability(0.5)),
-                analysis: self.analysis.clone(),
-            })
-            .collect();
-        patience::proto::SolveResponse { results }
-    }
-}
-
-type FakeStream = std::pin::Pin<
-    Box<
-        dyn tokio_stream::Stream<Item = Result<patience::proto::SolveResponse, tonic::Status>>
-            + Send,
-    >,
->;
-
-#[tonic::async_trait]
-impl patience::proto::solver_server::Solver for Fake {
-    type SolveStreamStream = FakeStream;
-
-    async fn solve_stream(
-        &self,
-        request: tonic::Request<tonic::Streaming<patience::proto::SolveRequest>>,
-    ) -> Result<tonic::Response<FakeStream>, tonic::Status> {
-        use tokio_stream::StreamExt as _;
-        let fake = self.clone();
-        let responses = request
-            .into_inner()
-            .map(move |request| request.map(|r| fake.answer(r)));
-        Ok(tonic::Response::new(Box::pin(responses)))
-    }
-
-    async fn solve(
-        &self,
-        request: tonic::Request<patience::proto::SolveRequest>,
-    ) -> Result<tonic::Response<patience::proto::SolveResponse>, tonic::Status> {
-        Ok(tonic::Response::new(self.answer(request.into_inner())))
-    }
-}
-
 /// A daemon that ignores the analysis options (older than the API) would give JSON lines without
 /// the fields `solve` prints: the client refuses it in JSON, and uses it in text.
 #[test]
 fn json_needs_a_daemon_that_sends_the_analysis() {
-    let old = fake_daemon(None);
+    let old = stand_in(None);
     let input = data("sample.in");
-    let input = input.to_str().unwrap();
+    let input = input.as_str();
     let json = run(&["client", "--addr", &old, "--format", "json", input]);
     let stderr = String::from_utf8_lossy(&json.stderr);
     assert_eq!(json.status.code(), Some(2), "{stderr}");
@@ -1082,7 +613,7 @@ fn json_needs_a_daemon_that_sends_the_analysis() {
 #[test]
 fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
     use patience::proto::{Analysis, MoveOdds};
-    let broken = fake_daemon(Some(Analysis {
+    let broken = stand_in(Some(Analysis {
         winnable: true,
         exact: String::new(),
         moves: vec![MoveOdds {
@@ -1092,9 +623,9 @@ fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
         line: Vec::new(),
         states: 1,
     }));
-    let good = Daemon::start(&["--workers", "1"], &[]);
+    let good = Daemon::start(&["--workers", "1"]);
     let input = data("random1000.in");
-    let input = input.to_str().unwrap();
+    let input = input.as_str();
     let flags = ["--format", "json", "--moves"];
     let solve = run(&[&["solve", input], &flags[..]].concat());
     assert_eq!(solve.status.code(), Some(0));
@@ -1122,23 +653,18 @@ fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
 /// restarts. (With an hour to wait, only the no-wait rule lets this end before the hang limit.)
 #[test]
 fn with_no_daemon_ever_reachable_the_client_does_not_wait_to_give_up() {
-    let mut client = Command::new(exe())
-        .args(["client", "--addr", DEAD, "--addr", ALSO_DEAD])
-        .args(["--give-up-after", "3600s"])
+    let mut client = patience()
+        .args(&["client", "--addr", DEAD, "--addr", ALSO_DEAD])
+        .args(&["--give-up-after", "3600s"])
         .arg(data("random1000.in"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = wait_or_hang(&mut client, "a client with no daemon to wait for");
+        .running();
+    let status = wait_or_hang(
+        &mut client.child,
+        HANG_LIMIT,
+        "a client with no daemon to wait for",
+    );
     assert_eq!(status.code(), Some(2));
-    let mut stderr = String::new();
-    client
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (_, _, stderr) = client.finish(String::new());
     assert!(stderr.contains("every daemon failed"), "{stderr}");
     assert!(!stderr.contains("came back within"), "{stderr}");
 }
