@@ -1,126 +1,14 @@
 //! The `patience serve` and `patience client` binaries as users run them: real processes, real
 //! signals, output compared byte for byte with `patience solve`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use patience::deal::{Deal, DealReader};
+use common::{DEAD, Daemon, Scratch, TOLERANCE, corpus, data, patience, requests, run};
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use tonic::Code;
-
-const TOLERANCE: f64 = 1e-9 + 5e-10;
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_patience")
-}
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn corpus() -> (Vec<Deal>, Vec<f64>) {
-    let text = std::fs::read_to_string(data("random1000.in")).unwrap();
-    let deals = DealReader::new(text.as_bytes())
-        .map(|d| d.unwrap())
-        .collect();
-    let expected = std::fs::read_to_string(data("random1000.out9"))
-        .unwrap()
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
-    (deals, expected)
-}
-
-/// A `patience serve` process on a free port, killed if the test ends early.
-struct Daemon {
-    child: Child,
-    addr: String,
-    log: mpsc::Receiver<String>,
-}
-
-impl Daemon {
-    fn start(args: &[&str]) -> Daemon {
-        let mut child = Command::new(exe())
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start patience serve");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let addr = loop {
-            let line = log
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the daemon logs its address");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let bound = rest.split_whitespace().next().unwrap();
-                break format!("http://{bound}");
-            }
-        };
-        Daemon { child, addr, log }
-    }
-
-    fn terminate(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit and returns its exit code and everything it logged.
-    fn wait(mut self, limit: Duration) -> (Option<i32>, Vec<String>) {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let log: Vec<String> = self.log.try_iter().collect();
-                return (status.code(), log);
-            }
-            assert!(Instant::now() < deadline, "the daemon did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveRequest> {
-    let all: Vec<&Deal> = (0..copies).flat_map(|_| deals.iter()).collect();
-    all.chunks(per_request)
-        .map(|chunk| SolveRequest {
-            analysis: None,
-            deals: chunk
-                .iter()
-                .map(|d| proto::Deal {
-                    id: String::new(),
-                    cards: d.to_string(),
-                })
-                .collect(),
-        })
-        .collect()
-}
 
 /// A call in flight: its client (which keeps the connection), its responses, and the results
 /// received so far.
@@ -151,7 +39,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
-    let (deals, expected) = corpus();
+    let (deals, expected) = corpus("random1000");
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "60s"]);
     let channel = tonic::transport::Channel::from_shared(daemon.addr.clone())
         .unwrap()
@@ -171,7 +59,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
 
     // Eight streams in flight, each on its own connection, each already answered once.
     let streams = eight_streams(&daemon, requests(&deals, 50, 1)).await;
-    daemon.terminate();
+    daemon.signal("TERM");
 
     // Balancers watching health see NOT_SERVING; new connections are refused.
     let next = tokio::time::timeout(Duration::from_secs(10), watch.message())
@@ -248,11 +136,11 @@ fn assert_cut_after_an_in_order_prefix(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix() {
-    let (deals, expected) = corpus();
+    let (deals, expected) = corpus("random1000");
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "300ms"]);
     // Eight streams with far more than one worker solves in the drain time.
     let streams = eight_streams(&daemon, requests(&deals, 100, 25)).await;
-    daemon.terminate();
+    daemon.signal("TERM");
     for (client, mut inbound, mut results) in streams {
         let status = read_until_cut(&mut inbound, &mut results).await;
         assert!(results.len() < 25 * deals.len());
@@ -263,12 +151,8 @@ async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix
     assert_eq!(code, Some(0), "{log:#?}");
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(exe()).args(args).output().unwrap()
-}
-
 /// A file of good and bad deals, in the layouts users write.
-fn mixed_file(dir: &Path) -> PathBuf {
+fn mixed_file(scratch: &Scratch) -> String {
     let good = std::fs::read_to_string(data("random1000.in")).unwrap();
     let deals: Vec<&str> = good.lines().collect();
     let deal = |i: usize| deals[9 * i..9 * i + 9].join("\n") + "\n";
@@ -283,21 +167,18 @@ fn mixed_file(dir: &Path) -> PathBuf {
         }
     }
     text.push_str(&deal(300)[..40]);
-    let path = dir.join("mixed.in");
-    std::fs::write(&path, text).unwrap();
-    path
+    scratch.write("mixed.in", text)
 }
 
 #[test]
 fn client_prints_exactly_what_solve_prints() {
-    let dir = std::env::temp_dir().join(format!("patience-client-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mixed = mixed_file(&dir);
-    let mixed = mixed.to_str().unwrap();
+    let scratch = Scratch::new("client-test");
+    let mixed = mixed_file(&scratch);
+    let mixed = mixed.as_str();
     let random = data("random1000.in");
-    let random = random.to_str().unwrap();
-    let missing = dir.join("missing.in");
-    let missing = missing.to_str().unwrap();
+    let random = random.as_str();
+    let missing = scratch.join("missing.in").display().to_string();
+    let missing = missing.as_str();
 
     let daemon = Daemon::start(&["--workers", "2"]);
     let cases: Vec<Vec<&str>> = vec![
@@ -335,23 +216,18 @@ fn client_prints_exactly_what_solve_prints() {
     );
 
     // Standard input works for the client too.
-    let mut child = Command::new(exe())
-        .args(["client", "--addr", &daemon.addr])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
     let sample = std::fs::read(data("sample.in")).unwrap();
-    child.stdin.take().unwrap().write_all(&sample).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = patience()
+        .args(&["client", "--addr", &daemon.addr])
+        .stdin(sample)
+        .output();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "0.589314\n");
 
     // With no daemon to talk to, the client says so and exits 2.
     drop(daemon);
-    let refused = run(&["client", "--addr", "http://127.0.0.1:1", random]);
+    let refused = run(&["client", "--addr", DEAD, random]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("cannot connect"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// With `--drain-cut-after`, a client that never stops sending does not hold the drain open:
@@ -360,7 +236,7 @@ fn client_prints_exactly_what_solve_prints() {
 /// timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_drain_cut_after_sigterm_cuts_a_stream_still_sending_at_a_boundary() {
-    let (deals, expected) = corpus();
+    let (deals, expected) = corpus("random1000");
     let daemon = Daemon::start(&[
         "--workers",
         "1",
@@ -386,7 +262,7 @@ async fn with_drain_cut_after_sigterm_cuts_a_stream_still_sending_at_a_boundary(
         .unwrap()
         .into_inner();
     let mut results = inbound.message().await.unwrap().unwrap().results;
-    daemon.terminate();
+    daemon.signal("TERM");
     let status = read_until_cut(&mut inbound, &mut results).await;
     assert_cut_after_an_in_order_prefix(&status, &results, &expected);
     drop((inbound, client));
