@@ -2,46 +2,20 @@
 //! checked against the reference's `.out15` files, fractions against hand-worked positions, lines
 //! by replaying them with the rules; `--format text` must stay byte-identical to the default.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use common::{Output, answers, data, patience};
 use serde_json::Value;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
+/// `patience solve ARGS` with `input` on standard input.
 fn solve(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_patience"))
-        .arg("solve")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut stdin = child.stdin.take().expect("piped");
-    // A usage error exits before reading: a closed pipe here is that, and the output says so.
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    child.wait_with_output().expect("the binary finishes")
+    patience().arg("solve").args(args).stdin(input).output()
 }
 
 fn json_lines(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn reference(name: &str) -> Vec<f64> {
-    std::fs::read_to_string(data(name))
-        .expect("reference answers")
-        .lines()
-        .map(|l| l.trim().parse().expect("a number"))
         .collect()
 }
 
@@ -84,7 +58,7 @@ fn json_lines_carry_index_probability_errors_and_the_analysis_asked_for() {
     let sample = &lines[0];
     assert_eq!(sample["index"], 0);
     let p = sample["probability"].as_f64().expect("a probability");
-    assert!((p - reference("sample.out15")[0]).abs() < 1e-12, "{p}");
+    assert!((p - answers("sample.out15")[0]).abs() < 1e-12, "{p}");
     assert_eq!(sample["winnable"], true);
     let moves = sample["moves"].as_array().expect("moves");
     let average = moves
@@ -119,7 +93,7 @@ fn json_lines_carry_index_probability_errors_and_the_analysis_asked_for() {
 #[test]
 fn plain_json_has_no_optional_fields_and_text_is_unchanged() {
     let input = std::fs::read(data("random1000.in")).expect("corpus");
-    let expected = reference("random1000.out15");
+    let expected = answers("random1000.out15");
     let json = solve(&["--format", "json"], &input);
     assert!(json.status.success());
     let lines = json_lines(&json);

@@ -4,94 +4,20 @@
 //! Expected probabilities come only from `tests/data/*.out6` / `*.out9` or, for generated deals,
 //! from `reference-solve` when it is available (see `tests/data/README.md`).
 
-use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Scratch, TestCommand, answers, data, patience};
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES};
 
 /// A printed 9-decimal value is within 5e-10 of ours and the reference within 5e-10 of the exact
 /// one; the engine itself must be within 1e-9 of exact, which leaves at most 1e-9 + 5e-10 between
 /// two printed 9-decimal values.
 const NINE_DECIMALS: f64 = 1e-9 + 5e-10;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn patience() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_patience"))
-}
-
-/// A fresh directory for one test's files, removed when the test passes (kept when it fails, to
-/// look at).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "solve_cli-{}-{test}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch directory");
-        Scratch(dir)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-/// Runs the command with `input` on standard input (empty when `None`) and collects everything.
-fn run(cmd: &mut Command, input: Option<&[u8]>) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start patience");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.unwrap_or_default().to_vec();
-    // Written from another thread so that a large input cannot deadlock against the output.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("wait for patience");
-    writer.join().expect("stdin writer");
-    out
-}
-
-fn stdout(out: &Output) -> &str {
-    std::str::from_utf8(&out.stdout).expect("UTF-8 output")
-}
-
-fn stderr(out: &Output) -> &str {
-    std::str::from_utf8(&out.stderr).expect("UTF-8 errors")
-}
-
-fn read_answers(name: &str) -> Vec<f64> {
-    std::fs::read_to_string(data(name))
-        .expect("reference answers")
-        .lines()
-        .map(|l| l.trim().parse().expect("a number"))
-        .collect()
-}
 
 /// The deals of a reference file as their nine text lines each, exactly as written there.
 fn deal_texts(name: &str) -> Vec<Vec<String>> {
@@ -140,87 +66,85 @@ fn mentions(text: &str, word: &str, n: u64) -> bool {
 
 #[test]
 fn solves_the_sample_file() {
-    let out = run(patience().arg("solve").arg(data("sample.in")), None);
-    assert_eq!(stdout(&out), "0.589314\n");
+    let out = patience().arg("solve").arg(data("sample.in")).output();
+    assert_eq!(out.stdout_str(), "0.589314\n");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(stderr(&out), "");
+    assert_eq!(out.stderr_str(), "");
 }
 
 #[test]
 fn reads_standard_input() {
     let sample = std::fs::read(data("sample.in")).unwrap();
     for args in [&[][..], &["-"][..]] {
-        let out = run(patience().arg("solve").args(args), Some(&sample));
-        assert_eq!(stdout(&out), "0.589314\n", "solve {args:?}");
+        let out = patience().arg("solve").args(args).stdin(&sample).output();
+        assert_eq!(out.stdout_str(), "0.589314\n", "solve {args:?}");
         assert_eq!(out.status.code(), Some(0), "solve {args:?}: {out:?}");
     }
 
     // Files and standard input mixed, answered in the order given.
     let extra = std::fs::read(data("extra12.in")).unwrap();
-    let out = run(
-        patience()
-            .args(["solve", "--precision", "9"])
-            .arg(data("sample.in"))
-            .arg("-")
-            .arg(data("sample.in")),
-        Some(&extra),
-    );
+    let out = patience()
+        .args(&["solve", "--precision", "9"])
+        .arg(data("sample.in"))
+        .arg("-")
+        .arg(data("sample.in"))
+        .stdin(&extra)
+        .output();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let mut expected = read_answers("sample.out9");
-    expected.extend(read_answers("extra12.out9"));
-    expected.extend(read_answers("sample.out9"));
-    assert_answers(stdout(&out), &expected, 9, NINE_DECIMALS);
+    let mut expected = answers("sample.out9");
+    expected.extend(answers("extra12.out9"));
+    expected.extend(answers("sample.out9"));
+    assert_answers(out.stdout_str(), &expected, 9, NINE_DECIMALS);
 
     // No trailing newline after the last pile.
-    let out = run(patience().arg("solve"), Some(sample.trim_ascii_end()));
-    assert_eq!(stdout(&out), "0.589314\n");
+    let out = patience()
+        .arg("solve")
+        .stdin(sample.trim_ascii_end())
+        .output();
+    assert_eq!(out.stdout_str(), "0.589314\n");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 
     // Nothing in, nothing out.
-    let out = run(patience().arg("solve"), Some(b""));
-    assert_eq!(stdout(&out), "");
+    let out = patience().arg("solve").stdin(b"").output();
+    assert_eq!(out.stdout_str(), "");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 
     // A bad deal on standard input: its error line names no file.
-    let out = run(patience().arg("solve"), Some(b"AS KS\n"));
+    let out = patience().arg("solve").stdin(b"AS KS\n").output();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let line = stdout(&out).trim_end();
+    let line = out.stdout_str().trim_end();
     assert!(line.starts_with("error: deal 1"), "{line:?}");
 }
 
 #[test]
 fn prints_the_requested_precision() {
     for name in ["sample", "extra12", "random1000"] {
-        let out = run(
-            patience()
-                .args(["solve", "--precision", "9"])
-                .arg(data(&format!("{name}.in"))),
-            None,
-        );
+        let out = patience()
+            .args(&["solve", "--precision", "9"])
+            .arg(data(&format!("{name}.in")))
+            .output();
         assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
         assert_answers(
-            stdout(&out),
-            &read_answers(&format!("{name}.out9")),
+            out.stdout_str(),
+            &answers(&format!("{name}.out9")),
             9,
             NINE_DECIMALS,
         );
     }
 
     // No decimals: a whole number within half a unit (plus the reference's rounding).
-    let out = run(
-        patience()
-            .args(["solve", "--precision", "0"])
-            .arg(data("extra12.in")),
-        None,
-    );
+    let out = patience()
+        .args(&["solve", "--precision", "0"])
+        .arg(data("extra12.in"))
+        .output();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_answers(
-        stdout(&out),
-        &read_answers("extra12.out9"),
+        out.stdout_str(),
+        &answers("extra12.out9"),
         0,
         0.5 + 5e-10 + 1e-12,
     );
-    for line in stdout(&out).lines() {
+    for line in out.stdout_str().lines() {
         assert!(line == "0" || line == "1", "{line:?}");
     }
 }
@@ -284,7 +208,7 @@ fn good(bytes: Vec<u8>, deal: usize) -> Entry {
 #[test]
 fn bad_deals_cost_only_their_own_line() {
     let all_deals = deal_texts("random1000.in");
-    let reference = read_answers("random1000.out9");
+    let reference = answers("random1000.out9");
     // Deals with clearly non-zero answers, so that a deal answered in place of another (a framing
     // mistake) cannot pass by sharing a common answer such as 0.
     let picked: Vec<usize> = (0..all_deals.len())
@@ -393,18 +317,18 @@ fn bad_deals_cost_only_their_own_line() {
     }
     std::fs::write(&path, &file).unwrap();
 
-    let out = run(
-        patience().args(["solve", "--precision", "9"]).arg(&path),
-        None,
-    );
+    let out = patience()
+        .args(&["solve", "--precision", "9"])
+        .arg(&path)
+        .output();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert_eq!(stderr(&out), "", "bad deals are reported on stdout");
-    let lines: Vec<&str> = stdout(&out).lines().collect();
+    assert_eq!(out.stderr_str(), "", "bad deals are reported on stdout");
+    let lines: Vec<&str> = out.stdout_str().lines().collect();
     assert_eq!(
         lines.len(),
         entries.len(),
         "one line per deal:\n{}",
-        stdout(&out)
+        out.stdout_str()
     );
     for (n, ((entry, line), first)) in entries.iter().zip(&lines).zip(&first_lines).enumerate() {
         let deal_no = n as u64 + 1;
@@ -447,38 +371,37 @@ fn bad_deals_cost_only_their_own_line() {
 fn a_missing_file_is_reported_and_the_others_are_answered() {
     let dir = Scratch::new("missing");
     let missing = dir.join("no-such-deals.in");
-    let out = run(
-        patience()
-            .args(["solve", "--precision", "9"])
-            .arg(data("sample.in"))
-            .arg(&missing)
-            .arg(data("extra12.in")),
-        None,
-    );
+    let out = patience()
+        .args(&["solve", "--precision", "9"])
+        .arg(data("sample.in"))
+        .arg(&missing)
+        .arg(data("extra12.in"))
+        .output();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
-        stderr(&out).contains("no-such-deals.in"),
+        out.stderr_str().contains("no-such-deals.in"),
         "stderr does not name the file: {:?}",
-        stderr(&out)
+        out.stderr_str()
     );
-    let mut expected = read_answers("sample.out9");
-    expected.extend(read_answers("extra12.out9"));
-    assert_answers(stdout(&out), &expected, 9, NINE_DECIMALS);
+    let mut expected = answers("sample.out9");
+    expected.extend(answers("extra12.out9"));
+    assert_answers(out.stdout_str(), &expected, 9, NINE_DECIMALS);
 
     // Alone.
-    let out = run(patience().arg("solve").arg(&missing), None);
+    let out = patience().arg("solve").arg(&missing).output();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert_eq!(stdout(&out), "");
-    assert!(stderr(&out).contains("no-such-deals.in"), "{out:?}");
+    assert_eq!(out.stdout_str(), "");
+    assert!(out.stderr_str().contains("no-such-deals.in"), "{out:?}");
 
     // A path that opens but cannot be read as a file (a directory) is trouble too.
-    let out = run(
-        patience().arg("solve").arg(&dir.0).arg(data("sample.in")),
-        None,
-    );
+    let out = patience()
+        .arg("solve")
+        .arg(dir.path())
+        .arg(data("sample.in"))
+        .output();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert_eq!(stdout(&out), "0.589314\n");
-    assert!(!stderr(&out).is_empty(), "{out:?}");
+    assert_eq!(out.stdout_str(), "0.589314\n");
+    assert!(!out.stderr_str().is_empty(), "{out:?}");
 }
 
 #[test]
@@ -487,11 +410,11 @@ fn worker_counts_do_not_change_the_output() {
         .iter()
         .map(|w| {
             let mut cmd = patience();
-            cmd.args(["solve", "--precision", "9"]);
+            cmd.args(&["solve", "--precision", "9"]);
             if let Some(n) = w.first() {
-                cmd.args(["--workers", n]);
+                cmd.args(&["--workers", n]);
             }
-            let out = run(cmd.arg(data("random1000.in")), None);
+            let out = cmd.arg(data("random1000.in")).output();
             assert_eq!(out.status.code(), Some(0), "workers {w:?}: {out:?}");
             (format!("{w:?}"), out.stdout)
         })
@@ -504,7 +427,7 @@ fn worker_counts_do_not_change_the_output() {
     }
     assert_answers(
         std::str::from_utf8(&outputs[0].1).unwrap(),
-        &read_answers("random1000.out9"),
+        &answers("random1000.out9"),
         9,
         NINE_DECIMALS,
     );
@@ -521,26 +444,25 @@ fn usage_errors_exit_2() {
         &["no-such-command"],
         &[],
     ] {
-        let out = run(patience().args(args).arg(data("sample.in")), None);
+        let out = patience().args(args).arg(data("sample.in")).output();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
-        assert!(!stderr(&out).is_empty(), "{args:?}: {out:?}");
-        assert_eq!(stdout(&out), "", "{args:?}");
+        assert!(!out.stderr_str().is_empty(), "{args:?}: {out:?}");
+        assert_eq!(out.stdout_str(), "", "{args:?}");
     }
 }
 
 fn generate(count: u64, seed: u64) -> Vec<u8> {
-    let out = run(
-        patience().args([
+    let out = patience()
+        .args(&[
             "gen",
             "--count",
             &count.to_string(),
             "--seed",
             &seed.to_string(),
-        ]),
-        None,
-    );
+        ])
+        .output();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(stderr(&out), "");
+    assert_eq!(out.stderr_str(), "");
     out.stdout
 }
 
@@ -586,7 +508,7 @@ fn gen_is_deterministic_per_seed_and_writes_valid_deals() {
     assert_eq!(generate(0, 7), b"");
     // Without a seed, two runs differ.
     let unseeded = |_| {
-        let out = run(patience().args(["gen", "--count", "5"]), None);
+        let out = patience().args(&["gen", "--count", "5"]).output();
         assert_eq!(out.status.code(), Some(0));
         out.stdout
     };
@@ -638,52 +560,21 @@ fn generated_deals_are_solved_like_the_reference() {
         .collect();
     assert_eq!(expected.len(), 500, "reference-solve answered every deal");
 
-    let ours = run(
-        patience().args(["solve", "--precision", "9"]).arg(&path),
-        None,
-    );
+    let ours = patience()
+        .args(&["solve", "--precision", "9"])
+        .arg(&path)
+        .output();
     assert_eq!(ours.status.code(), Some(0), "{ours:?}");
-    assert_answers(stdout(&ours), &expected, 9, NINE_DECIMALS);
-}
-
-/// Waits for the child, killing it and failing after `limit`.
-fn wait_at_most(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("poll child") {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the process did not exit within {limit:?} after its reader went away");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_answers(ours.stdout_str(), &expected, 9, NINE_DECIMALS);
 }
 
 /// Reads one line of output, closes the pipe, and expects a quiet, successful exit.
-fn survives_a_closed_pipe(cmd: &mut Command) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start patience");
-    let mut errors = child.stderr.take().unwrap();
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = errors.read_to_string(&mut text);
-        text
-    });
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .expect("read one line");
+fn survives_a_closed_pipe(cmd: &mut TestCommand) {
+    let mut child = cmd.running();
+    let first = child.lines(1);
     assert!(!first.trim().is_empty(), "no output before the pipe closed");
     // The reader (and with it our end of the pipe) is gone now.
-    let status = wait_at_most(&mut child, Duration::from_secs(60));
-    let errors = errors.join().unwrap();
+    let (status, errors) = child.close_output(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{status:?}, stderr: {errors:?}");
     assert!(!errors.contains("patience:"), "{errors:?}");
     assert_eq!(errors, "");
@@ -697,7 +588,7 @@ fn a_closed_stdout_is_not_an_error() {
     let path = dir.join("big.in");
     std::fs::write(&path, generate(100_000, 3)).unwrap();
     survives_a_closed_pipe(patience().arg("solve").arg(&path));
-    survives_a_closed_pipe(patience().args(["gen", "--count", "1000000", "--seed", "1"]));
+    survives_a_closed_pipe(patience().args(&["gen", "--count", "1000000", "--seed", "1"]));
 }
 
 #[test]
@@ -705,12 +596,12 @@ fn quiet_is_accepted_and_nothing_but_results_is_printed() {
     // Standard error is a pipe here, so there is no bar with or without --quiet: stderr stays
     // empty either way, and the results are the same.
     for flag in ["--quiet", "-q"] {
-        let out = run(
-            patience().args(["solve", flag]).arg(data("sample.in")),
-            None,
-        );
+        let out = patience()
+            .args(&["solve", flag])
+            .arg(data("sample.in"))
+            .output();
         assert_eq!(out.status.code(), Some(0), "{out:?}");
-        assert_eq!(stdout(&out), "0.589314\n");
-        assert_eq!(stderr(&out), "");
+        assert_eq!(out.stdout_str(), "0.589314\n");
+        assert_eq!(out.stderr_str(), "");
     }
 }
