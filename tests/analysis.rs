@@ -3,9 +3,11 @@
 //! out by hand, a move checker that replays the line by the rules, and re-solving the position
 //! after each move from scratch.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::collections::HashMap;
+
+use common::{answers, deals};
 use patience::deal::{Card, Deal, PILES};
 use patience::solver::{Analysis, Move, Options, Solver, fraction_text, fraction_value};
 
@@ -14,27 +16,6 @@ const ALL: Options = Options {
     moves: true,
     line: true,
 };
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn deals(name: &str) -> Vec<Deal> {
-    let text = std::fs::read_to_string(data(name)).expect("reference input");
-    patience::deal::DealReader::new(text.as_bytes())
-        .map(|d| d.expect("reference deals are valid"))
-        .collect()
-}
-
-fn answers(name: &str) -> Vec<f64> {
-    std::fs::read_to_string(data(name))
-        .expect("reference answers")
-        .lines()
-        .map(|l| l.trim().parse().expect("a number"))
-        .collect()
-}
 
 fn position(text: &str) -> Deal {
     Deal::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))

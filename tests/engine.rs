@@ -6,11 +6,12 @@
 //! in-test computation, `naive_probability`, is a deliberately simple re-implementation of the
 //! rules that is itself checked against the reference files first.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::{answers as read_answers, data, deals as read_deals, patience};
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES, Rank, Suit};
 use patience::solver::{Solution, Solver};
 use proptest::prelude::*;
@@ -22,40 +23,6 @@ const OUT9_TOLERANCE: f64 = 1e-9 + 5e-10;
 /// Two solutions of the same game whose floating-point sums were added in another order (piles or
 /// ranks renamed): a few ulps of difference are legitimate, anything visible is not.
 const REORDER_TOLERANCE: f64 = 1e-12;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-/// Deals of a reference `.in` file: nine lines per deal, in the judge's format.
-fn read_deals(name: &str) -> Vec<Deal> {
-    let text = std::fs::read_to_string(data(name)).expect("reference input");
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len() % PILES, 0, "{name}: not 9 lines per deal");
-    lines
-        .chunks(PILES)
-        .enumerate()
-        .map(|(i, pile_lines)| {
-            Deal::parse(&pile_lines.join("\n"))
-                .unwrap_or_else(|e| panic!("{name}: deal {}: {e}", i + 1))
-        })
-        .collect()
-}
-
-/// One number per line of a reference answer file.
-fn read_answers(name: &str) -> Vec<f64> {
-    std::fs::read_to_string(data(name))
-        .expect("reference answers")
-        .lines()
-        .map(|l| {
-            l.trim()
-                .parse()
-                .unwrap_or_else(|e| panic!("{name}: {l:?}: {e}"))
-        })
-        .collect()
-}
 
 fn seeded(seed: u64) -> Deal {
     Deal::shuffled(&mut fastrand::Rng::with_seed(seed))
@@ -207,11 +174,10 @@ fn random1000_matches_the_reference() {
 #[test]
 fn the_solve_command_matches_the_six_decimal_reference() {
     for name in ["sample", "extra12", "random1000"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_patience"))
+        let out = patience()
             .arg("solve")
             .arg(data(&format!("{name}.in")))
-            .output()
-            .expect("run patience solve");
+            .output();
         assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
         assert!(out.stderr.is_empty(), "{name}: {out:?}");
         let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");

@@ -7,13 +7,15 @@
 //! see allocations, reallocations and frees made inside the counted region, and only those of the
 //! counting thread.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
-use std::path::Path;
 use std::sync::{Arc, Barrier};
 
-use patience::deal::{Deal, PILES};
+use common::{answers as read_answers, deals as read_deals};
+use patience::deal::Deal;
 use patience::solver::{Solution, Solver};
 
 struct Counting;
@@ -86,29 +88,6 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
         frees: FREES.with(Cell::get),
     };
     (out, heap)
-}
-
-fn read_deals(name: &str) -> Vec<Deal> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let text = std::fs::read_to_string(&path).expect("reference input");
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines
-        .chunks(PILES)
-        .map(|pile_lines| Deal::parse(&pile_lines.join("\n")).expect("a reference deal"))
-        .collect()
-}
-
-fn read_answers(name: &str) -> Vec<f64> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    std::fs::read_to_string(&path)
-        .expect("reference answers")
-        .lines()
-        .map(|l| l.trim().parse().expect("a number"))
-        .collect()
 }
 
 #[test]
