@@ -13,18 +13,16 @@ mod common;
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
-use common::{Daemon, TOLERANCE, corpus, probability, stream_all, wire};
+use common::{Authority, Daemon, Scratch, TOLERANCE, corpus, probability, stream_all, wire};
 use h2::client::{ResponseFuture, SendRequest};
 use h2::{Reason, RecvStream, SendStream};
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{SolveRequest, SolveResponse};
 use prost::Message as _;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -293,66 +291,20 @@ async fn complete_held_stream(mut send: SendStream<Bytes>, body: RecvStream) {
     assert_sample_answer(&messages[0], expected, "the held SolveStream call");
 }
 
-/// A certificate authority that exists for one test (as in `security.rs`).
-struct Authority {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Authority {
-    fn new() -> Authority {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let key = KeyPair::generate().expect("a CA key");
-        let issuer = CertifiedIssuer::self_signed(params, key).expect("a self-signed CA");
-        Authority { issuer }
-    }
-
-    /// A certificate and key for these names, signed by this authority, in PEM.
-    fn issue(&self, names: &[&str]) -> (String, String) {
-        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let key = KeyPair::generate().expect("a key");
-        let cert = CertificateParams::new(names)
-            .expect("certificate parameters")
-            .signed_by(&key, &self.issuer)
-            .expect("a signed certificate");
-        (cert.pem(), key.serialize_pem())
-    }
-}
-
-/// A directory removed when dropped, however the test ends.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A daemon serving TLS with a certificate for `localhost` and `127.0.0.1`, with `flags`; and
 /// the authority to trust.
 struct TlsDaemon {
     daemon: Daemon,
     ca: Authority,
-    _files: TempDir,
+    _files: Scratch,
 }
 
 fn tls_daemon(name: &str, flags: &[&str]) -> TlsDaemon {
-    let dir = std::env::temp_dir().join(format!(
-        "patience-connections-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let files = TempDir(dir.clone());
+    let files = Scratch::new(&format!("connections-{name}"));
     let ca = Authority::new();
     let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
-    let cert_path = dir.join("server.pem").display().to_string();
-    let key_path = dir.join("server.key").display().to_string();
-    std::fs::write(&cert_path, cert).expect("write the certificate");
-    std::fs::write(&key_path, key).expect("write the key");
+    let cert_path = files.write("server.pem", cert);
+    let key_path = files.write("server.key", key);
     let mut args = vec!["--tls-cert", &cert_path, "--tls-key", &key_path];
     args.extend_from_slice(flags);
     TlsDaemon {
@@ -504,7 +456,7 @@ async fn tls_connections_must_finish_tls_and_the_preface_within_the_handshake_ti
     };
     let no_preface = async {
         let mut roots = RootCertStore::empty();
-        let ca = rustls::pki_types::CertificateDer::from(tls.ca.issuer.der().to_vec());
+        let ca = rustls::pki_types::CertificateDer::from(tls.ca.der());
         roots.add(ca).expect("trust the test CA");
         let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -556,7 +508,7 @@ async fn tls_connections_must_finish_tls_and_the_preface_within_the_handshake_ti
 async fn tls_clients_are_served_under_a_short_handshake_timeout() {
     let tls = tls_daemon("client", &["--handshake-timeout", "1s"]);
     let (request, expected) = sample();
-    let config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(tls.ca.issuer.pem()));
+    let config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(tls.ca.pem()));
     let response = tokio::time::timeout(Duration::from_secs(10), async {
         let channel = Endpoint::from_shared(format!("https://{}", tls.daemon.socket))
             .expect("an endpoint")

@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, TOLERANCE, corpus, probability, wire};
+use common::{Daemon, Scratch, TOLERANCE, corpus, probability, request, scrape};
 use patience::proto::{SolveRequest, SolveResponse};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -26,17 +25,6 @@ async fn silent_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
         );
     }
     open
-}
-
-fn request(deals: &[patience::deal::Deal], first_id: usize) -> SolveRequest {
-    SolveRequest {
-        analysis: None,
-        deals: deals
-            .iter()
-            .enumerate()
-            .map(|(i, d)| wire(d, (first_id + i).to_string()))
-            .collect(),
-    }
 }
 
 /// The process may need more descriptors than a CI shell's soft default for the floods below.
@@ -325,41 +313,15 @@ fn the_listening_line_shows_with_rust_log_warn() {
     assert!(daemon.socket.port() != 0, "{}", daemon.start_line);
 }
 
-/// The body of `GET /metrics` from a metrics endpoint.
-fn scrape(addr: &str) -> String {
-    let mut socket = std::net::TcpStream::connect(addr).expect("connect to the metrics endpoint");
-    write!(
-        socket,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send the request");
-    let mut text = String::new();
-    socket.read_to_string(&mut text).expect("read the answer");
-    text
-}
-
 /// Calls refused for a wrong token are counted by reason and logged, but at most one line per
 /// reason in ten seconds, with the count of the others: a client retrying in a loop shows in the
 /// log without flooding it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
-    let dir = std::env::temp_dir().join(format!("patience-hardening-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let token = dir.join("token");
-    std::fs::write(&token, "secret\n").unwrap();
-    let daemon = Daemon::start(&[
-        "--auth-token-file",
-        token.to_str().unwrap(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-    ]);
-    let metrics_line = daemon.line_with("metrics on http://", Duration::from_secs(10));
-    let metrics_addr = metrics_line
-        .split("metrics on http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("the metrics address")
-        .to_string();
+    let dir = Scratch::new("hardening");
+    let token = dir.write("token", "secret\n");
+    let daemon = Daemon::start(&["--auth-token-file", &token, "--metrics-addr", "127.0.0.1:0"]);
+    let metrics_addr = daemon.metrics_addr();
     let (deals, _) = corpus("sample");
     let mut client = daemon.client().await;
     for _ in 0..30 {
@@ -380,5 +342,4 @@ async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
         text.contains("patience_calls_refused_total{reason=\"unauthenticated\"} 30"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

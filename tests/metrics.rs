@@ -2,11 +2,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{TestServer, config, corpus, data, stream_all, wire};
+use common::{Daemon, TestServer, config, corpus, data, run, scrape, stream_all, wire};
 use patience::metrics::Metrics;
 use patience::proto::{self, SolveRequest};
 use patience::server::ServerConfig;
@@ -81,62 +79,14 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
     server.stop().await;
 }
 
-/// GET /metrics over plain HTTP/1.1.
-fn scrape(addr: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    response
-}
-
 #[test]
 fn serve_exposes_metrics_on_its_own_address() {
-    let exe = env!("CARGO_BIN_EXE_patience");
-    let mut daemon = Command::new(exe)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(daemon.stderr.take().unwrap()).lines();
-    let (mut grpc, mut metrics) = (None, None);
-    while grpc.is_none() || metrics.is_none() {
-        let line = lines
-            .next()
-            .expect("the daemon logs its addresses")
-            .unwrap();
-        let after = |marker: &str| {
-            line.split(marker)
-                .nth(1)
-                .and_then(|r| r.split(|c: char| c.is_whitespace() || c == '/').next())
-                .map(str::to_string)
-        };
-        grpc = grpc.or(after("listening on "));
-        metrics = metrics.or(after("metrics on http://"));
-    }
-    std::thread::spawn(move || for _ in lines {});
-    let (grpc, metrics) = (grpc.unwrap(), metrics.unwrap());
+    let daemon = Daemon::start(&["--metrics-addr", "127.0.0.1:0"]);
+    let metrics = daemon.metrics_addr();
 
     let before = scrape(&metrics);
     assert!(before.contains("patience_build_info"), "{before}");
-    let out = Command::new(exe)
-        .args(["client", "--addr", &format!("http://{grpc}")])
-        .arg(data("random1000.in"))
-        .output()
-        .unwrap();
+    let out = run(&["client", "--addr", &daemon.addr, &data("random1000.in")]);
     assert!(out.status.success());
     let after = scrape(&metrics);
     assert_eq!(
@@ -144,6 +94,4 @@ fn serve_exposes_metrics_on_its_own_address() {
         Some(1000.0),
         "{after}"
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
 }

@@ -2,49 +2,16 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
-use common::{TOLERANCE, TestServer, config, corpus, data, probability, wire};
+use common::{
+    Authority, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience, probability,
+    run, wire,
+};
 use patience::auth::{AddBearer, Secret};
 use patience::proto::SolveRequest;
 use patience::proto::solver_client::SolverClient;
 use patience::server::{ServerConfig, TlsIdentity};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair, KeyUsagePurpose};
 use tonic::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
-
-/// A certificate authority that exists for one test.
-struct Authority {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Authority {
-    fn new() -> Authority {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        Authority { issuer }
-    }
-
-    fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    /// A certificate and key for these names, signed by this authority.
-    fn issue(&self, names: &[&str]) -> (String, String) {
-        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &self.issuer)
-            .unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-}
 
 fn tls_server(ca: &Authority, client_ca: Option<&Authority>) -> ServerConfig {
     let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
@@ -206,13 +173,8 @@ async fn a_bearer_token_is_required_for_solving_but_not_for_health() {
 
 #[test]
 fn the_cli_pair_works_over_mutual_tls_with_a_token_that_never_reaches_the_log() {
-    let dir = std::env::temp_dir().join(format!("patience-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    };
+    let dir = Scratch::new("tls");
+    let file = |name: &str, text: &str| dir.write(name, text);
     let server_ca = Authority::new();
     let client_ca = Authority::new();
     let (cert, key) = server_ca.issue(&["localhost", "127.0.0.1"]);
@@ -228,52 +190,33 @@ fn the_cli_pair_works_over_mutual_tls_with_a_token_that_never_reaches_the_log() 
         file("token", &format!("{secret}\n")),
         file("wrong-token", "nope\n"),
     ];
-    let exe = env!("CARGO_BIN_EXE_patience");
-    let mut daemon = Command::new(exe)
-        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
-        .args(["--tls-cert", &paths[0], "--tls-key", &paths[1]])
-        .args(["--tls-client-ca", &paths[2], "--auth-token-file", &paths[6]])
-        .env("RUST_LOG", "trace")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = daemon.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let mut log = Vec::new();
-    let port = loop {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(20))
-            .expect("the daemon logs its address");
-        let found = line
-            .split("listening on 127.0.0.1:")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next().map(str::to_string));
-        log.push(line);
-        if let Some(port) = found {
-            break port;
-        }
-    };
-    let addr = format!("https://127.0.0.1:{port}");
+    let mut daemon = Daemon::start_with(
+        &[
+            "--workers",
+            "2",
+            "--tls-cert",
+            &paths[0],
+            "--tls-key",
+            &paths[1],
+            "--tls-client-ca",
+            &paths[2],
+            "--auth-token-file",
+            &paths[6],
+        ],
+        &[("RUST_LOG", "trace")],
+        None,
+    );
+    let addr = format!("https://{}", daemon.socket);
     let input = data("random1000.in");
     let input = input.as_str();
     let client = |token: &str| {
-        Command::new(exe)
-            .args(["client", "--addr", &addr, "--tls-ca", &paths[3]])
-            .args(["--tls-cert", &paths[4], "--tls-key", &paths[5]])
-            .args(["--auth-token-file", token, input])
+        patience()
+            .args(&["client", "--addr", &addr, "--tls-ca", &paths[3]])
+            .args(&["--tls-cert", &paths[4], "--tls-key", &paths[5]])
+            .args(&["--auth-token-file", token, input])
             .output()
-            .unwrap()
     };
-    let solve = Command::new(exe).args(["solve", input]).output().unwrap();
+    let solve = run(&["solve", input]);
     let good = client(&paths[6]);
     assert_eq!(
         good.status.code(),
@@ -286,11 +229,9 @@ fn the_cli_pair_works_over_mutual_tls_with_a_token_that_never_reaches_the_log() 
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("authorization"));
 
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    log.extend(rx.try_iter());
+    daemon.kill();
+    let log = daemon.log();
     assert!(log.len() > 10, "the trace log is suspiciously short");
     let leaked: Vec<&String> = log.iter().filter(|l| l.contains(secret)).collect();
     assert!(leaked.is_empty(), "the token is in the log: {leaked:#?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
