@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Daemon, Flags, TempDir, median};
+use support::{Daemon, Flags, TempDir, median, start_daemon};
 
 /// Seed of the deals (the engine and service benches use the same one).
 const SEED: u64 = 2026;
@@ -87,11 +87,8 @@ fn main() {
         "patience solve printed the wrong number of lines"
     );
 
-    let daemons: Vec<Daemon> = (0..DAEMONS).map(|_| Daemon::start(exe, 1)).collect();
-    let urls: Vec<String> = daemons
-        .iter()
-        .map(|d| format!("http://{}", d.addr))
-        .collect();
+    let daemons: Vec<Daemon> = (0..DAEMONS).map(|_| start_daemon(1)).collect();
+    let urls: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
     let out = dir.join("client.out");
     let mut rates = vec![Vec::new(); DAEMONS];
     for _ in 0..o.runs {
@@ -119,7 +116,7 @@ fn main() {
         println!("{:<10} {:>12.0} {:>8.2}x", k + 1, m, m / one);
     }
     println!("every run's output was byte-identical to patience solve's");
-    for daemon in daemons {
+    for mut daemon in daemons {
         let (_, status) = daemon.stop();
         assert!(status.success(), "a daemon exited with {status}");
     }

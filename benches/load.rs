@@ -39,7 +39,9 @@ use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use patience::solver::Solver;
 use prost::Message;
-use support::{Daemon, Flags, Sampler, clock_ticks, log_field, reset_peak};
+use support::{
+    Daemon, Flags, Sampler, log_field, reset_peak, start_daemon, streams_finished_since, warnings,
+};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the deals; each stream of each phase gets its own seed derived from it.
@@ -272,7 +274,7 @@ struct Slow {
     inexact: usize,
 }
 
-async fn slow_consumer(url: &str, job: &Job, stall: Duration, daemon: &Daemon, ticks: f64) -> Slow {
+async fn slow_consumer(url: &str, job: &Job, stall: Duration, daemon: &Daemon) -> Slow {
     let mut client = connect(url).await;
     let requests = messages(&job.deals);
     let sent = Arc::new(AtomicUsize::new(0));
@@ -293,13 +295,13 @@ async fn slow_consumer(url: &str, job: &Job, stall: Duration, daemon: &Daemon, t
         .into_inner();
 
     // The stall: read nothing, but keep this runtime (and so the connection) running.
-    let cpu_start = daemon.cpu_seconds(ticks);
+    let cpu_start = daemon.cpu_seconds();
     let tail = stall.min(Duration::from_millis(500));
-    let sampler = Sampler::start(daemon.pid, STALL_SAMPLE);
+    let sampler = Sampler::start(daemon.pid(), STALL_SAMPLE);
     tokio::time::sleep(stall - tail).await;
-    let cpu_tail = daemon.cpu_seconds(ticks);
+    let cpu_tail = daemon.cpu_seconds();
     tokio::time::sleep(tail).await;
-    let cpu_end = daemon.cpu_seconds(ticks);
+    let cpu_end = daemon.cpu_seconds();
     let stall_rss = sampler.finish();
     let stall_end = Instant::now();
     let stall_ended_at = stall_end - start;
@@ -360,8 +362,6 @@ fn secs(d: Duration) -> String {
 
 fn main() {
     let o = options();
-    let exe = env!("CARGO_BIN_EXE_patience");
-    let ticks = clock_ticks();
     let w = o.workers;
     println!(
         "load bench: {} streams x {} deals (then x {SECOND_ROUND}), {w} workers, {PER_MESSAGE} \
@@ -396,14 +396,14 @@ fn main() {
         secs(started.elapsed())
     );
 
-    let daemon = Daemon::start(exe, w);
-    let url = format!("http://{}", daemon.addr);
+    let mut daemon = start_daemon(w);
+    let url = daemon.addr.clone();
     // Let the daemon settle (its threads start, its log line is already out).
     std::thread::sleep(Duration::from_millis(200));
     println!(
         "daemon: pid {}, {url}; idle after start: RSS {} (VmHWM {}); tables: {w} x {TABLE_MIB} MiB \
          = {:.1} MiB once touched; in-flight budget {MAX_IN_FLIGHT} deals per stream (default)",
-        daemon.pid,
+        daemon.pid(),
         mib(daemon.rss_kib()),
         mib(daemon.peak_rss_kib()),
         w as f64 * TABLE_MIB
@@ -417,9 +417,9 @@ fn main() {
     // 1. Load, twice, on the same daemon.
     for (r, jobs) in [first, second].iter().enumerate() {
         let deals: usize = jobs.iter().map(|j| j.deals.len()).sum();
-        let reset = reset_peak(daemon.pid);
-        let cpu = daemon.cpu_seconds(ticks);
-        let sampler = Sampler::start(daemon.pid, LOAD_SAMPLE);
+        let reset = reset_peak(daemon.pid());
+        let cpu = daemon.cpu_seconds();
+        let sampler = Sampler::start(daemon.pid(), LOAD_SAMPLE);
         let round = runtime.block_on(async {
             tokio::time::timeout(call_timeout(deals), load_round(&url, jobs))
                 .await
@@ -427,7 +427,7 @@ fn main() {
         });
         let end_rss = daemon.rss_kib();
         let samples = sampler.finish();
-        let cpu = daemon.cpu_seconds(ticks) - cpu;
+        let cpu = daemon.cpu_seconds() - cpu;
         let p = &round.per_stream;
         println!(
             "load round {}: {} streams x {} deals = {deals} deals in {} = {:.0} deals/s; \
@@ -465,13 +465,13 @@ fn main() {
     }
 
     // 2. The slow consumer.
-    let reset = reset_peak(daemon.pid);
+    let reset = reset_peak(daemon.pid());
     let rss_before = daemon.rss_kib();
     let phase_start = Instant::now();
     let slow = runtime.block_on(async {
         tokio::time::timeout(
             call_timeout(o.slow_deals) + o.stall,
-            slow_consumer(&url, &slow_job, o.stall, &daemon, ticks),
+            slow_consumer(&url, &slow_job, o.stall, &daemon),
         )
         .await
         .unwrap_or_else(|_| panic!("the slow consumer did not finish in time"))
@@ -515,7 +515,7 @@ fn main() {
     // How far the daemon got: its "call finished" line comes once every deal is solved and queued
     // for the transport; otherwise at least what the client had received by the stall's end (and
     // at most what the client had sent).
-    let finished = daemon.streams_finished_since(phase_start);
+    let finished = streams_finished_since(&daemon, phase_start);
     let solved = match finished.first() {
         Some((at, line)) if *at <= slow.stall_end => format!(
             "all {n} (its log says the call ended, deals={}, {} before the stall ended)",
@@ -564,19 +564,19 @@ fn main() {
     );
 
     drop(runtime);
-    let log = daemon.log.clone();
     let end_rss = daemon.rss_kib();
     let (took, status) = daemon.stop();
-    let log = log.lock().expect("log lock");
+    let log = daemon.log();
+    let warnings = warnings(&log);
     println!(
         "daemon: RSS {} at the end; stopped {:.0} ms after SIGTERM with {status}; {} log lines, \
          {} at WARN or ERROR",
         mib(end_rss),
         took.as_secs_f64() * 1e3,
-        log.lines,
-        log.warnings.len()
+        log.len(),
+        warnings.len()
     );
-    for line in log.warnings.iter().take(5) {
+    for line in warnings.iter().take(5) {
         println!("  {line}");
     }
 }

@@ -33,7 +33,7 @@ use patience::pool::Pool;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
-use support::{Daemon, Flags, TempDir, clock_ticks, median, percentile};
+use support::{Flags, TempDir, clock_ticks, median, percentile, start_daemon, warnings};
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the throughput deals (the engine bench uses the same one).
@@ -301,9 +301,13 @@ fn main() {
     let run_timeout = Duration::from_secs(60) + Duration::from_millis(5 * n as u64);
     let ticks = clock_ticks();
 
-    let daemon = Daemon::start(exe, o.workers);
-    println!("daemon: pid {}, listening on {}", daemon.pid, daemon.addr);
-    let url = format!("http://{}", daemon.addr);
+    let mut daemon = start_daemon(o.workers);
+    println!(
+        "daemon: pid {}, listening on {}",
+        daemon.pid(),
+        daemon.socket
+    );
+    let url = daemon.addr.clone();
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -358,7 +362,7 @@ fn main() {
             );
         }
 
-        let cpu = daemon.cpu_seconds(ticks);
+        let cpu = daemon.cpu_seconds();
         let (_, children) = own_cpu(ticks);
         let t = run_to_file(
             Command::new(exe)
@@ -367,7 +371,7 @@ fn main() {
             &client_out,
             run_timeout,
         );
-        client_mode.daemon_cpu += daemon.cpu_seconds(ticks) - cpu;
+        client_mode.daemon_cpu += daemon.cpu_seconds() - cpu;
         client_mode.client_cpu += own_cpu(ticks).1 - children;
         client_mode.rates.push(n as f64 / t.as_secs_f64());
         let got = std::fs::read(&client_out).expect("read client output");
@@ -379,14 +383,14 @@ fn main() {
 
         for (per_message, mode) in streams.iter_mut() {
             let requests = messages(&cards, *per_message);
-            let cpu = daemon.cpu_seconds(ticks);
+            let cpu = daemon.cpu_seconds();
             let (own, _) = own_cpu(ticks);
             let (t, probabilities) = runtime.block_on(async {
                 tokio::time::timeout(run_timeout, stream_call(&mut client, requests, n))
                     .await
                     .unwrap_or_else(|_| panic!("{} did not finish in {run_timeout:?}", mode.name))
             });
-            mode.daemon_cpu += daemon.cpu_seconds(ticks) - cpu;
+            mode.daemon_cpu += daemon.cpu_seconds() - cpu;
             mode.client_cpu += own_cpu(ticks).0 - own;
             mode.rates.push(n as f64 / t.as_secs_f64());
             let text = String::from_utf8_lossy(&expected);
@@ -535,18 +539,18 @@ fn main() {
     drop(client);
     drop(runtime);
     let peak = daemon.peak_rss_kib();
-    let log = daemon.log.clone();
     let (took, status) = daemon.stop();
-    let log = log.lock().expect("log lock");
+    let log = daemon.log();
+    let warnings = warnings(&log);
     println!(
         "daemon: peak RSS {:.1} MiB; stopped {:.0} ms after SIGTERM with {status}; {} log lines, \
          {} at WARN or ERROR",
         peak as f64 / 1024.0,
         took.as_secs_f64() * 1e3,
-        log.lines,
-        log.warnings.len()
+        log.len(),
+        warnings.len()
     );
-    for line in log.warnings.iter().take(5) {
+    for line in warnings.iter().take(5) {
         println!("  {line}");
     }
 }
