@@ -184,11 +184,17 @@ pub struct ServeArgs {
 /// Flags of `patience client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// A daemon's address. Give it several times (or a comma-separated list) to spread the input
-    /// over several daemons; a daemon that fails has its unanswered deals resent to the others,
-    /// and is retried in the background until it is back.
+    /// A daemon's address: http://HOST:PORT, https://HOST:PORT, or dns:///NAME:PORT for every
+    /// address NAME resolves to (dns+https:/// with TLS). Give it several times (or a
+    /// comma-separated list) to spread the input over several daemons; a daemon that fails has
+    /// its unanswered deals resent to the others, and is retried in the background until it is
+    /// back.
     #[arg(long, default_value = "http://127.0.0.1:50051", value_delimiter = ',')]
     pub addr: Vec<String>,
+    /// How often dns:/// names are resolved again (also whenever one of their daemons fails),
+    /// so that daemons that come and go are followed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub dns_refresh: std::time::Duration,
     /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
     #[arg(long)]
     pub tls_ca: Option<PathBuf>,

@@ -10,6 +10,8 @@
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
 //! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
+//! - [`client`]: the multi-daemon client as a library: daemons by URL or DNS, failover,
+//!   hedging, reconnection; answers in order.
 //! - [`server`]: the daemon's wiring: TLS, health, reflection, limits, graceful shutdown.
 //! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
 //! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
@@ -17,6 +19,7 @@
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod deal;
 pub mod metrics;
 pub mod pool;

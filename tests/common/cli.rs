@@ -332,15 +332,6 @@ impl Typed {
             .expect("a line of output while the input is open")
     }
 
-    /// The next line on standard error, without its line end; the limit only catches a hang.
-    pub fn next_error_line(&self) -> String {
-        let line = self
-            .stderr
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a line on standard error while the input is open");
-        chomp(line)
-    }
-
     /// Waits for the exit with the input still open (unless closed), then returns (the rest of
     /// the output, exit code, the rest of standard error, its lines joined by newlines). The
     /// limit only catches a hang; `what` names the run in the failure.

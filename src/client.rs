@@ -1,0 +1,149 @@
+//! The multi-daemon client, as a library: it takes request messages in order and answers each,
+//! in the same order, from whichever daemons are up, surviving daemons that fail, restart, stall
+//! or appear (by DNS) while it runs. `patience client` is this plus reading files and printing.
+//!
+//! # Layout
+//! - [`connect`]: `--addr` values (`http://`, `https://`, `dns:///`), endpoints, TLS.
+//! - [`status`]: what a status that ended a call means: the daemon failed, or the run is refused.
+//! - [`answers`]: a response checked before anyone prints it.
+//! - [`dispatch`]: the policy, a synchronous state machine: assignment by load, resends,
+//!   hedging a daemon that went quiet, giving up.
+//! - [`lane`]: one daemon, one call at a time, reconnecting with jittered backoff.
+//! - [`discovery`]: names resolved to daemons, again and again.
+//! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides.
+//!
+//! One cancellation mechanism: a [`tokio_util::sync::CancellationToken`] for the run, cancelled
+//! when it ends however it ends; every lane and watcher stops on it.
+
+pub mod answers;
+pub mod connect;
+pub mod discovery;
+pub mod dispatch;
+pub mod lane;
+pub mod session;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use answers::{Answer, Answers};
+pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
+pub use discovery::{Resolve, SystemResolver};
+pub use session::{Submission, run};
+
+use crate::auth::AddBearer;
+use crate::solver::Options;
+
+/// How long the client waits, once everything is answered, to report daemons that fail late.
+pub const LATE_FAILURES: Duration = Duration::from_secs(2);
+/// A daemon is hedged after answering nothing for at least this long while it holds chunks...
+pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
+/// ...or this many times its usual time between answers, when that is longer.
+pub const HEDGE_FACTOR: u32 = 8;
+
+/// Everything a run needs, validated: what the command line's flags become.
+#[derive(Clone)]
+pub struct ClientConfig {
+    pub targets: Vec<Target>,
+    pub connector: Connector,
+    pub bearer: AddBearer,
+    /// Chunks (request messages) one daemon may hold unanswered.
+    pub window: usize,
+    /// The analysis every request asks for (`None`: the plain probability).
+    pub asked: Option<Options>,
+    /// With chunks waiting and no daemon up for this long, give up.
+    pub give_up_after: Duration,
+    /// How often `dns:///` names are resolved again.
+    pub dns_refresh: Duration,
+    pub hedge_floor: Duration,
+    pub resolver: Arc<dyn Resolve>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("targets", &self.targets)
+            .field("window", &self.window)
+            .field("asked", &self.asked)
+            .field("give_up_after", &self.give_up_after)
+            .field("dns_refresh", &self.dns_refresh)
+            .field("hedge_floor", &self.hedge_floor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Chunks one daemon may have unanswered for a batch size: about 4,096 deals, enough to keep its
+/// workers busy across the round trip, and few enough that a failure resends little. At least 4
+/// so that small batches still pipeline; at most 64 so that `--batch 1` does not flood the
+/// daemon with messages.
+pub fn window(batch: usize) -> usize {
+    (4096 / batch.max(1)).clamp(4, 64)
+}
+
+/// What happened to the daemons, for the user to read; nothing in it changes the answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A daemon failed; `resent` of its chunks went to the others.
+    Failed {
+        daemon: Daemon,
+        reason: String,
+        resent: usize,
+    },
+    /// A failed daemon is back.
+    Back { daemon: Daemon },
+    /// A daemon answered nothing for a while: its `holding` chunks also go to others.
+    Slowed { daemon: Daemon, holding: usize },
+    /// A new address under a name.
+    Found { daemon: Daemon },
+    /// A name could not be resolved again (its daemons found before stay).
+    ResolveFailed { name: String, error: String },
+}
+
+/// Why a run stopped before answering everything.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// A daemon refused what the run asks of every daemon: stop at once.
+    #[error("daemon {daemon} {reason}")]
+    Rejected { daemon: Daemon, reason: String },
+    /// No daemon was up for `give_up_after` with deals waiting.
+    #[error("every daemon failed ({}){}; giving up with deals unanswered", list(.daemons), waited_for(.waited))]
+    GaveUp {
+        daemons: Vec<Daemon>,
+        /// `None` when no daemon ever answered, so the run did not wait.
+        waited: Option<Duration>,
+    },
+    /// No `--addr` led to any daemon.
+    #[error("{0}")]
+    NoDaemon(String),
+    /// A bug in this client (a task that panicked).
+    #[error("the client failed: {0}")]
+    Internal(String),
+}
+
+impl ClientError {
+    /// Whether the run stops at once, without printing the answers it has (a refusal); otherwise
+    /// what was answered in order is printed first.
+    pub fn stops_at_once(&self) -> bool {
+        !matches!(self, ClientError::GaveUp { .. })
+    }
+}
+
+fn list(daemons: &[Daemon]) -> String {
+    daemons
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn waited_for(waited: &Option<Duration>) -> String {
+    waited.map_or_else(String::new, |d| format!(" and none came back within {d:?}"))
+}
+
+/// Waits until `at`, or forever without one: the one helper for optional deadlines.
+pub async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,123 @@
+//! A daemon's response to one chunk, checked before anyone prints it: one result per deal sent,
+//! each a probability (with the analysis the run asked for) or the daemon's error for that deal.
+
+use super::status::Verdict;
+use crate::proto::{self, result::Outcome};
+use crate::solver::Options;
+
+/// One deal's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    Solved {
+        probability: f64,
+        /// When the run asked for an analysis.
+        analysis: Option<proto::Analysis>,
+    },
+    /// The daemon's `DealError` message for this deal: a bad deal, not a failure.
+    Failed(String),
+}
+
+/// The answers of one chunk, in deal order.
+pub type Answers = Vec<Answer>;
+
+/// Turns a daemon's response to one chunk into answers, or says what is wrong with it. `asked` is
+/// the analysis the run asks every daemon for (`None`: the plain probability).
+pub fn check(
+    results: Vec<proto::Result>,
+    sent: usize,
+    asked: Option<Options>,
+) -> Result<Answers, Verdict> {
+    if results.len() != sent {
+        return Err(Verdict::Failed(format!(
+            "it answered {} results for {sent} deals",
+            results.len()
+        )));
+    }
+    results
+        .into_iter()
+        .map(|result| match result.outcome {
+            Some(Outcome::Probability(probability)) => {
+                let analysis = match (asked, result.analysis) {
+                    (None, _) => None,
+                    (Some(asked), Some(wire)) => {
+                        if asked.moves && wire.moves.iter().any(|m| m.r#move.is_none()) {
+                            return Err(Verdict::Failed(
+                                "it sent a malformed answer: a move's odds came without the move"
+                                    .into(),
+                            ));
+                        }
+                        Some(wire)
+                    }
+                    // A daemon older than the analysis API ignores the request's options: its
+                    // lines would silently lack the fields `solve` prints.
+                    (Some(_), None) => {
+                        return Err(Verdict::Rejected(
+                            "does not support analysis (--format json needs a newer daemon)".into(),
+                        ));
+                    }
+                };
+                Ok(Answer::Solved {
+                    probability,
+                    analysis,
+                })
+            }
+            Some(Outcome::Error(e)) => Ok(Answer::Failed(e.message)),
+            None => Err(Verdict::Failed(
+                "it sent a malformed answer: a result with neither a probability nor an error"
+                    .into(),
+            )),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solved(analysis: Option<proto::Analysis>) -> proto::Result {
+        proto::Result {
+            index: 0,
+            id: String::new(),
+            outcome: Some(Outcome::Probability(0.5)),
+            analysis,
+        }
+    }
+
+    #[test]
+    fn responses_are_checked_before_the_printer_sees_them() {
+        let json = Some(Options::default());
+        assert!(matches!(
+            check(vec![solved(None)], 2, None),
+            Err(Verdict::Failed(_))
+        ));
+        let mut empty = solved(None);
+        empty.outcome = None;
+        assert!(matches!(
+            check(vec![empty], 1, None),
+            Err(Verdict::Failed(_))
+        ));
+        assert!(matches!(
+            check(vec![solved(None)], 1, json),
+            Err(Verdict::Rejected(reason)) if reason.contains("does not support analysis")
+        ));
+        let no_move = proto::Analysis {
+            moves: vec![proto::MoveOdds {
+                r#move: None,
+                probability: 0.5,
+            }],
+            ..Default::default()
+        };
+        let moves = Some(Options {
+            moves: true,
+            ..Options::default()
+        });
+        assert!(matches!(
+            check(vec![solved(Some(no_move))], 1, moves),
+            Err(Verdict::Failed(reason)) if reason.contains("malformed")
+        ));
+        assert!(matches!(
+            check(vec![solved(None)], 1, None).as_deref(),
+            Ok([Answer::Solved { analysis: None, .. }])
+        ));
+    }
+}

@@ -1,0 +1,542 @@
+//! The client's policy as a synchronous state machine: which chunk goes to which daemon, what is
+//! resent when a daemon fails, when a daemon that has gone quiet has its chunks hedged onto
+//! another, and when the run gives up. It knows chunks by number only and does no I/O; the
+//! session feeds it what happens and carries out what it decides, with real time, and the tests
+//! below drive it with a fake clock.
+//!
+//! - A chunk is *open* until its first answer; it is held by at most two lanes (its first, and
+//!   one hedge), or waits in the queue. The queue goes out oldest first, since the printer waits
+//!   on the oldest.
+//! - A chunk goes to the live lane with the fewest chunks unanswered that has room (fewer than
+//!   `window`) and is not slowed.
+//! - A lane answers its chunks in the order it was given them. A lane that holds chunks and has
+//!   answered none for `max(hedge_floor, hedge_factor x its usual time between answers)` is
+//!   slowed: each chunk it holds that no other lane holds is given to another lane too, and it
+//!   gets nothing new until it answers again. The first answer to a chunk wins; a later one is a
+//!   duplicate, dropped.
+//! - A lane that fails gives back what it holds: chunks no other lane holds go back to the queue.
+//! - With chunks in the queue and no lane up for `give_up_after` (at once if no lane has ever
+//!   answered: a wrong address, a daemon not started), the run gives up.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// A chunk's number, in input order.
+pub type Seq = u64;
+/// A lane's number, in the order lanes were added.
+pub type LaneId = usize;
+
+/// The knobs of the policy.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// Chunks one lane may hold unanswered.
+    pub window: usize,
+    /// With chunks waiting and no lane up for this long, give up.
+    pub give_up_after: Duration,
+    /// A lane is hedged after answering nothing for at least this long...
+    pub hedge_floor: Duration,
+    /// ...or this many times its usual time between answers, when that is longer.
+    pub hedge_factor: u32,
+}
+
+/// What the session should do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send chunk `seq` to `lane`; `hedge` when another lane holds it too.
+    Send { lane: LaneId, seq: Seq, hedge: bool },
+    /// `lane` has gone quiet: its chunks are being hedged (said once per episode).
+    Slowed { lane: LaneId, holding: usize },
+}
+
+/// What to do with an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// The chunk's first answer: hand it to the printer.
+    First,
+    /// The chunk was answered already (by the other lane that held it): drop this one.
+    Duplicate,
+}
+
+#[derive(Debug, Default)]
+struct Lane {
+    up: bool,
+    /// Chunks given to this lane and not answered by it, in the order it will answer them.
+    holding: VecDeque<Seq>,
+    /// Since when the lane has been holding chunks without answering one.
+    quiet_since: Option<Instant>,
+    /// Its usual time between answers while busy (an exponential moving average).
+    interval: Option<Duration>,
+    /// Hedged: gets nothing new until it answers again.
+    slowed: bool,
+    /// Its inbox refused a chunk (it is failing and will say so): nothing more until it does.
+    blocked: bool,
+}
+
+#[derive(Debug)]
+pub struct Dispatcher {
+    policy: Policy,
+    lanes: Vec<Lane>,
+    /// Open chunks and how many lanes hold each.
+    open: BTreeMap<Seq, u8>,
+    /// Open chunks no lane holds, oldest first.
+    queue: VecDeque<Seq>,
+    input_done: bool,
+    /// When the last lane up failed, while none is up.
+    none_up_since: Option<Instant>,
+    /// Whether any lane has answered or come back.
+    ever_up: bool,
+}
+
+impl Dispatcher {
+    pub fn new(policy: Policy) -> Dispatcher {
+        Dispatcher {
+            policy,
+            lanes: Vec::new(),
+            open: BTreeMap::new(),
+            queue: VecDeque::new(),
+            input_done: false,
+            none_up_since: None,
+            ever_up: false,
+        }
+    }
+
+    /// A new lane, taken to be up: chunks may wait in its inbox while it connects.
+    pub fn add_lane(&mut self) -> LaneId {
+        self.lanes.push(Lane {
+            up: true,
+            ..Lane::default()
+        });
+        self.none_up_since = None;
+        self.lanes.len() - 1
+    }
+
+    /// Whether the session should take the next chunk of input: when a lane has room for it, or
+    /// when no lane is up (so that the give-up clock runs with a chunk in hand). Either way at
+    /// most one chunk waits in the queue.
+    pub fn wants_input(&self) -> bool {
+        !self.input_done && self.queue.is_empty() && (!self.any_up() || self.pick(None).is_some())
+    }
+
+    /// A new chunk of input.
+    pub fn offer(&mut self, seq: Seq) {
+        self.open.insert(seq, 0);
+        self.enqueue(seq);
+    }
+
+    pub fn input_done(&mut self) {
+        self.input_done = true;
+    }
+
+    /// Every chunk was offered and answered.
+    pub fn is_done(&self) -> bool {
+        self.input_done && self.open.is_empty()
+    }
+
+    /// `lane` answered `seq` at `now`.
+    pub fn answered(&mut self, lane: LaneId, seq: Seq, now: Instant) -> Delivery {
+        self.ever_up = true;
+        if let Some(l) = self.lanes.get_mut(lane) {
+            if let Some(at) = l.holding.iter().position(|&s| s == seq) {
+                l.holding.remove(at);
+            }
+            if let Some(since) = l.quiet_since {
+                let took = now.saturating_duration_since(since);
+                l.interval = Some(match l.interval {
+                    // Weighted towards the past, so one quick answer does not make a slow lane
+                    // look fast (and hedge it needlessly later).
+                    Some(old) => (old * 3 + took) / 4,
+                    None => took,
+                });
+            }
+            l.quiet_since = (!l.holding.is_empty()).then_some(now);
+            l.slowed = false;
+        }
+        match self.open.remove(&seq) {
+            Some(_) => Delivery::First,
+            None => Delivery::Duplicate,
+        }
+    }
+
+    /// `lane` failed at `now`: what it held goes back to the queue unless another lane holds it.
+    /// Returns how many chunks went back.
+    pub fn failed(&mut self, lane: LaneId, now: Instant) -> usize {
+        let Some(l) = self.lanes.get_mut(lane) else {
+            return 0;
+        };
+        l.up = false;
+        l.slowed = false;
+        l.blocked = false;
+        l.quiet_since = None;
+        let held: Vec<Seq> = l.holding.drain(..).collect();
+        let mut back = 0;
+        for seq in held {
+            if let Some(holders) = self.open.get_mut(&seq) {
+                *holders = holders.saturating_sub(1);
+                if *holders == 0 {
+                    self.enqueue(seq);
+                    back += 1;
+                }
+            }
+        }
+        if !self.any_up() && self.none_up_since.is_none() {
+            self.none_up_since = Some(now);
+        }
+        back
+    }
+
+    /// `lane` is up again, with an empty inbox.
+    pub fn back(&mut self, lane: LaneId) {
+        self.ever_up = true;
+        if let Some(l) = self.lanes.get_mut(lane) {
+            l.up = true;
+            l.blocked = false;
+        }
+        self.none_up_since = None;
+    }
+
+    /// The inbox of `lane` refused chunk `seq` (the lane is failing and will report it): the
+    /// chunk is taken back, and the lane gets nothing more until it reports.
+    pub fn refused(&mut self, lane: LaneId, seq: Seq) {
+        if let Some(l) = self.lanes.get_mut(lane) {
+            if let Some(at) = l.holding.iter().position(|&s| s == seq) {
+                l.holding.remove(at);
+            }
+            l.blocked = true;
+        }
+        if let Some(holders) = self.open.get_mut(&seq) {
+            *holders = holders.saturating_sub(1);
+            if *holders == 0 {
+                self.enqueue(seq);
+            }
+        }
+    }
+
+    /// The next thing to do at `now`, if any; call until `None`.
+    pub fn next(&mut self, now: Instant) -> Option<Action> {
+        // A quiet lane first: its chunks are the ones the printer is likely waiting for.
+        for id in 0..self.lanes.len() {
+            let lane = &self.lanes[id];
+            let overdue = lane.up
+                && lane.quiet_since.is_some_and(|since| {
+                    now.saturating_duration_since(since) >= self.hedge_after(id)
+                });
+            if !overdue {
+                continue;
+            }
+            if !lane.slowed {
+                let holding = lane.holding.len();
+                self.lanes[id].slowed = true;
+                return Some(Action::Slowed { lane: id, holding });
+            }
+            let alone = self.lanes[id]
+                .holding
+                .iter()
+                .copied()
+                .find(|seq| self.open.get(seq) == Some(&1));
+            if let Some(seq) = alone
+                && let Some(other) = self.pick(Some(id))
+            {
+                self.give(other, seq, now);
+                return Some(Action::Send {
+                    lane: other,
+                    seq,
+                    hedge: true,
+                });
+            }
+        }
+        let lane = self.pick(None)?;
+        let seq = self.queue.pop_front()?;
+        self.give(lane, seq, now);
+        Some(Action::Send {
+            lane,
+            seq,
+            hedge: false,
+        })
+    }
+
+    /// Whether the run should give up at `now`: chunks wait and no lane has been up for
+    /// `give_up_after` (or at all, if none ever answered).
+    pub fn gives_up(&self, now: Instant) -> bool {
+        self.give_up_at().is_some_and(|at| now >= at)
+    }
+
+    /// Whether any lane has ever answered or come back.
+    pub fn ever_up(&self) -> bool {
+        self.ever_up
+    }
+
+    /// When something will be due without anything happening first (a hedge, giving up).
+    pub fn deadline(&self) -> Option<Instant> {
+        let hedges = self.lanes.iter().enumerate().filter_map(|(id, l)| {
+            let since = l.quiet_since.filter(|_| l.up && !l.slowed)?;
+            Some(since + self.hedge_after(id))
+        });
+        hedges.chain(self.give_up_at()).min()
+    }
+
+    /// Chunks `lane` holds unanswered.
+    pub fn holding(&self, lane: LaneId) -> usize {
+        self.lanes.get(lane).map_or(0, |l| l.holding.len())
+    }
+
+    fn give_up_at(&self) -> Option<Instant> {
+        let since = self.none_up_since.filter(|_| !self.queue.is_empty())?;
+        Some(if self.ever_up {
+            since + self.policy.give_up_after
+        } else {
+            since
+        })
+    }
+
+    fn hedge_after(&self, lane: LaneId) -> Duration {
+        let usual = self.lanes.get(lane).and_then(|l| l.interval);
+        let scaled = usual.map_or(Duration::ZERO, |i| i * self.policy.hedge_factor);
+        scaled.max(self.policy.hedge_floor)
+    }
+
+    fn give(&mut self, lane: LaneId, seq: Seq, now: Instant) {
+        if let Some(l) = self.lanes.get_mut(lane) {
+            if l.holding.is_empty() {
+                l.quiet_since = Some(now);
+            }
+            l.holding.push_back(seq);
+        }
+        if let Some(holders) = self.open.get_mut(&seq) {
+            *holders += 1;
+        }
+    }
+
+    /// The lane to give a chunk to: up, not slowed or blocked, with room, fewest held; never
+    /// `except`.
+    fn pick(&self, except: Option<LaneId>) -> Option<LaneId> {
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter(|&(id, l)| {
+                Some(id) != except
+                    && l.up
+                    && !l.slowed
+                    && !l.blocked
+                    && l.holding.len() < self.policy.window
+            })
+            .min_by_key(|(_, l)| l.holding.len())
+            .map(|(id, _)| id)
+    }
+
+    fn any_up(&self) -> bool {
+        self.lanes.iter().any(|l| l.up)
+    }
+
+    /// Puts `seq` in the queue in order.
+    fn enqueue(&mut self, seq: Seq) {
+        let at = self.queue.partition_point(|&s| s < seq);
+        self.queue.insert(at, seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            window: 2,
+            give_up_after: Duration::from_secs(30),
+            hedge_floor: Duration::from_secs(2),
+            hedge_factor: 8,
+        }
+    }
+
+    /// Runs every action due at `now`; the sends, in order.
+    fn sends(d: &mut Dispatcher, now: Instant) -> Vec<(LaneId, Seq, bool)> {
+        let mut out = Vec::new();
+        while let Some(action) = d.next(now) {
+            if let Action::Send { lane, seq, hedge } = action {
+                out.push((lane, seq, hedge));
+            }
+        }
+        out
+    }
+
+    fn feed(d: &mut Dispatcher, from: Seq, to: Seq) {
+        for seq in from..to {
+            assert!(d.wants_input(), "no room for chunk {seq}");
+            d.offer(seq);
+        }
+    }
+
+    #[test]
+    fn chunks_go_to_the_lane_with_the_fewest_unanswered_up_to_the_window() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        for seq in 0..4 {
+            assert!(d.wants_input());
+            d.offer(seq);
+            sends(&mut d, t);
+        }
+        assert_eq!((d.holding(a), d.holding(b)), (2, 2));
+        assert!(!d.wants_input(), "both lanes are full");
+        assert_eq!(d.answered(b, 1, t), Delivery::First);
+        assert!(d.wants_input());
+        d.offer(4);
+        assert_eq!(sends(&mut d, t), [(b, 4, false)]);
+    }
+
+    #[test]
+    fn a_failed_lanes_chunks_are_resent_oldest_first() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        feed(&mut d, 0, 1);
+        sends(&mut d, t);
+        feed(&mut d, 1, 2);
+        sends(&mut d, t);
+        feed(&mut d, 2, 3);
+        sends(&mut d, t);
+        // a holds 0 and 2, b holds 1.
+        assert_eq!(d.holding(a), 2);
+        assert_eq!(d.failed(a, t), 2);
+        assert_eq!(sends(&mut d, t), [(b, 0, false)]);
+        assert!(!d.wants_input(), "chunk 2 waits for room");
+        assert_eq!(d.answered(b, 1, t), Delivery::First);
+        assert_eq!(sends(&mut d, t), [(b, 2, false)]);
+        assert!(!d.is_done());
+        d.input_done();
+        d.answered(b, 0, t);
+        d.answered(b, 2, t);
+        assert!(d.is_done());
+    }
+
+    #[test]
+    fn a_lane_that_goes_quiet_is_hedged_and_the_first_answer_wins() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(Policy {
+            window: 4,
+            ..policy()
+        });
+        let (quiet, busy) = (d.add_lane(), d.add_lane());
+        for seq in 0..2 {
+            d.offer(seq);
+            sends(&mut d, t);
+        }
+        // quiet holds 0, busy holds 1; busy answers quickly and keeps working.
+        d.answered(busy, 1, t + Duration::from_millis(10));
+        assert_eq!(d.deadline(), Some(t + Duration::from_secs(2)));
+        assert!(sends(&mut d, t + Duration::from_millis(1_999)).is_empty());
+        let later = t + Duration::from_secs(2);
+        assert_eq!(
+            d.next(later),
+            Some(Action::Slowed {
+                lane: quiet,
+                holding: 1
+            })
+        );
+        assert_eq!(sends(&mut d, later), [(busy, 0, true)]);
+        // The slowed lane gets nothing new.
+        d.offer(2);
+        assert_eq!(sends(&mut d, later), [(busy, 2, false)]);
+        assert_eq!(d.answered(busy, 0, later), Delivery::First);
+        // The quiet lane answers at last: a duplicate, and it gets work again.
+        assert_eq!(d.answered(quiet, 0, later), Delivery::Duplicate);
+        d.offer(3);
+        assert_eq!(sends(&mut d, later), [(quiet, 3, false)]);
+    }
+
+    #[test]
+    fn a_lane_is_hedged_against_its_own_usual_pace() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(Policy {
+            window: 8,
+            ..policy()
+        });
+        let (slow, other) = (d.add_lane(), d.add_lane());
+        // The slow lane answers every 1 s: its hedge comes after 8 s, not the 2 s floor.
+        d.offer(0);
+        sends(&mut d, t);
+        d.offer(1);
+        sends(&mut d, t);
+        let at = t + Duration::from_secs(1);
+        d.answered(slow, 0, at);
+        d.answered(other, 1, at);
+        d.offer(2);
+        assert_eq!(sends(&mut d, at), [(slow, 2, false)]);
+        assert_eq!(d.deadline(), Some(at + Duration::from_secs(8)));
+        assert!(sends(&mut d, at + Duration::from_secs(7)).is_empty());
+        let overdue = at + Duration::from_secs(8);
+        assert!(matches!(d.next(overdue), Some(Action::Slowed { lane, .. }) if lane == slow));
+        assert_eq!(sends(&mut d, overdue), [(other, 2, true)]);
+    }
+
+    #[test]
+    fn a_chunk_held_twice_goes_back_to_the_queue_only_when_both_lanes_fail() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        d.offer(0);
+        sends(&mut d, t);
+        let later = t + Duration::from_secs(3);
+        d.next(later);
+        assert_eq!(sends(&mut d, later), [(b, 0, true)]);
+        assert_eq!(d.failed(a, later), 0, "b still holds it");
+        assert_eq!(d.failed(b, later), 1);
+    }
+
+    #[test]
+    fn the_run_gives_up_after_no_lane_was_up_for_the_whole_wait() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let a = d.add_lane();
+        d.offer(0);
+        sends(&mut d, t);
+        d.answered(a, 0, t);
+        d.offer(1);
+        sends(&mut d, t);
+        d.failed(a, t);
+        assert!(!d.gives_up(t + Duration::from_secs(29)));
+        assert_eq!(d.deadline(), Some(t + Duration::from_secs(30)));
+        assert!(d.gives_up(t + Duration::from_secs(30)));
+        // Back in time: the clock stops.
+        d.back(a);
+        assert!(!d.gives_up(t + Duration::from_secs(31)));
+        assert_eq!(sends(&mut d, t + Duration::from_secs(31)), [(a, 1, false)]);
+    }
+
+    #[test]
+    fn a_run_where_no_daemon_ever_answered_gives_up_at_once() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let a = d.add_lane();
+        d.offer(0);
+        sends(&mut d, t);
+        d.failed(a, t);
+        assert!(d.gives_up(t));
+    }
+
+    #[test]
+    fn without_chunks_waiting_the_run_never_gives_up() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let a = d.add_lane();
+        d.failed(a, t);
+        assert!(!d.gives_up(t + Duration::from_secs(3_600)));
+        // With no lane up, one chunk is taken so that the clock runs with it in hand.
+        assert!(d.wants_input());
+        d.offer(0);
+        assert!(!d.wants_input());
+        assert!(d.gives_up(t));
+    }
+
+    #[test]
+    fn a_refused_chunk_goes_back_and_its_lane_waits_for_its_report() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        d.offer(0);
+        assert_eq!(sends(&mut d, t), [(a, 0, false)]);
+        d.refused(a, 0);
+        assert_eq!(sends(&mut d, t), [(b, 0, false)]);
+        d.offer(1);
+        assert_eq!(sends(&mut d, t), [(b, 1, false)], "a is blocked");
+    }
+}

@@ -1,0 +1,327 @@
+//! The async loop of a run: it takes submissions as the dispatcher has room, carries out what the
+//! dispatcher decides (chunks to lanes, hedges), feeds it what the lanes report, adds lanes as
+//! names resolve to new addresses, and hands each chunk's first answer to its submitter.
+//!
+//! Every chunk's request stays here until it is answered, so a lane that fails, or is hedged,
+//! needs to hand nothing back: the dispatcher knows what it held, and the requests are resent
+//! from here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::answers::Answers;
+use super::connect::{Daemon, Target};
+use super::discovery::{Found, Watch};
+use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
+use super::lane::{self, Outgoing, Report};
+use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep_until_some};
+use crate::proto::SolveRequest;
+
+/// One request message and where its answers go.
+pub struct Submission {
+    pub request: SolveRequest,
+    pub reply: oneshot::Sender<Answers>,
+}
+
+/// A lane as the session sees it.
+struct LaneHandle {
+    daemon: Daemon,
+    /// Where its chunks go; `None` while it is down, and once the input is done.
+    inbox: Option<mpsc::Sender<Outgoing>>,
+    /// Its name's watcher, told to resolve again when the lane fails.
+    again: Option<Arc<Notify>>,
+}
+
+struct Session {
+    config: ClientConfig,
+    dispatcher: Dispatcher,
+    lanes: Vec<LaneHandle>,
+    chunks: HashMap<Seq, Submission>,
+    reports: mpsc::UnboundedSender<Report>,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: CancellationToken,
+    /// Cancelled once every chunk is answered: failed lanes stop trying to come back.
+    retire: CancellationToken,
+}
+
+/// Answers every submission, in order, until `submissions` closes and all are answered; or stops
+/// the run (`ClientError`). Submissions are taken only as fast as the daemons have room, which is
+/// the submitter's backpressure. What happens to the daemons goes to `events`.
+pub async fn run(
+    config: ClientConfig,
+    mut submissions: mpsc::Receiver<Submission>,
+    events: mpsc::UnboundedSender<Event>,
+) -> Result<(), ClientError> {
+    let cancel = CancellationToken::new();
+    // However the run ends, lanes and watchers stop.
+    let _stop = cancel.clone().drop_guard();
+    let (reports_tx, mut reports) = mpsc::unbounded_channel();
+    let (found_tx, mut found) = mpsc::unbounded_channel();
+    let policy = Policy {
+        window: config.window,
+        give_up_after: config.give_up_after,
+        hedge_floor: config.hedge_floor,
+        hedge_factor: HEDGE_FACTOR,
+    };
+    let mut session = Session {
+        dispatcher: Dispatcher::new(policy),
+        lanes: Vec::new(),
+        chunks: HashMap::new(),
+        reports: reports_tx,
+        events,
+        cancel: cancel.clone(),
+        retire: cancel.child_token(),
+        config,
+    };
+    let mut unresolved: Vec<(String, String)> = Vec::new();
+    for target in session.config.targets.clone() {
+        match target {
+            Target::Url(url) => session.add_lane(Daemon::Url(url), None),
+            Target::Dns { name, port, tls } => {
+                let shown = format!("dns:///{name}:{port}");
+                let watch = Watch {
+                    name,
+                    port,
+                    tls,
+                    resolver: session.config.resolver.clone(),
+                    every: session.config.dns_refresh,
+                    again: Arc::new(Notify::new()),
+                    found: found_tx.clone(),
+                    cancel: cancel.child_token(),
+                };
+                let known = match watch.first().await {
+                    Ok(daemons) => daemons,
+                    Err(error) => {
+                        unresolved.push((shown, error));
+                        Vec::new()
+                    }
+                };
+                for daemon in &known {
+                    session.add_lane(daemon.clone(), Some(watch.again.clone()));
+                }
+                tokio::spawn(watch.run(known));
+            }
+        }
+    }
+    if session.lanes.is_empty() {
+        let why: Vec<String> = unresolved
+            .iter()
+            .map(|(t, e)| format!("{t}: {e}"))
+            .collect();
+        return Err(ClientError::NoDaemon(why.join("; ")));
+    }
+    for (name, error) in unresolved {
+        let _ = session.events.send(Event::ResolveFailed { name, error });
+    }
+
+    let mut next_seq: Seq = 0;
+    loop {
+        session.act();
+        let now = Instant::now();
+        if session.dispatcher.gives_up(now.into_std()) {
+            return Err(session.gave_up());
+        }
+        if session.dispatcher.is_done() {
+            break;
+        }
+        let deadline = session.dispatcher.deadline().map(Instant::from_std);
+        let take = session.dispatcher.wants_input();
+        tokio::select! {
+            biased;
+            Some(report) = reports.recv() => session.report(report)?,
+            Some(found) = found.recv() => session.found(found),
+            () = sleep_until_some(deadline) => {}
+            submission = submissions.recv(), if take => match submission {
+                Some(submission) => {
+                    session.chunks.insert(next_seq, submission);
+                    session.dispatcher.offer(next_seq);
+                    next_seq += 1;
+                }
+                None => session.dispatcher.input_done(),
+            },
+        }
+    }
+    // Done: closing the inboxes ends each lane's stream. Report the lanes that fail now (say, one
+    // that could not connect before the others did all the work), for a little while.
+    let Session {
+        mut lanes,
+        events,
+        reports: ours,
+        retire,
+        ..
+    } = session;
+    retire.cancel();
+    for lane in &mut lanes {
+        lane.inbox = None;
+    }
+    // Once every lane has ended, its reports end too.
+    drop(ours);
+    let late = async {
+        while let Some(report) = reports.recv().await {
+            if let Report::Failed { lane, reason } | Report::Rejected { lane, reason } = report
+                && let Some(daemon) = lanes.get(lane).map(|l| l.daemon.clone())
+            {
+                let _ = events.send(Event::Failed {
+                    daemon,
+                    reason,
+                    resent: 0,
+                });
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LATE_FAILURES, late).await;
+    Ok(())
+}
+
+impl Session {
+    fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
+        let id = self.dispatcher.add_lane();
+        let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
+        let lane = match self.config.connector.endpoint(&daemon) {
+            Ok(endpoint) => lane::Lane {
+                id,
+                endpoint,
+                bearer: self.config.bearer.clone(),
+                window: self.config.window,
+                asked: self.config.asked,
+                reports: self.reports.clone(),
+                cancel: self.cancel.child_token(),
+                retire: self.retire.child_token(),
+            },
+            Err(e) => {
+                // Checked when the targets were parsed; a resolved address cannot fail here.
+                let _ = self.reports.send(Report::Failed {
+                    lane: id,
+                    reason: e.to_string(),
+                });
+                self.lanes.push(LaneHandle {
+                    daemon,
+                    inbox: None,
+                    again,
+                });
+                return;
+            }
+        };
+        tokio::spawn(lane.run(inbox));
+        self.lanes.push(LaneHandle {
+            daemon,
+            inbox: Some(inbox_tx),
+            again,
+        });
+    }
+
+    /// Carries out everything the dispatcher has decided.
+    fn act(&mut self) {
+        let now = Instant::now().into_std();
+        while let Some(action) = self.dispatcher.next(now) {
+            match action {
+                Action::Send { lane, seq, .. } => {
+                    let sent = match (self.lanes.get(lane), self.chunks.get(&seq)) {
+                        (
+                            Some(LaneHandle {
+                                inbox: Some(inbox), ..
+                            }),
+                            Some(chunk),
+                        ) => inbox.try_send((seq, chunk.request.clone())).is_ok(),
+                        _ => false,
+                    };
+                    if !sent {
+                        self.dispatcher.refused(lane, seq);
+                    }
+                }
+                Action::Slowed { lane, holding } => {
+                    if let Some(l) = self.lanes.get(lane) {
+                        let _ = self.events.send(Event::Slowed {
+                            daemon: l.daemon.clone(),
+                            holding,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn report(&mut self, report: Report) -> Result<(), ClientError> {
+        let now = Instant::now().into_std();
+        match report {
+            Report::Answered { lane, seq, answers } => {
+                if self.dispatcher.answered(lane, seq, now) == Delivery::First
+                    && let Some(chunk) = self.chunks.remove(&seq)
+                {
+                    // The submitter may be gone (its reader closed the output): nothing to do.
+                    let _ = chunk.reply.send(answers);
+                }
+            }
+            Report::Failed { lane, reason } => {
+                let resent = self.dispatcher.failed(lane, now);
+                if let Some(l) = self.lanes.get_mut(lane) {
+                    l.inbox = None;
+                    if let Some(again) = &l.again {
+                        again.notify_one();
+                    }
+                    let _ = self.events.send(Event::Failed {
+                        daemon: l.daemon.clone(),
+                        reason,
+                        resent,
+                    });
+                }
+            }
+            Report::Rejected { lane, reason } => {
+                let daemon = self.daemon(lane);
+                return Err(ClientError::Rejected { daemon, reason });
+            }
+            Report::Back { lane, inbox } => {
+                self.dispatcher.back(lane);
+                if let Some(l) = self.lanes.get_mut(lane) {
+                    l.inbox = Some(inbox);
+                    let _ = self.events.send(Event::Back {
+                        daemon: l.daemon.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn found(&mut self, found: Found) {
+        match found {
+            Found::Daemon(daemon) => {
+                let again = self.lanes.iter().find_map(|l| match (&l.daemon, &daemon) {
+                    (Daemon::Resolved { name: a, .. }, Daemon::Resolved { name: b, .. })
+                        if a == b =>
+                    {
+                        l.again.clone()
+                    }
+                    _ => None,
+                });
+                let _ = self.events.send(Event::Found {
+                    daemon: daemon.clone(),
+                });
+                self.add_lane(daemon, again);
+            }
+            Found::Failed { name, error } => {
+                let _ = self.events.send(Event::ResolveFailed { name, error });
+            }
+        }
+    }
+
+    fn daemon(&self, lane: LaneId) -> Daemon {
+        self.lanes
+            .get(lane)
+            .map_or_else(|| Daemon::Url("?".into()), |l| l.daemon.clone())
+    }
+
+    fn gave_up(&self) -> ClientError {
+        ClientError::GaveUp {
+            daemons: self.lanes.iter().map(|l| l.daemon.clone()).collect(),
+            waited: self
+                .dispatcher
+                .ever_up()
+                .then_some(self.config.give_up_after),
+        }
+    }
+}

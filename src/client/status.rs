@@ -1,0 +1,156 @@
+//! What a status that ended a daemon's call means for the run: a failure of that daemon (another
+//! may answer its deals) or a refusal of the run's requests (every daemon would refuse them).
+
+use std::error::Error as _;
+
+use tonic::Code;
+
+/// Why a lane's call ended early, which decides what the run does about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The daemon, or the way to it, is unwell (gone, draining, cut off, or it sent nonsense):
+    /// another daemon may well answer its chunks.
+    Failed(String),
+    /// The daemon's considered refusal of these requests (too many deals per request, a wrong
+    /// token, no analysis support...). Every daemon gets the same requests with the same
+    /// credentials, so resending would only spread the refusal: the run stops at once instead.
+    Rejected(String),
+}
+
+/// The canonical name of a gRPC status code, as other tools and the server's logs print it.
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// Sorts a status that ended a daemon's call. Codes about the daemon's or the connection's
+/// health fail over, and so does any status tonic made up from a transport error (it carries the
+/// error as its source), whatever its code: an HTTP/2 reset is not the daemon's opinion of our
+/// requests. `INTERNAL` and `UNKNOWN` fail over too: tonic also reports a stream cut short by a
+/// proxy as `UNKNOWN`, without a source.
+pub fn verdict(status: &tonic::Status) -> Verdict {
+    let code = status.code();
+    let text = format!("{}: {}", code_name(code), status.message());
+    let unwell = matches!(
+        code,
+        Code::Unavailable
+            | Code::Cancelled
+            | Code::Aborted
+            | Code::DeadlineExceeded
+            | Code::Internal
+            | Code::Unknown
+    );
+    // A daemon at its call or deal caps is busy, not refusing these requests: another daemon,
+    // or this one a little later, will take them.
+    let busy = code == Code::ResourceExhausted
+        && [
+            "--max-open-streams",
+            "--max-open-unary",
+            "--max-deals-in-flight",
+        ]
+        .iter()
+        .any(|flag| status.message().contains(flag));
+    if unwell || busy || status.source().is_some() {
+        return Verdict::Failed(text);
+    }
+    let hint = match code {
+        Code::InvalidArgument if status.message().contains("per request") => {
+            "lower --batch to at most the daemon's --max-deals-per-request"
+        }
+        Code::ResourceExhausted | Code::OutOfRange => {
+            "the request messages are too large for the daemon: lower --batch"
+        }
+        Code::Unauthenticated => {
+            "give the daemon's token with --auth-token-file (sent as `authorization: Bearer <token>`)"
+        }
+        Code::PermissionDenied => {
+            "check the token (--auth-token-file) and the client certificate (--tls-cert)"
+        }
+        Code::Unimplemented => "is this a patience daemon, and one as new as this client?",
+        _ => "check the client's flags against the daemon's",
+    };
+    Verdict::Rejected(format!("rejected the requests with {text}; {hint}"))
+}
+
+/// An error and its sources, each once: transport errors repeat their source's message.
+pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn rejected(status: &tonic::Status) -> Option<String> {
+        match verdict(status) {
+            Verdict::Rejected(reason) => Some(reason),
+            Verdict::Failed(_) => None,
+        }
+    }
+
+    #[test]
+    fn statuses_about_the_daemons_health_fail_over_and_refusals_stop() {
+        for status in [
+            tonic::Status::unavailable("draining"),
+            tonic::Status::cancelled("gone"),
+            tonic::Status::aborted("aborted"),
+            tonic::Status::deadline_exceeded("late"),
+            tonic::Status::internal("h2 protocol error"),
+            tonic::Status::unknown("missing grpc-status trailer"),
+        ] {
+            assert!(rejected(&status).is_none(), "{status:?}");
+        }
+        // Made by tonic from a transport error: not the daemon's opinion of the requests.
+        let mut calm = tonic::Status::resource_exhausted("h2 protocol error: enhance your calm");
+        calm.set_source(Arc::new(std::io::Error::other("stream reset")));
+        assert!(rejected(&calm).is_none());
+        // A daemon at its caps is busy: fail over, do not stop the run.
+        let busy = tonic::Status::resource_exhausted(
+            "the server has its limit of 1024 such calls open (server flag --max-open-streams)",
+        );
+        assert!(rejected(&busy).is_none());
+
+        let batch = tonic::Status::invalid_argument(
+            "the request has 50 deals; the limit is 10 deals per request",
+        );
+        let reason = rejected(&batch).unwrap_or_default();
+        assert!(reason.contains("INVALID_ARGUMENT") && reason.contains("lower --batch"));
+        let token = tonic::Status::unauthenticated("this server requires a token");
+        let reason = rejected(&token).unwrap_or_default();
+        assert!(reason.contains("UNAUTHENTICATED") && reason.contains("authorization"));
+        for status in [
+            tonic::Status::resource_exhausted("too large"),
+            tonic::Status::permission_denied("no"),
+            tonic::Status::unimplemented("no such method"),
+        ] {
+            assert!(rejected(&status).is_some(), "{status:?}");
+        }
+    }
+}
