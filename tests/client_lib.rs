@@ -1,0 +1,205 @@
+//! The multi-daemon client, through the library and the command line: a daemon that takes every
+//! request and never answers is hedged around, and daemons found by name (one name, several
+//! addresses, one that appears later) all take part.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Daemon, Scratch, free_ports, run, wire};
+use patience::auth::AddBearer;
+use patience::client::discovery::Resolving;
+use patience::client::{
+    self, Answer, ClientConfig, Connector, Event, Resolve, Submission, Target, TlsFiles,
+};
+use patience::deal::Deal;
+use patience::pool::Pool;
+use patience::proto::solver_server::{Solver, SolverServer};
+use patience::proto::{SolveRequest, SolveResponse};
+use patience::server::{ServerConfig, run_with_pool};
+use patience::solver::Solver as Engine;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tonic::{Request, Response, Status, Streaming};
+
+/// A stand-in daemon that accepts every call, reads every request, keeps its connection alive,
+/// and never answers.
+struct Hung;
+
+type Responses = Pin<Box<dyn futures::Stream<Item = Result<SolveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Solver for Hung {
+    type SolveStreamStream = Responses;
+
+    async fn solve_stream(
+        &self,
+        request: Request<Streaming<SolveRequest>>,
+    ) -> Result<Response<Responses>, Status> {
+        let mut inbound = request.into_inner();
+        tokio::spawn(async move { while let Ok(Some(_)) = inbound.message().await {} });
+        Ok(Response::new(Box::pin(futures::stream::pending())))
+    }
+
+    async fn solve(&self, _: Request<SolveRequest>) -> Result<Response<SolveResponse>, Status> {
+        std::future::pending().await
+    }
+}
+
+async fn start_hung() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(SolverServer::new(Hung))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    addr
+}
+
+/// A stand-in daemon that never answers, beside a real one: the client hedges the stand-in's
+/// chunks onto the real daemon, prints exactly what `solve` prints, and exits 0 within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_that_never_answers_is_hedged_around() {
+    let hung = start_hung().await;
+    let real = Daemon::start(&["--workers", "1"]);
+    let scratch = Scratch::new("hedged");
+    let input = scratch.write(
+        "deals.in",
+        run(&["gen", "--count", "20000", "--seed", "12"]).stdout,
+    );
+    let solve = run(&["solve", &input]);
+    let started = Instant::now();
+    let hung = format!("http://{hung}");
+    let client = tokio::task::spawn_blocking({
+        let (input, real) = (input.clone(), real.addr.clone());
+        move || run(&["client", "--addr", &hung, "--addr", &real, &input])
+    });
+    let client = tokio::time::timeout(Duration::from_secs(120), client)
+        .await
+        .expect("the client finishes")
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = client.stderr_str();
+    assert_eq!(client.code(), Some(0), "{stderr}");
+    assert!(
+        client.stdout == solve.stdout,
+        "the output differs from solve's; stderr: {stderr}"
+    );
+    assert!(stderr.contains("has answered nothing"), "{stderr}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+/// A resolver the test points at its daemons, changing its answer while the run goes on.
+#[derive(Default)]
+struct Names(Mutex<Vec<SocketAddr>>);
+
+impl Resolve for Names {
+    fn resolve<'a>(&'a self, _name: &'a str, _port: u16) -> Resolving<'a> {
+        let addrs = self.0.lock().unwrap().clone();
+        Box::pin(async move { Ok(addrs) })
+    }
+}
+
+/// A daemon in this process listening on `addr`; its pool, to see whether it took work.
+async fn daemon_at(addr: SocketAddr) -> Arc<Pool> {
+    let listener = TcpListener::bind(addr).await.unwrap();
+    let pool = Arc::new(Pool::new(1, 2).unwrap());
+    tokio::spawn(run_with_pool(
+        listener,
+        pool.clone(),
+        ServerConfig::default(),
+        std::future::pending(),
+    ));
+    pool
+}
+
+/// One name resolving to daemons on 127.0.0.1 and 127.0.0.2 (same port): both take work and
+/// every answer is the engine's; a third daemon, on 127.0.0.3, that appears under the name while
+/// the run goes on takes work after the next resolution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
+    let port = free_ports(1)[0];
+    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
+    let pools = [daemon_at(at(1)).await, daemon_at(at(2)).await];
+    let names = Arc::new(Names::default());
+    *names.0.lock().unwrap() = vec![at(1), at(2)];
+    let targets = vec![Target::parse(&format!("dns:///patience.test:{port}")).unwrap()];
+    let config = ClientConfig {
+        connector: Connector::new(&targets, &TlsFiles::default()).unwrap(),
+        targets,
+        bearer: AddBearer::new(None).unwrap(),
+        window: client::window(32),
+        asked: None,
+        give_up_after: Duration::from_secs(10),
+        dns_refresh: Duration::from_millis(200),
+        hedge_floor: client::HEDGE_FLOOR,
+        resolver: names.clone(),
+    };
+    let (submit, submissions) = mpsc::channel(1);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let run = tokio::spawn(client::run(config, submissions, events_tx));
+
+    let mut rng = fastrand::Rng::with_seed(99);
+    let mut engine = Engine::new();
+    let mut answers = Vec::new();
+    let mut expected = Vec::new();
+    let mut third: Option<Arc<Pool>> = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Sends chunks until the third daemon has answered some, and a few hundred more after.
+    let mut after_third = 0;
+    while after_third < 200 {
+        assert!(
+            Instant::now() < deadline,
+            "the third daemon never took work"
+        );
+        let deals: Vec<Deal> = (0..32).map(|_| Deal::shuffled(&mut rng)).collect();
+        expected.extend(deals.iter().map(|d| engine.solve(d).probability));
+        let request = SolveRequest {
+            deals: deals.iter().map(|d| wire(d, "")).collect(),
+            analysis: None,
+        };
+        let (reply, answer) = oneshot::channel();
+        submit.send(Submission { request, reply }).await.unwrap();
+        answers.push(answer);
+        if answers.len() == 50 {
+            third = Some(daemon_at(at(3)).await);
+            names.0.lock().unwrap().push(at(3));
+        }
+        if third.as_ref().is_some_and(|p| p.stats().done() > 0) {
+            after_third += 1;
+        }
+        // Paced, so the run lasts long enough for a resolution or two.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(submit);
+    let mut got = Vec::new();
+    for answer in answers {
+        for a in answer.await.expect("every chunk is answered") {
+            match a {
+                Answer::Solved { probability, .. } => got.push(probability),
+                Answer::Failed(e) => panic!("a deal failed: {e}"),
+            }
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the run ends")
+        .unwrap()
+        .expect("the run succeeds");
+    assert_eq!(got.len(), expected.len());
+    for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
+    }
+    for (i, pool) in pools.iter().enumerate() {
+        assert!(pool.stats().done() > 0, "daemon {} took no work", i + 1);
+    }
+    let mut found = false;
+    while let Ok(event) = events.try_recv() {
+        found |= matches!(event, Event::Found { .. });
+    }
+    assert!(found, "the new address was not reported");
+}
