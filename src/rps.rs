@@ -43,8 +43,10 @@
 use std::fmt;
 
 pub mod reader;
+pub mod solver;
 
 pub use reader::{BadCase, CaseReader, Expected, ReadError};
+pub use solver::RpsSolver;
 
 /// Most other players a case may have (`n`); the seed's arrays allow 15. Every solver's tables
 /// grow with `2^MAX_OTHERS` (see the module docs).
