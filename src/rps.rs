@@ -37,8 +37,12 @@
 //!
 //! # Probabilities
 //! Each probability must be a finite number in `[0, 1]`, and each player's three must sum to 1
-//! within [`SUM_TOLERANCE`]. The numbers are used as written, never rescaled, so answers match
-//! the seed's for inputs that sum to exactly 1.
+//! within [`SUM_TOLERANCE`]. The numbers are used as written, never rescaled, and yet a triple
+//! that sums to 0.999 is answered exactly as if it had been rescaled to sum to 1: a situation's
+//! value is a ratio of two sums over rounds of the same players, and scaling one player's triple
+//! scales every term of both alike. The seed divides by `1 - P(draw)` instead, so it agrees only
+//! where every triple sums to exactly 1 (Maze alone with 0.333 0.333 0.333: 0.5 here, 0.49925
+//! from the seed).
 
 use std::fmt;
 
@@ -58,8 +62,8 @@ pub const MAX_OTHERS: usize = 15;
 /// stands for and a triple may sum to anywhere in `1 ± 0.0015` (0.333 0.333 0.333 sums to 0.999);
 /// every triple of the corpus sums to exactly 1.000. 0.005 accepts all of those with room to
 /// spare, yet rejects a slip of 0.01 in any one number, the smallest mistake in a second decimal.
-/// Triples rounded to two decimals (0.33 0.33 0.33) are rejected on purpose: they are too far
-/// from a distribution for the answer to mean much at 10 decimals.
+/// Triples rounded to two decimals (0.33 0.33 0.33, off by 0.01) are rejected with them: at that
+/// size a rounding can no longer be told from a slip.
 pub const SUM_TOLERANCE: f64 = 0.005;
 
 /// A gesture, in the order of the input's three numbers.

@@ -154,6 +154,43 @@ mod hand_worked {
     }
 }
 
+mod rounding {
+    use super::*;
+
+    #[test]
+    fn maze_alone_with_three_decimal_thirds_wins_half_the_time() {
+        // 0.333 0.333 0.333 sums to 0.999. Each of his gestures gives 0.333 / (0.333 + 0.333):
+        // the missing thousandth is no outcome at all, not a draw (the seed's 0.333 / (1 - 0.333)
+        // would count it as one and answer 0.49925).
+        assert!((solve([0.333; 3], &[]) - 0.5).abs() <= 1e-15);
+    }
+
+    #[test]
+    fn a_triple_off_by_a_rounding_is_answered_as_if_rescaled() {
+        // Scaling one player's triple scales both sums of every ratio alike, so the corpus
+        // answers survive triples scaled to sum to 0.996 or 0.9985 (scaling up could push a 1
+        // past 1).
+        let cases = read_cases(&data("rps-random120.in"));
+        let mut solver = RpsSolver::new();
+        for (i, case) in cases.iter().enumerate().step_by(7) {
+            let scale = |t: [f64; 3], k: usize| t.map(|p| p * [0.996, 0.9985][(i + k) % 2]);
+            let others: Vec<[f64; 3]> = case
+                .others()
+                .iter()
+                .enumerate()
+                .map(|(k, &t)| scale(t, k + 1))
+                .collect();
+            let scaled = Case::new(scale(case.maze(), 0), &others).expect("within the tolerance");
+            let (want, got) = (solver.solve(case), solver.solve(&scaled));
+            assert!(
+                (got - want).abs() <= 1e-13,
+                "case {}: {got} vs {want}",
+                i + 1
+            );
+        }
+    }
+}
+
 /// An independent model of the rules: the state is who is in, and a round is every joint gesture
 /// of those players enumerated one by one.
 mod brute {
