@@ -6,6 +6,8 @@
 //! - [`deal`]: cards, deals, parsing and validation, and the UVa file reader.
 //! - [`solver`]: the engine. One [`solver::Solver`] owns one 5^9-entry table for life and solves a
 //!   deal without allocating.
+//! - [`rps`]: the second game, FZU 2145 rock-paper-scissors: cases, their file reader, and a solver
+//!   that owns its subset tables for life.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
@@ -24,6 +26,7 @@ pub mod deal;
 pub mod metrics;
 pub mod pool;
 pub mod proto;
+pub mod rps;
 pub mod server;
 pub mod service;
 pub mod solver;

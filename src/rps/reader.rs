@@ -1,0 +1,325 @@
+//! Reading rock-paper-scissors cases from a case file, one at a time, in constant memory.
+//!
+//! # The format
+//! The first non-blank line holds `T`, the number of cases. Each case is then a line holding `n`,
+//! the number of other players, a line of Maze's three probabilities (rock, paper, scissors), and
+//! `n` lines of three, one per other player. Blank lines (and lines of only whitespace) are
+//! skipped wherever they appear, tokens may be separated by any whitespace, lines may end in CRLF
+//! and a UTF-8 byte-order mark at the start is ignored.
+//!
+//! # Framing, and how a bad case is contained
+//! The reader frames cases by lines and by the shape of a line: a line holding a *single* token
+//! starts a case (or is `T`); every other line belongs to the case being read. A case is its start
+//! line and the `n + 1` lines after it, so
+//! - a player's line with a bad token, or with two or four tokens, is still that player's line:
+//!   the case is reported bad and the next case starts exactly where it would have. A typo costs
+//!   its own case only.
+//! - a line holding a single token where a player's line was due means the case is short (its `n`
+//!   is too large, or a line is missing): the case is reported bad ([`CaseError::Missing`]) and
+//!   that line is read again as the start of the next case.
+//! - a start line that is not a whole number alone on its line (`abc`, `2.5`, `-1`, or three
+//!   numbers because the `n` line itself is missing) leaves the length of the case unknown. The
+//!   reader then skips to the next line holding a single token and starts the next case there; the
+//!   skipped lines are reported as this one bad case ([`CaseError::Others`]).
+//! - a start line with a whole number above [`MAX_OTHERS`] still frames its case: its `n + 1`
+//!   lines are read (up to a single-token line, as above) and the case is reported bad.
+//!
+//! What this cannot recover from is a player's line that lost two of its numbers (it looks like a
+//! case start) and a case whose `n` is too *small*: its extra lines come where the next case
+//! should start, so they are reported as a bad case of their own, and the case before them was
+//! answered from its first `n` players. Either way the numbering of the cases after it is one off,
+//! which the count `T` then exposes as [`ReadError::Trailing`] or [`ReadError::Truncated`].
+//!
+//! The reader never reads past the end of a case before handing it on, so someone typing cases
+//! sees each answer as soon as the case is complete. Only a bad case may wait for the next start
+//! line.
+//!
+//! # The count, and what ends the input
+//! A missing or unreadable `T` ([`ReadError::NoCount`], [`ReadError::Count`]) ends the input:
+//! without it nothing says where the cases stop. Input that ends before `T` cases is
+//! [`ReadError::Truncated`], naming the case and the line it was waiting for. Anything but blank
+//! lines after the `T`-th case is [`ReadError::Trailing`], reported once without reading further:
+//! the cases before it were all read, so whether that fails a run is the caller's choice, but it is
+//! never silently ignored, because a `T` that is too small is an easy way to lose cases.
+
+use std::borrow::Cow;
+use std::io::{self, BufRead};
+
+use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple};
+
+/// A case that could not be read, with where it is in the input.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("case {case} (line {line}): {error}")]
+pub struct BadCase {
+    /// 1-based number of the case in the input.
+    pub case: u64,
+    /// 1-based line where the problem was found.
+    pub line: u64,
+    pub error: CaseError,
+}
+
+/// What a truncated input was still waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// The line holding the case's `n`.
+    Start,
+    /// A player's line: Maze's or another player's.
+    Line(Who),
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Start => f.write_str("its number of other players"),
+            Expected::Line(who) => write!(f, "{who}'s line"),
+        }
+    }
+}
+
+/// Why the reader could not produce a case.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// This case is bad; the reader has moved past it and can go on.
+    #[error(transparent)]
+    Case(#[from] BadCase),
+    /// There is no count: the input is empty or blank. Nothing more can be read.
+    #[error("the input is empty; it must start with the number of cases")]
+    NoCount,
+    /// The first line is not a count. Nothing more is read.
+    #[error(
+        "line {line}: {token} is not a number of cases (the input must start with a whole number \
+         alone on its line)"
+    )]
+    Count { line: u64, token: Token },
+    /// The input ended inside the announced cases. Nothing more can be read.
+    #[error(
+        "case {case}: the input ends after line {line}, before {expected}; {cases} {} announced",
+        if *cases == 1 { "case was" } else { "cases were" }
+    )]
+    Truncated {
+        case: u64,
+        line: u64,
+        expected: Expected,
+        cases: u64,
+    },
+    /// A non-blank line after the last announced case. Nothing more is read.
+    #[error(
+        "line {line}: more input after the {cases} announced {}",
+        if *cases == 1 { "case" } else { "cases" }
+    )]
+    Trailing { line: u64, cases: u64 },
+    /// The input itself failed; nothing more can be read.
+    #[error("read failed: {0}")]
+    Io(io::Error),
+}
+
+impl ReadError {
+    /// Whether the reader stops after this error; only a bad case lets it go on.
+    pub fn ends_input(&self) -> bool {
+        !matches!(self, ReadError::Case(_))
+    }
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+/// Iterates over the cases of a case file. Holds one line at a time.
+pub struct CaseReader<R> {
+    input: R,
+    line: Vec<u8>,
+    line_no: u64,
+    /// `line` holds a start line that the case before found where it wanted one of its own lines;
+    /// the next read returns it again.
+    held: bool,
+    /// `T`, once read.
+    count: Option<u64>,
+    /// Cases begun so far.
+    case_no: u64,
+    done: bool,
+}
+
+impl<R: BufRead> CaseReader<R> {
+    pub fn new(input: R) -> Self {
+        CaseReader {
+            input,
+            line: Vec::new(),
+            line_no: 0,
+            held: false,
+            count: None,
+            case_no: 0,
+            done: false,
+        }
+    }
+
+    /// The underlying input, for example to see whether it has more data buffered.
+    pub fn get_ref(&self) -> &R {
+        &self.input
+    }
+
+    /// The number of cases the input announced, once the first case has been asked for.
+    pub fn announced(&self) -> Option<u64> {
+        self.count
+    }
+
+    /// Reads the next non-blank line into `self.line`, or hands back the held one; false at the end
+    /// of the input.
+    fn next_line(&mut self) -> io::Result<bool> {
+        if std::mem::take(&mut self.held) {
+            return Ok(true);
+        }
+        loop {
+            self.line.clear();
+            if self.input.read_until(b'\n', &mut self.line)? == 0 {
+                return Ok(false);
+            }
+            self.line_no += 1;
+            // Some Windows editors start a UTF-8 file with a byte-order mark.
+            if self.line_no == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
+                self.line.drain(..3);
+            }
+            if !self.line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The current line as text. Invalid UTF-8 becomes U+FFFD, which no number contains.
+    fn text(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.line)
+    }
+
+    /// Whether the current line holds a single token, the shape of a start line.
+    fn is_start(&self) -> bool {
+        self.text().split_whitespace().nth(1).is_none()
+    }
+
+    fn read_count(&mut self) -> Result<u64, ReadError> {
+        if !self.next_line()? {
+            return Err(ReadError::NoCount);
+        }
+        let text = self.text();
+        let mut tokens = text.split_whitespace();
+        match (tokens.next().map(str::parse::<u64>), tokens.next()) {
+            (Some(Ok(count)), None) => Ok(count),
+            _ => Err(ReadError::Count {
+                line: self.line_no,
+                token: Token::new(text.trim()),
+            }),
+        }
+    }
+
+    /// Skips lines up to the next start line (held for the next case) or the end; returns how many.
+    fn skip_to_start(&mut self) -> io::Result<u64> {
+        let mut skipped = 0;
+        while self.next_line()? {
+            if self.is_start() {
+                self.held = true;
+                break;
+            }
+            skipped += 1;
+        }
+        Ok(skipped)
+    }
+
+    /// The next case, or `None` after the last; the count is read first if it has not been.
+    fn advance(&mut self) -> Result<Option<Case>, ReadError> {
+        let cases = match self.count {
+            Some(cases) => cases,
+            None => {
+                let cases = self.read_count()?;
+                self.count = Some(cases);
+                cases
+            }
+        };
+        if self.case_no < cases {
+            return self.read_case(cases).map(Some);
+        }
+        self.done = true;
+        match self.next_line()? {
+            true => Err(ReadError::Trailing {
+                line: self.line_no,
+                cases,
+            }),
+            false => Ok(None),
+        }
+    }
+
+    fn read_case(&mut self, cases: u64) -> Result<Case, ReadError> {
+        self.case_no += 1;
+        let case = self.case_no;
+        let truncated = |line, expected| ReadError::Truncated {
+            case,
+            line,
+            expected,
+            cases,
+        };
+        let bad = |line, error| ReadError::Case(BadCase { case, line, error });
+
+        if !self.next_line()? {
+            return Err(truncated(self.line_no, Expected::Start));
+        }
+        let start = self.line_no;
+        let parsed = match self.is_start() {
+            true => self.text().trim().parse::<u64>().ok(),
+            false => None,
+        };
+        let Some(n) = parsed else {
+            let token = Token::new(self.text().trim());
+            let skipped = self.skip_to_start()?;
+            return Err(bad(start, CaseError::Others { token, skipped }));
+        };
+
+        // Every line of the case is read even after an error, to keep the framing.
+        let mut first_error =
+            (n > MAX_OTHERS as u64).then_some((start, CaseError::TooManyOthers { n }));
+        let mut maze = [0.0; 3];
+        let mut players = [[0.0; 3]; MAX_OTHERS];
+        for k in 0..=n {
+            let who = if k == 0 { Who::Maze } else { Who::Player(k) };
+            if !self.next_line()? {
+                return Err(truncated(self.line_no, Expected::Line(who)));
+            }
+            if self.is_start() {
+                self.held = true;
+                let (line, error) =
+                    first_error.unwrap_or((self.line_no, CaseError::Missing { who }));
+                return Err(bad(line, error));
+            }
+            if first_error.is_some() {
+                continue;
+            }
+            match parse_triple(who, &self.text()) {
+                Ok(triple) if k == 0 => maze = triple,
+                // 1 <= k <= n <= MAX_OTHERS here, so every player has a row.
+                Ok(triple) => players[(k - 1) as usize] = triple,
+                Err(error) => first_error = Some((self.line_no, error)),
+            }
+        }
+        if let Some((line, error)) = first_error {
+            return Err(bad(line, error));
+        }
+        // Every triple passed the same checks that `Case::new` makes.
+        Case::new(maze, &players[..n as usize]).map_err(|error| bad(start, error))
+    }
+}
+
+impl<R: BufRead> Iterator for CaseReader<R> {
+    type Item = Result<Case, ReadError>;
+
+    /// Yields cases in input order, then at most one error that ends the input.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.advance() {
+            Ok(case) => case.map(Ok),
+            Err(e) => {
+                self.done |= e.ends_input();
+                Some(Err(e))
+            }
+        }
+    }
+}
