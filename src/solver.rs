@@ -27,7 +27,7 @@ mod rules;
 mod search;
 
 pub use analysis::{Analysis, Move, MoveOdds, Options, fraction_text, fraction_value};
-pub use exact::Fraction;
+pub use exact::{Fraction, FractionError};
 pub use memo::STATES;
 
 use memo::{Memo, Narrow, Wide};
