@@ -7,6 +7,7 @@
 //! - [`solver`]: the engine. One [`solver::Solver`] owns one 5^9-entry table for life and solves a
 //!   deal without allocating.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
+//! - [`wire`]: conversions between the engine's types and the generated ones, both ways.
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
 //! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
@@ -24,3 +25,4 @@ pub mod proto;
 pub mod server;
 pub mod service;
 pub mod solver;
+pub mod wire;
