@@ -44,7 +44,7 @@ use super::progress::Progress;
 use crate::auth::{AddBearer, read_token_file};
 use crate::proto::solver_client::SolverClient;
 use crate::proto::{self, SolveRequest, result::Outcome};
-use crate::solver::Options;
+use crate::solver::{Analysis, Options};
 
 /// How long connecting to one daemon may take before it counts as failed (the others go on).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -262,9 +262,10 @@ fn check_response(
                 let analysis = match (analysis, &result.analysis) {
                     (None, _) => None,
                     (Some(asked), Some(wire)) => {
-                        Some(JsonAnalysis::from_wire(wire, asked).map_err(|e| {
+                        let analysis = Analysis::try_from((probability, wire)).map_err(|e| {
                             LaneError::Failed(format!("it sent a malformed answer: {e}"))
-                        })?)
+                        })?;
+                        Some(JsonAnalysis::from_engine(&analysis, asked))
                     }
                     // A daemon older than the analysis API ignores the request's options: its
                     // lines would silently lack the fields `solve` prints.
