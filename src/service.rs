@@ -58,7 +58,7 @@ use crate::pool::Pool;
 use crate::proto::{self, SolveRequest, SolveResponse};
 
 /// The gRPC service. Cheap to clone: everything is shared.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SolverService {
     pool: Arc<Pool>,
     limits: Limits,

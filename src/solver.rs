@@ -55,6 +55,16 @@ pub struct Solver {
     wide_in_use: bool,
 }
 
+/// The tables are megabytes of numbers: only what the last solve left behind is worth printing.
+impl std::fmt::Debug for Solver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Solver")
+            .field("positions", &self.memo.len())
+            .field("wide_in_use", &self.wide_in_use)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for Solver {
     fn default() -> Self {
         Solver::new()
