@@ -15,6 +15,14 @@
 //! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
 //! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
 #![forbid(unsafe_code)]
+// Nothing a client sends may panic the daemon, and output goes through the writers the CLI is
+// given. Tests are exempt (clippy.toml); the few direct prints say why they are.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 pub mod auth;
 pub mod cli;

@@ -6,6 +6,10 @@
 //! generating deals) cannot add to the count. The controls at the end prove that the counter does
 //! see allocations, reallocations and frees made inside the counted region, and only those of the
 //! counting thread.
+#![allow(
+    unsafe_code,
+    reason = "a global allocator implements an unsafe trait; this one forwards every call to System"
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

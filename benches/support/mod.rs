@@ -1,6 +1,6 @@
 //! Shared by the benches that drive the real daemon: starting `patience serve` on a free port,
 //! draining its log, and reading its memory and CPU from /proc.
-#![allow(dead_code)] // each bench uses a different part
+#![allow(dead_code, reason = "each bench uses a different part")]
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};

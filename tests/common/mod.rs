@@ -1,6 +1,6 @@
 //! Shared by the wire tests: a real server on port 0 in this process, reference data, and
 //! small helpers for building and reading requests.
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::path::Path;
 use std::sync::Arc;
