@@ -53,14 +53,18 @@ pub(super) enum StreamEnd {
     Internal(Internal),
 }
 
-/// Ways the call's own machinery can break.
+/// Ways the call's own machinery can break: each names the part, so a log line that shows one
+/// says where to look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Internal {
+    /// The call's in-flight semaphore, or the server's, was closed under a waiting request.
     BudgetClosed,
+    /// The task that queues requests on the pool ended while the call still needed it.
     SubmitterStopped,
 }
 
 impl StreamEnd {
+    /// The log line's `end` field: a string, as it has always been, so text logs keep quoting it.
     pub fn as_str(self) -> &'static str {
         match self {
             StreamEnd::Completed => "completed",
@@ -392,7 +396,10 @@ impl StreamCall {
         let metrics = &self.service.metrics;
         metrics.streams(-1);
         metrics.in_flight(-(self.received.saturating_sub(self.answered) as i64));
+        // The target the line has always had, beside the `Solve` rpc's, so log filters and
+        // searches for it keep working.
         tracing::info!(
+            target: "patience::service",
             rpc = "SolveStream",
             peer = %display_peer(self.peer),
             deals = self.answered,
