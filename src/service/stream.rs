@@ -111,7 +111,7 @@ struct Waiting {
 }
 
 /// The state of one `SolveStream` call.
-pub(super) struct StreamCall {
+struct StreamCall {
     service: SolverService,
     peer: Option<SocketAddr>,
     started: Instant,
