@@ -294,6 +294,10 @@ pub struct GenArgs {
 
 /// Runs the command line and turns the outcome into the process exit status: 0 when every deal
 /// was answered, 1 when some deal was bad, 2 for usage and I/O errors.
+#[allow(
+    clippy::print_stderr,
+    reason = "why a whole run failed goes to standard error, once, as its last word"
+)]
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -9,6 +9,7 @@
 //! - [`rps`]: the second game, FZU 2145 rock-paper-scissors: cases, their file reader, and a solver
 //!   that owns its subset tables for life.
 //! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
+//! - [`wire`]: conversions between the engine's types and the generated ones, both ways.
 //! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
 //! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
@@ -18,6 +19,14 @@
 //! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
 //! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
 #![forbid(unsafe_code)]
+// Nothing a client sends may panic the daemon, and output goes through the writers the CLI is
+// given. Tests are exempt (clippy.toml); the few direct prints say why they are.
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
 pub mod auth;
 pub mod cli;
@@ -30,3 +39,4 @@ pub mod rps;
 pub mod server;
 pub mod service;
 pub mod solver;
+pub mod wire;

@@ -313,7 +313,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     metrics: Metrics,
     pool: Arc<Pool>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = axum::Router::new().route(
         "/metrics",
@@ -322,7 +322,7 @@ pub async fn serve(
             async move {
                 (
                     [(
-                        axum::http::header::CONTENT_TYPE,
+                        http::header::CONTENT_TYPE,
                         "text/plain; version=0.0.4; charset=utf-8",
                     )],
                     text,

@@ -14,6 +14,7 @@
 //! shrinks.
 
 use std::any::Any;
+use std::fmt;
 use std::future::Future;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -79,6 +80,16 @@ pub struct Pool {
     queue: async_channel::Sender<Job>,
     workers: Vec<thread::JoinHandle<()>>,
     stats: Arc<PoolStats>,
+}
+
+/// The workers and what they have done; the queue's jobs are closures, which do not print.
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.workers.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pool {
@@ -265,6 +276,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// The pending result of one job. Await it, or [`wait`](Ticket::wait) for it from a plain thread.
 /// Dropping it cancels the job if no worker has started it yet.
 #[must_use = "dropping a ticket cancels its job"]
+#[derive(Debug)]
 pub struct Ticket<T> {
     rx: oneshot::Receiver<Result<T, PoolError>>,
 }

@@ -27,7 +27,7 @@ mod rules;
 mod search;
 
 pub use analysis::{Analysis, Move, MoveOdds, Options, fraction_text, fraction_value};
-pub use exact::Fraction;
+pub use exact::{Fraction, FractionError};
 pub use memo::STATES;
 
 use memo::{Memo, Narrow, Wide};
@@ -53,6 +53,16 @@ pub struct Solver {
     /// The last deal's start and table width, for reading its results back afterwards.
     root: State,
     wide_in_use: bool,
+}
+
+/// The tables are megabytes of numbers: only what the last solve left behind is worth printing.
+impl std::fmt::Debug for Solver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Solver")
+            .field("positions", &self.memo.len())
+            .field("wide_in_use", &self.wide_in_use)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Solver {

@@ -264,7 +264,7 @@ async fn send_garbage(addr: &str, body: Vec<u8>) -> tonic::Status {
         .unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/patience.v1.Solver/Solve");
+    let path = http::uri::PathAndQuery::from_static("/patience.v1.Solver/Solve");
     grpc.unary(tonic::Request::new(body), path, Raw)
         .await
         .unwrap_err()

@@ -1,11 +1,16 @@
-//! `Solver::solve` allocates nothing: a counting global allocator watches the heap while a solver
-//! works through thousands of deals.
+//! `Solver::solve` allocates nothing, nor does `RpsSolver::solve`, nor reading well-formed rps
+//! cases once the reader's line buffer has grown: a counting global allocator watches the heap
+//! while the solvers work through thousands of deals and hundreds of cases of every size.
 //!
 //! Counting is per thread and switched on only inside [`counted`], so the test harness, other tests
 //! of this binary running at the same time, and the set-up (building the solver, reading and
 //! generating deals) cannot add to the count. The controls at the end prove that the counter does
 //! see allocations, reallocations and frees made inside the counted region, and only those of the
 //! counting thread.
+#![allow(
+    unsafe_code,
+    reason = "a global allocator implements an unsafe trait; this one forwards every call to System"
+)]
 
 mod common;
 
@@ -14,8 +19,9 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 
-use common::{answers as read_answers, deals as read_deals};
+use common::{answers as read_answers, deals as read_deals, rps_answers, rps_cases, text};
 use patience::deal::Deal;
+use patience::rps::{Case, CaseReader, MAX_OTHERS, RpsSolver};
 use patience::solver::{Solution, Solver};
 
 struct Counting;
@@ -77,6 +83,12 @@ struct Heap {
     frees: u64,
 }
 
+/// No heap call at all.
+const NONE: Heap = Heap {
+    allocs: 0,
+    frees: 0,
+};
+
 fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
     ALLOCS.with(|c| c.set(0));
     FREES.with(|c| c.set(0));
@@ -109,15 +121,7 @@ fn solving_allocates_nothing() {
         }
     });
 
-    assert_eq!(
-        heap,
-        Heap {
-            allocs: 0,
-            frees: 0
-        },
-        "solving {} deals touched the heap",
-        deals.len()
-    );
+    assert_eq!(heap, NONE, "solving {} deals touched the heap", deals.len());
     // The measured work was the real thing, not something optimised away.
     assert_eq!(solutions.len(), deals.len());
     let expected = read_answers("extra12.out9")
@@ -216,4 +220,74 @@ fn the_counter_ignores_other_threads() {
             frees: 0
         }
     );
+}
+
+fn random_triple(rng: &mut fastrand::Rng) -> [f64; 3] {
+    let (a, b) = (rng.f64(), rng.f64());
+    let (lo, hi) = (a.min(b), a.max(b));
+    [lo, hi - lo, 1.0 - hi]
+}
+
+#[test]
+fn solving_rps_cases_allocates_nothing() {
+    // Everything that may allocate happens first.
+    let corpus = rps_cases("rps-random120.in");
+    let expected = rps_answers("rps-random120.out15");
+    let mut rng = fastrand::Rng::with_seed(20_251_201);
+    let random: Vec<Case> = (0..200)
+        .map(|i| {
+            let others: Vec<[f64; 3]> = (0..i % (MAX_OTHERS + 1))
+                .map(|_| random_triple(&mut rng))
+                .collect();
+            Case::new(random_triple(&mut rng), &others).expect("a valid case")
+        })
+        .collect();
+    let cases: Vec<&Case> = corpus.iter().chain(&random).collect();
+    let mut answers: Vec<f64> = Vec::with_capacity(cases.len());
+    // A fresh solver, never used: its very first solve must not allocate either.
+    let mut solver = RpsSolver::new();
+
+    let ((), heap) = counted(|| {
+        for case in &cases {
+            // Within the capacity reserved above: this push does not allocate.
+            answers.push(solver.solve(black_box(case)));
+        }
+    });
+
+    assert_eq!(heap, NONE, "solving {} cases touched the heap", cases.len());
+    // The measured work was the real thing, not something optimised away.
+    assert_eq!(answers.len(), cases.len());
+    for (i, (got, want)) in answers.iter().zip(&expected).enumerate() {
+        assert!(
+            (got - want).abs() <= 1e-12,
+            "case {}: {got} vs {want}",
+            i + 1
+        );
+    }
+    assert!(answers.iter().all(|p| (0.0..=1.0).contains(p)));
+}
+
+#[test]
+fn reading_cases_allocates_nothing_once_the_line_buffer_has_grown() {
+    let text = text("rps-random120.in");
+    let mut reader = CaseReader::new(text.as_bytes());
+    // The first case grows the line buffer to the length of a player's line.
+    assert!(reader.next().is_some_and(|r| r.is_ok()));
+    let (read, heap) = counted(|| {
+        let mut read = 0;
+        for case in &mut reader {
+            read += usize::from(black_box(case).is_ok());
+        }
+        read
+    });
+    assert_eq!(heap, NONE);
+    assert_eq!(read, 119);
+}
+
+/// Building an rps solver is where its memory comes from, and the counter sees it.
+#[test]
+fn the_counter_sees_an_rps_solver_being_built() {
+    let (solver, heap) = counted(RpsSolver::new);
+    assert!(heap.allocs >= 3, "{heap:?}");
+    drop(black_box(solver));
 }

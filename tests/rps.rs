@@ -3,33 +3,15 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
 
+mod common;
+
+use common::rps_answers as read_answers;
 use patience::rps::{
     BadCase, Case, CaseError, CaseReader, Expected, Gesture, MAX_OTHERS, ReadError, RpsSolver, Who,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-
-fn data(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn read_cases(text: &str) -> Vec<Case> {
-    CaseReader::new(text.as_bytes())
-        .map(|r| r.expect("a reference case"))
-        .collect()
-}
-
-fn read_answers(name: &str) -> Vec<f64> {
-    data(name)
-        .lines()
-        .map(|l| l.trim().parse().expect("a number"))
-        .collect()
-}
 
 fn solve(maze: [f64; 3], others: &[[f64; 3]]) -> f64 {
     RpsSolver::new().solve(&Case::new(maze, others).expect("a valid case"))
@@ -54,7 +36,7 @@ mod corpus {
 
     /// The corpus answers, from `reference-rps` (the seed), to 10 and to 15 decimals.
     fn check(name: &str) {
-        let cases = read_cases(&data(&format!("{name}.in")));
+        let cases = common::rps_cases(&format!("{name}.in"));
         let ten = read_answers(&format!("{name}.out10"));
         let fifteen = read_answers(&format!("{name}.out15"));
         assert_eq!(cases.len(), ten.len());
@@ -85,7 +67,7 @@ mod corpus {
 
     #[test]
     fn random_cases_up_to_fifteen_players_match_the_reference() {
-        let cases = read_cases(&data("rps-random120.in"));
+        let cases = common::rps_cases("rps-random120.in");
         assert!(cases.iter().any(|c| c.others().len() == MAX_OTHERS));
         assert!(cases.iter().any(|c| c.others().is_empty()));
         check("rps-random120");
@@ -170,7 +152,7 @@ mod rounding {
         // Scaling one player's triple scales both sums of every ratio alike, so the corpus
         // answers survive triples scaled to sum to 0.996 or 0.9985 (scaling up could push a 1
         // past 1).
-        let cases = read_cases(&data("rps-random120.in"));
+        let cases = common::rps_cases("rps-random120.in");
         let mut solver = RpsSolver::new();
         for (i, case) in cases.iter().enumerate().step_by(7) {
             let scale = |t: [f64; 3], k: usize| t.map(|p| p * [0.996, 0.9985][(i + k) % 2]);

@@ -1,7 +1,10 @@
 //! Shared by the benches that drive the real daemon: starting `patience serve` on a free port,
 //! draining its log, and reading its memory and CPU from /proc.
-// Each bench uses a different part, of this module and of what it re-exports.
-#![allow(dead_code, unused_imports)]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "each bench uses a different part, of this module and of what it re-exports"
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

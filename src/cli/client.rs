@@ -102,11 +102,7 @@ async fn stream_files(args: &ClientArgs, config: ClientConfig) -> anyhow::Result
         precision: args.precision,
         asked,
     };
-    let wire_options = config.asked.map(|o| proto::AnalysisOptions {
-        exact: o.exact,
-        moves: o.moves,
-        line: o.line,
-    });
+    let wire_options = config.asked.map(proto::AnalysisOptions::from);
     let batch = args.batch as usize;
     let inputs = Input::from_args(&args.files);
     let progress = Progress::new(args.quiet, &inputs);
@@ -337,13 +333,9 @@ async fn print(
                         probability,
                         analysis,
                     }) => {
-                        let analysis = match &analysis {
-                            Some(wire) => Some(
-                                JsonAnalysis::from_wire(wire, render.asked)
-                                    .map_err(|e| anyhow::anyhow!("a daemon's answer: {e}"))?,
-                            ),
-                            None => None,
-                        };
+                        let analysis = analysis
+                            .as_ref()
+                            .map(|a| JsonAnalysis::from_engine(a, render.asked));
                         render.solved(index, probability, analysis)
                     }
                     Some(Answer::Failed(message)) => {

@@ -70,13 +70,20 @@ pub struct JsonMoveOdds {
 }
 
 impl JsonAnalysis {
-    /// From the engine, for `solve`.
+    /// The fields `asked` for, from the engine's analysis: `solve`'s own, or the one `client` read
+    /// from a daemon (`crate::wire`), so both commands print the same line. An exact fraction
+    /// asked for but absent prints as empty text, as the wire has it.
     pub fn from_engine(a: &crate::solver::Analysis, asked: crate::solver::Options) -> JsonAnalysis {
         let piles = |m: &crate::solver::Move| m.piles.map(u32::from);
         JsonAnalysis {
             winnable: a.winnable,
             states: u64::from(a.states),
-            exact: a.exact.as_ref().map(crate::solver::fraction_text),
+            exact: asked.exact.then(|| {
+                a.exact
+                    .as_ref()
+                    .map(crate::solver::fraction_text)
+                    .unwrap_or_default()
+            }),
             moves: asked.moves.then(|| {
                 a.moves
                     .iter()
@@ -97,50 +104,6 @@ impl JsonAnalysis {
                     .collect()
             }),
         }
-    }
-
-    /// From the wire, for `client`: the same fields, so both commands print the same line. A move's
-    /// odds without the move cannot be printed as `solve` would print them, so that is an error
-    /// (the daemon sent a malformed answer), never a made-up move.
-    pub fn from_wire(
-        a: &crate::proto::Analysis,
-        asked: crate::solver::Options,
-    ) -> Result<JsonAnalysis, &'static str> {
-        let moves = if asked.moves {
-            let moves = a
-                .moves
-                .iter()
-                .map(|m| {
-                    let play = m
-                        .r#move
-                        .as_ref()
-                        .ok_or("a move's odds came without the move")?;
-                    Ok(JsonMoveOdds {
-                        piles: [play.pile_a, play.pile_b],
-                        rank: play.rank.clone(),
-                        probability: m.probability,
-                    })
-                })
-                .collect::<Result<Vec<_>, &'static str>>()?;
-            Some(moves)
-        } else {
-            None
-        };
-        Ok(JsonAnalysis {
-            winnable: a.winnable,
-            states: a.states,
-            exact: asked.exact.then(|| a.exact.clone()),
-            moves,
-            line: asked.line.then(|| {
-                a.line
-                    .iter()
-                    .map(|m| JsonMove {
-                        piles: [m.pile_a, m.pile_b],
-                        rank: m.rank.clone(),
-                    })
-                    .collect()
-            }),
-        })
     }
 }
 

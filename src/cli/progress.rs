@@ -96,6 +96,10 @@ impl Progress {
     }
 
     /// Prints a message on standard error without tearing the bar.
+    #[allow(
+        clippy::print_stderr,
+        reason = "the bar owns standard error; this is how a message gets past it"
+    )]
     pub fn eprintln(&self, message: impl Display) {
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("{message}")),

@@ -3,15 +3,16 @@
 
 use super::status::Verdict;
 use crate::proto::{self, result::Outcome};
-use crate::solver::Options;
+use crate::solver::{Analysis, Options};
 
 /// One deal's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
     Solved {
         probability: f64,
-        /// When the run asked for an analysis.
-        analysis: Option<proto::Analysis>,
+        /// When the run asked for an analysis: the daemon's, checked and in the engine's terms,
+        /// so that it prints exactly as `solve` prints the engine's.
+        analysis: Option<Analysis>,
     },
     /// The daemon's `DealError` message for this deal: a bad deal, not a failure.
     Failed(String),
@@ -39,14 +40,10 @@ pub fn check(
             Some(Outcome::Probability(probability)) => {
                 let analysis = match (asked, result.analysis) {
                     (None, _) => None,
-                    (Some(asked), Some(wire)) => {
-                        if asked.moves && wire.moves.iter().any(|m| m.r#move.is_none()) {
-                            return Err(Verdict::Failed(
-                                "it sent a malformed answer: a move's odds came without the move"
-                                    .into(),
-                            ));
-                        }
-                        Some(wire)
+                    (Some(_), Some(wire)) => {
+                        Some(Analysis::try_from((probability, &wire)).map_err(|e| {
+                            Verdict::Failed(format!("it sent a malformed answer: {e}"))
+                        })?)
                     }
                     // A daemon older than the analysis API ignores the request's options: its
                     // lines would silently lack the fields `solve` prints.
@@ -107,12 +104,8 @@ mod tests {
             }],
             ..Default::default()
         };
-        let moves = Some(Options {
-            moves: true,
-            ..Options::default()
-        });
         assert!(matches!(
-            check(vec![solved(Some(no_move))], 1, moves),
+            check(vec![solved(Some(no_move))], 1, json),
             Err(Verdict::Failed(reason)) if reason.contains("malformed")
         ));
         assert!(matches!(

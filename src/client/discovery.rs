@@ -57,6 +57,18 @@ pub struct Watch {
     pub cancel: CancellationToken,
 }
 
+/// The resolver is a trait object: the name and the period are what tell watches apart.
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("name", &self.name)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Watch {
     /// Resolves the name once; the daemons found, or why none was.
     pub async fn first(&self) -> Result<Vec<Daemon>, String> {

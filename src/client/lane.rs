@@ -48,6 +48,7 @@ pub enum Report {
 }
 
 /// What a lane needs for its whole life.
+#[derive(Debug)]
 pub struct Lane {
     pub id: LaneId,
     pub endpoint: Endpoint,

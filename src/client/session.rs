@@ -22,6 +22,7 @@ use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep
 use crate::proto::SolveRequest;
 
 /// One request message and where its answers go.
+#[derive(Debug)]
 pub struct Submission {
     pub request: SolveRequest,
     pub reply: oneshot::Sender<Answers>,

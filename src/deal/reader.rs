@@ -43,6 +43,7 @@ pub enum ReadError {
 }
 
 /// Iterates over the deals of a UVa-format input. Holds one line at a time.
+#[derive(Debug)]
 pub struct DealReader<R> {
     input: R,
     line: Vec<u8>,

@@ -127,6 +127,7 @@ impl From<io::Error> for ReadError {
 }
 
 /// Iterates over the cases of a case file. Holds one line at a time.
+#[derive(Debug)]
 pub struct CaseReader<R> {
     input: R,
     line: Vec<u8>,

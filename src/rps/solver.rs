@@ -105,6 +105,15 @@ pub struct RpsSolver {
     products: Box<[Products]>,
 }
 
+/// The tables are megabytes of numbers, worth printing only as their sizes.
+impl std::fmt::Debug for RpsSolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpsSolver")
+            .field("subsets", &self.sums.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for RpsSolver {
     fn default() -> Self {
         RpsSolver::new()

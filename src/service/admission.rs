@@ -14,7 +14,7 @@ use tonic::Status;
 
 use crate::metrics::Metrics;
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) struct Admission {
     deals: Arc<Semaphore>,
     max_deals: usize,
@@ -72,7 +72,7 @@ impl Admission {
         &self,
         call: Arc<Semaphore>,
         deals: usize,
-    ) -> impl std::future::Future<Output = Result<Held, AcquireError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Held, AcquireError>> + Send + 'static {
         let server = self.deals.clone();
         let cost = self.cost(deals);
         async move {

@@ -12,13 +12,15 @@
 //! fraction: reducing `N / 27720^(c/2)` once.
 
 use std::fmt;
+use std::str::FromStr;
 
 use ruint::aliases::U320;
 
 /// lcm(1..=12): 27720 / moves is an integer for every position.
 pub(super) const LCM: u64 = 27720;
 
-/// A probability as a fraction in lowest terms.
+/// A probability as a fraction: in lowest terms when the solver made it, as written when it was
+/// read from text (see its [`FromStr`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fraction {
     numerator: U320,
@@ -82,6 +84,50 @@ impl fmt::Display for Fraction {
     }
 }
 
+/// Why a text is not a fraction `n/d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FractionError {
+    #[error("there is no '/' between the numerator and the denominator")]
+    NoSlash,
+    #[error("the numerator is not a decimal number of at most 320 bits")]
+    Numerator,
+    #[error("the denominator is not a decimal number of at most 320 bits")]
+    Denominator,
+    #[error("the denominator is 0")]
+    ZeroDenominator,
+}
+
+impl FromStr for Fraction {
+    type Err = FractionError;
+
+    /// Reads `n/d` as [`fmt::Display`] writes it: decimal digits only, `d > 0`. The two parts are
+    /// kept as given, not reduced: a patience daemon sends them in lowest terms already (the solver
+    /// reduces once, at the end of a search), and reducing them again would cost a 320-bit gcd per
+    /// answer for nothing. So a fraction read from text is in lowest terms exactly when the text
+    /// was, and compares equal to the solver's only then.
+    fn from_str(text: &str) -> Result<Fraction, FractionError> {
+        let (numerator, denominator) = text.split_once('/').ok_or(FractionError::NoSlash)?;
+        let numerator = decimal(numerator).ok_or(FractionError::Numerator)?;
+        let denominator = decimal(denominator).ok_or(FractionError::Denominator)?;
+        if denominator == U320::ZERO {
+            return Err(FractionError::ZeroDenominator);
+        }
+        Ok(Fraction {
+            numerator,
+            denominator,
+        })
+    }
+}
+
+/// A non-empty run of decimal digits. ruint's own parser also skips `_` and reads an empty text
+/// as 0, which a fraction's text never has.
+fn decimal(text: &str) -> Option<U320> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    U320::from_str_radix(text, 10).ok()
+}
+
 /// How many times `p` divides `x` (`x > 0`).
 fn valuation(mut x: u64, p: u64) -> u32 {
     let mut v = 0;
@@ -116,5 +162,50 @@ mod tests {
         let f = Fraction::reduced(n, 18);
         let d = U320::from(27720u64 / 11).pow(U320::from(18u64));
         assert_eq!(f.to_string(), format!("1/{d}"));
+    }
+
+    #[test]
+    fn text_reads_back_as_the_same_fraction() {
+        for (n, pairs) in [
+            (0u64, 3),
+            (27720, 1),
+            (13860, 1),
+            (11u64.pow(18), 18),
+            (5, 18),
+        ] {
+            let f = Fraction::reduced(U320::from(n), pairs);
+            assert_eq!(f.to_string().parse::<Fraction>(), Ok(f), "{f}");
+        }
+        // As given, not reduced.
+        assert_eq!(
+            "2/4".parse::<Fraction>().map(|f| f.to_string()).as_deref(),
+            Ok("2/4")
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_a_fraction_says_which_part_is_wrong() {
+        for (text, error) in [
+            ("", FractionError::NoSlash),
+            ("1", FractionError::NoSlash),
+            ("/2", FractionError::Numerator),
+            ("-1/2", FractionError::Numerator),
+            ("+1/2", FractionError::Numerator),
+            ("1_0/20", FractionError::Numerator),
+            ("0x1/2", FractionError::Numerator),
+            (" 1/2", FractionError::Numerator),
+            ("1/", FractionError::Denominator),
+            ("1/2/3", FractionError::Denominator),
+            ("1/2 ", FractionError::Denominator),
+            ("1/0", FractionError::ZeroDenominator),
+            ("0/000", FractionError::ZeroDenominator),
+        ] {
+            assert_eq!(text.parse::<Fraction>(), Err(error), "{text:?}");
+        }
+        // 10^97 needs 323 bits.
+        let huge = format!("1/1{}", "0".repeat(97));
+        assert_eq!(huge.parse::<Fraction>(), Err(FractionError::Denominator));
+        let fits = format!("1/1{}", "0".repeat(96));
+        assert!(fits.parse::<Fraction>().is_ok());
     }
 }

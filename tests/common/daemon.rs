@@ -4,7 +4,10 @@
 //! This file stands alone (it uses nothing else of `tests/common`), so that the benches include
 //! it too (`benches/support/mod.rs`, through `#[path]`): tests and benches start the daemon one
 //! way.
-#![allow(dead_code)] // each test binary and each bench uses a different part
+#![allow(
+    dead_code,
+    reason = "each test binary and each bench uses a different part"
+)]
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};

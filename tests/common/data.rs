@@ -17,6 +17,11 @@ pub fn data(name: &str) -> String {
         .to_string()
 }
 
+/// The contents of `tests/data/NAME`.
+pub fn text(name: &str) -> String {
+    std::fs::read_to_string(data(name)).expect("reference data")
+}
+
 /// The deals of a reference `.in` file (`NAME` with its extension): nine lines per deal, blank
 /// lines between them ignored, each read with `Deal::parse` (not the streaming reader, which some
 /// tests are about).
@@ -53,4 +58,19 @@ pub fn corpus(name: &str) -> (Vec<Deal>, Vec<f64>) {
     let expected = answers(&format!("{name}.out9"));
     assert_eq!(deals.len(), expected.len(), "{name}: deals and answers");
     (deals, expected)
+}
+
+/// The cases of an rps reference `.in` file, read with the streaming reader (they are all valid).
+pub fn rps_cases(name: &str) -> Vec<patience::rps::Case> {
+    patience::rps::CaseReader::new(text(name).as_bytes())
+        .map(|r| r.expect("a reference case"))
+        .collect()
+}
+
+/// The answers `reference-rps` (seed 004) printed for an rps reference file, one per line.
+pub fn rps_answers(name: &str) -> Vec<f64> {
+    text(name)
+        .lines()
+        .map(|l| l.trim().parse().expect("a number"))
+        .collect()
 }

@@ -18,8 +18,11 @@
 //! - [`tls`]: throwaway certificate authorities ([`Authority`]).
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
-// Each test binary uses a different part of the harness.
-#![allow(dead_code, unused_imports)]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "each test binary uses a different part of the harness"
+)]
 
 pub mod cli;
 pub mod daemon;

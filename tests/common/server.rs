@@ -85,7 +85,7 @@ pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let listener = TcpListener::from_std(listener).unwrap();
             tonic::transport::Server::builder()
                 .add_service(SolverServer::new(StandIn { analysis }))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))

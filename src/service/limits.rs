@@ -1,0 +1,88 @@
+//! The limits that keep one client from taking more than its share, and the statuses that tell a
+//! client which limit it hit and which flag raises it.
+
+use std::time::Duration;
+
+use tonic::{Code, Status};
+
+use crate::proto::SolveRequest;
+
+/// Limits that keep one client from taking more than its share.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request message, in bytes; more is `RESOURCE_EXHAUSTED` (a deal is under 200).
+    pub max_message_bytes: usize,
+    /// Deals one request may carry; more is `INVALID_ARGUMENT`.
+    pub max_deals_per_request: usize,
+    /// Deals one `SolveStream` call may have read but not yet handed back to the transport; at the
+    /// limit the server stops reading that call.
+    pub max_in_flight: usize,
+    /// `SolveStream` calls open at once across all connections; beyond, `RESOURCE_EXHAUSTED`
+    /// (enforced by the server, which sees a call before it is read).
+    pub max_open_streams: usize,
+    /// `Solve` calls open at once across all connections (each may be reading a message of up to
+    /// `max_message_bytes`); beyond, `RESOURCE_EXHAUSTED`.
+    pub max_open_unary: usize,
+    /// Deals read but not yet handed back across all calls; at the limit calls stop being read,
+    /// and new calls get `RESOURCE_EXHAUSTED`.
+    pub max_deals_in_flight: usize,
+    /// Once shutdown begins, stop reading a stream whose client is still sending after this long
+    /// (answering what was read and naming the resume index), instead of serving it until the
+    /// drain timeout. Off by default.
+    pub drain_cut_after: Option<Duration>,
+    /// Deals per pool job: large enough to amortise the hop to a worker, small enough to spread
+    /// one request over every worker.
+    pub batch: usize,
+    /// Test hook: a deal with this id makes its worker panic while solving it, to prove that a
+    /// panic costs one `ERROR_CODE_INTERNAL` result and nothing else. `None` (off) by default;
+    /// the command line never sets it.
+    #[doc(hidden)]
+    pub panic_on_id: Option<String>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 4 << 20,
+            max_deals_per_request: 10_000,
+            max_in_flight: 4_096,
+            max_open_streams: 1_024,
+            max_open_unary: 64,
+            max_deals_in_flight: 65_536,
+            drain_cut_after: None,
+            batch: 32,
+            panic_on_id: None,
+        }
+    }
+}
+
+impl Limits {
+    /// Refuses a request with more deals than one may carry, naming the flag, so the client knows
+    /// to split it rather than retry it.
+    pub(super) fn check_size(&self, request: &SolveRequest) -> Result<(), Status> {
+        let limit = self.max_deals_per_request;
+        if request.deals.len() > limit {
+            return Err(Status::invalid_argument(format!(
+                "the request has {} deals; the limit is {limit} deals per request \
+                 (server flag --max-deals-per-request); split it into several requests",
+                request.deals.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The status for a request message over [`Limits::max_message_bytes`]. tonic reports it as
+/// `OUT_OF_RANGE`; the gRPC spec, and every other implementation, says `RESOURCE_EXHAUSTED`, and a
+/// user needs to know which limit to raise or how to split the request.
+pub fn message_too_large(limit: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "the request message is larger than the limit of {limit} bytes (server flag \
+         --max-message-bytes); send fewer deals per request"
+    ))
+}
+
+/// Whether `status` is tonic's own report of a message over the receive limit.
+pub fn is_tonic_too_large(code: Code, message: &str) -> bool {
+    code == Code::OutOfRange && message.contains("message length too large")
+}

@@ -1,0 +1,451 @@
+//! One `SolveStream` call, from its first request to its log line.
+//!
+//! The call is a [`StreamCall`]: what it has read, what waits for budget, what is being solved,
+//! what it has sent. One task waits on every event the call reacts to and hands each to the method
+//! that handles it, until one of them says how the call ends ([`StreamEnd`]).
+//!
+//! Each request takes one permit per deal (at least one) from the call's in-flight budget before
+//! the next is read; the permits come back only when tonic takes its response for sending. So deals
+//! read but not yet handed to the transport never exceed `max_in_flight`, whether the workers or
+//! the client's reading are the bottleneck.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::ops::ControlFlow::{self, Break, Continue};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, OptionFuture};
+use futures::stream::{FuturesOrdered, StreamExt};
+use tokio::sync::{AcquireError, Semaphore, mpsc, watch};
+use tokio::time::Sleep;
+use tonic::{Code, Status, Streaming};
+
+use super::admission::Held;
+use super::deadline::FOREVER;
+use super::start::{Answered, Started, Submitter};
+use super::{SolverService, display_peer, is_tonic_too_large, message_too_large};
+use crate::proto::{SolveRequest, SolveResponse};
+
+/// What a call's task hands to tonic: a response with the in-flight permits of its deals, which
+/// are returned only when tonic takes the response for sending.
+pub(super) type Outgoing = Result<(SolveResponse, Held), Status>;
+
+/// How a `SolveStream` call ended, as its log line says. Operators and tests look for these words
+/// in the logs, so [`StreamEnd::as_str`] keeps them exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StreamEnd {
+    /// The client finished sending and every response was handed to the transport.
+    Completed,
+    /// The client cancelled or dropped the call (or its deadline reset the stream).
+    CancelledByClient,
+    /// The call's own deadline passed first.
+    DeadlineExceeded,
+    /// The drain timeout passed during shutdown.
+    AbortedByShutdown,
+    /// Shutdown stopped reading a client that was still sending (`--drain-cut-after`).
+    CutShortByShutdown,
+    /// A request could not be read or queued; the client was told why.
+    Failed,
+    /// The call's own machinery broke, which it should never do.
+    Internal(Internal),
+}
+
+/// Ways the call's own machinery can break: each names the part, so a log line that shows one
+/// says where to look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Internal {
+    /// The call's in-flight semaphore, or the server's, was closed under a waiting request.
+    BudgetClosed,
+    /// The task that queues requests on the pool ended while the call still needed it.
+    SubmitterStopped,
+}
+
+impl StreamEnd {
+    /// The log line's `end` field: a string, as it has always been, so text logs keep quoting it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamEnd::Completed => "completed",
+            StreamEnd::CancelledByClient => "cancelled by the client",
+            StreamEnd::DeadlineExceeded => "deadline exceeded",
+            StreamEnd::AbortedByShutdown => "aborted by shutdown",
+            StreamEnd::CutShortByShutdown => "cut short by shutdown",
+            StreamEnd::Failed => "ended with an error",
+            StreamEnd::Internal(Internal::BudgetClosed) => {
+                "internal error: the in-flight budget closed"
+            }
+            StreamEnd::Internal(Internal::SubmitterStopped) => {
+                "internal error: the submitter stopped"
+            }
+        }
+    }
+}
+
+impl fmt::Display for StreamEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How far the call has read its client's requests.
+#[derive(Debug)]
+enum Reading {
+    /// Reading on.
+    Open,
+    /// The client finished sending, and everything it sent was read.
+    Finished,
+    /// Shutdown stopped reading before the client finished: what was read is answered, then the
+    /// call ends with `UNAVAILABLE` naming the index to resume from.
+    CutShort,
+    /// Reading stopped on an error: what was read is answered, then the call ends with it.
+    Failed(Status),
+}
+
+/// A request read from the client, waiting for its permits: the call's own and the server's. The
+/// wait is kept across turns of the loop, so it keeps its place in the server-wide queue.
+struct Waiting {
+    request: SolveRequest,
+    budget: BoxFuture<'static, Result<Held, AcquireError>>,
+}
+
+/// The state of one `SolveStream` call.
+struct StreamCall {
+    service: SolverService,
+    peer: Option<SocketAddr>,
+    started: Instant,
+    inbound: Streaming<SolveRequest>,
+    tx: mpsc::Sender<Outgoing>,
+    /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
+    /// the handler returns, not on a streaming body, so the call enforces its own.
+    expiry: Option<Pin<Box<Sleep>>>,
+    abort: watch::Receiver<bool>,
+    draining: watch::Receiver<bool>,
+    /// Armed when shutdown begins, with `drain_cut_after`: a client still sending then has that
+    /// long to finish.
+    cut: Option<Pin<Box<Sleep>>>,
+    reading: Reading,
+    /// The call's in-flight budget, `max_in_flight` deals.
+    budget: Arc<Semaphore>,
+    waiting: Option<Waiting>,
+    /// Queues requests with their permits on the pool, one after another, while this task goes on
+    /// reading and forwarding.
+    submitter: Submitter,
+    /// Requests handed to the submitter whose responses' future has not come back yet.
+    submitting: usize,
+    /// The responses being solved, in request order, with the permits they hold.
+    solving: FuturesOrdered<BoxFuture<'static, Vec<(Answered, Held)>>>,
+    /// Deals read: the stream index of the next one.
+    received: u64,
+    /// Deals whose responses were handed to the transport.
+    answered: u64,
+    /// Answered deals that got an error.
+    errors: u64,
+}
+
+/// Runs one `SolveStream` call to its end and logs one line about it.
+pub(super) async fn run(
+    service: SolverService,
+    inbound: Streaming<SolveRequest>,
+    tx: mpsc::Sender<Outgoing>,
+    peer: Option<SocketAddr>,
+    deadline: Option<tokio::time::Instant>,
+) {
+    let mut call = StreamCall::new(service, inbound, tx, peer, deadline);
+    let end = call.run().await;
+    call.finish(end);
+}
+
+impl StreamCall {
+    fn new(
+        service: SolverService,
+        inbound: Streaming<SolveRequest>,
+        tx: mpsc::Sender<Outgoing>,
+        peer: Option<SocketAddr>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> StreamCall {
+        let started = Instant::now();
+        service.metrics.streams(1);
+        let budget = Arc::new(Semaphore::new(service.limits.max_in_flight.max(1)));
+        StreamCall {
+            peer,
+            started,
+            inbound,
+            tx,
+            expiry: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
+            abort: service.lifecycle.abort.clone(),
+            draining: service.lifecycle.draining.clone(),
+            cut: None,
+            reading: Reading::Open,
+            budget,
+            waiting: None,
+            submitter: Submitter::spawn(service.clone()),
+            submitting: 0,
+            solving: FuturesOrdered::new(),
+            received: 0,
+            answered: 0,
+            errors: 0,
+            service,
+        }
+    }
+
+    /// Handles the call's events until one ends it. Earlier arms win when several are ready: the
+    /// client's cancel, the deadline and the abort before any work, and forwarding finished
+    /// responses before reading more requests.
+    async fn run(&mut self) -> StreamEnd {
+        loop {
+            if let Some(end) = self.end_if_done().await {
+                return end;
+            }
+            let step = tokio::select! {
+                biased;
+                () = self.tx.closed() => Break(StreamEnd::CancelledByClient),
+                () = fired(&mut self.expiry), if self.expiry.is_some() => {
+                    Break(self.deadline_passed().await)
+                }
+                true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => {
+                    Break(self.aborted().await)
+                }
+                true = self.draining.wait_for(|&d| d).map(|r| r.is_ok()), if self.may_arm_cut() => {
+                    self.arm_cut()
+                }
+                () = fired(&mut self.cut), if self.is_reading() && self.cut.is_some() => {
+                    self.cut_short()
+                }
+                Some(group) = self.solving.next() => self.forward(group).await,
+                Some((started, permits)) = self.submitter.next(), if self.submitting > 0 => {
+                    self.started(started, permits)
+                }
+                Some(held) = OptionFuture::from(self.waiting.as_mut().map(|w| &mut w.budget)),
+                    if self.waiting.is_some() => self.submit(held),
+                message = self.inbound.message(), if self.is_reading() && self.waiting.is_none() => {
+                    self.read(message)
+                }
+            };
+            if let Break(end) = step {
+                return end;
+            }
+        }
+    }
+
+    fn is_reading(&self) -> bool {
+        matches!(self.reading, Reading::Open)
+    }
+
+    /// With nothing left to read, wait for or send: how the call ends, once the client has been
+    /// told why if it did not end well.
+    async fn end_if_done(&mut self) -> Option<StreamEnd> {
+        if self.is_reading()
+            || self.waiting.is_some()
+            || self.submitting > 0
+            || !self.solving.is_empty()
+        {
+            return None;
+        }
+        match std::mem::replace(&mut self.reading, Reading::Finished) {
+            Reading::Open | Reading::Finished => Some(StreamEnd::Completed),
+            Reading::Failed(status) => {
+                let _ = self.tx.send(Err(status)).await;
+                Some(StreamEnd::Failed)
+            }
+            Reading::CutShort => {
+                let answered = self.answered;
+                self.last_word(Status::unavailable(format!(
+                    "the server is shutting down and stopped reading this stream; results before \
+                     index {answered} were sent, resend the deals from index {answered} on (to \
+                     another replica)"
+                )))
+                .await;
+                Some(StreamEnd::CutShortByShutdown)
+            }
+        }
+    }
+
+    async fn deadline_passed(&mut self) -> StreamEnd {
+        let answered = self.answered;
+        self.last_word(Status::deadline_exceeded(format!(
+            "the call's deadline passed; results before index {answered} were sent"
+        )))
+        .await;
+        StreamEnd::DeadlineExceeded
+    }
+
+    async fn aborted(&mut self) -> StreamEnd {
+        let answered = self.answered;
+        self.last_word(Status::unavailable(format!(
+            "the server is shutting down; results before index {answered} were sent, resend the \
+             deals from index {answered} on"
+        )))
+        .await;
+        StreamEnd::AbortedByShutdown
+    }
+
+    /// Sends the status the call ends with, giving up after a second: a client that is not
+    /// reading cannot be told, and sees the stream end. (`&mut`: the call is `Send`, not `Sync`.)
+    async fn last_word(&mut self, status: Status) {
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.tx.send(Err(status))).await;
+    }
+
+    /// Whether shutdown would start the countdown to stop reading: only with `drain_cut_after`,
+    /// only once, and only while the client is still sending.
+    fn may_arm_cut(&self) -> bool {
+        self.is_reading() && self.cut.is_none() && self.service.limits.drain_cut_after.is_some()
+    }
+
+    fn arm_cut(&mut self) -> ControlFlow<StreamEnd> {
+        let grace = self.service.limits.drain_cut_after.unwrap_or(FOREVER);
+        self.cut = Some(Box::pin(tokio::time::sleep(grace)));
+        Continue(())
+    }
+
+    /// The client has not finished sending: what was read is answered, the rest is left for the
+    /// client to resend elsewhere, so the drain ends soon.
+    fn cut_short(&mut self) -> ControlFlow<StreamEnd> {
+        self.reading = Reading::CutShort;
+        Continue(())
+    }
+
+    /// Hands finished responses to tonic, in order; each takes its permits along.
+    async fn forward(&mut self, group: Vec<(Answered, Held)>) -> ControlFlow<StreamEnd> {
+        for (done, permit) in group {
+            let deals = done.response.results.len();
+            self.answered += deals as u64;
+            self.service.metrics.in_flight(-(deals as i64));
+            self.errors += done.errors;
+            if self.tx.send(Ok((done.response, permit))).await.is_err() {
+                return Break(StreamEnd::CancelledByClient);
+            }
+        }
+        Continue(())
+    }
+
+    /// A group of requests is queued on the pool (its responses join the ones being solved), or
+    /// could not be: then nothing more is read, and the call ends with why after the responses
+    /// before it.
+    fn started(&mut self, started: Started, permits: Vec<Held>) -> ControlFlow<StreamEnd> {
+        self.submitting = self.submitting.saturating_sub(permits.len());
+        match started {
+            Ok(future) => self.solving.push_back(
+                future
+                    .map(move |done| done.into_iter().zip(permits).collect())
+                    .boxed(),
+            ),
+            Err(status) => {
+                self.reading = Reading::Failed(status);
+                self.waiting = None;
+            }
+        }
+        Continue(())
+    }
+
+    /// The waiting request has its permits: it gets its stream indices and goes to the submitter.
+    fn submit(&mut self, held: Result<Held, AcquireError>) -> ControlFlow<StreamEnd> {
+        let request = self.waiting.take().map(|w| w.request);
+        let (Ok(permit), Some(request)) = (held, request) else {
+            return Break(StreamEnd::Internal(Internal::BudgetClosed));
+        };
+        let first_index = self.received;
+        self.received += request.deals.len() as u64;
+        self.service.metrics.in_flight(request.deals.len() as i64);
+        if self.submitter.send((request, first_index, permit)).is_err() {
+            return Break(StreamEnd::Internal(Internal::SubmitterStopped));
+        }
+        self.submitting += 1;
+        Continue(())
+    }
+
+    /// A request (it waits for its permits), the end of the client's requests, or why there are
+    /// no more.
+    fn read(&mut self, message: Result<Option<SolveRequest>, Status>) -> ControlFlow<StreamEnd> {
+        match message {
+            Ok(Some(request)) => match self.service.limits.check_size(&request) {
+                Ok(()) => {
+                    let max_in_flight = self.service.limits.max_in_flight.max(1);
+                    let cost = request.deals.len().clamp(1, max_in_flight);
+                    let budget = self
+                        .service
+                        .admission
+                        .hold_with(self.budget.clone(), cost)
+                        .boxed();
+                    self.waiting = Some(Waiting { request, budget });
+                }
+                Err(status) => self.reading = Reading::Failed(status),
+            },
+            Ok(None) => self.reading = Reading::Finished,
+            // RST_STREAM(CANCEL): a cancel, or a deadline enforced by the client.
+            Err(status) if status.code() == Code::Cancelled => {
+                return Break(StreamEnd::CancelledByClient);
+            }
+            // Undecodable input, or the connection failed: answer what was read, then the error
+            // (if anyone is still there to read it).
+            Err(status) => {
+                self.reading =
+                    Reading::Failed(if is_tonic_too_large(status.code(), status.message()) {
+                        message_too_large(self.service.limits.max_message_bytes)
+                    } else {
+                        status
+                    });
+            }
+        }
+        Continue(())
+    }
+
+    /// Gives back what the call still counts and logs its one line.
+    fn finish(self, end: StreamEnd) {
+        let metrics = &self.service.metrics;
+        metrics.streams(-1);
+        metrics.in_flight(-(self.received.saturating_sub(self.answered) as i64));
+        // The target the line has always had, beside the `Solve` rpc's, so log filters and
+        // searches for it keep working.
+        tracing::info!(
+            target: "patience::service",
+            rpc = "SolveStream",
+            peer = %display_peer(self.peer),
+            deals = self.answered,
+            errors = self.errors,
+            received = self.received,
+            duration_ms = self.started.elapsed().as_secs_f64() * 1e3,
+            end = end.as_str(),
+            "call finished"
+        );
+    }
+}
+
+/// Waits for a timer to fire; forever without one.
+async fn fired(timer: &mut Option<Pin<Box<Sleep>>>) {
+    match timer {
+        Some(timer) => timer.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Operators and tests grep the logs for these words.
+    #[test]
+    fn each_end_reads_as_it_always_has() {
+        let ends = [
+            (StreamEnd::Completed, "completed"),
+            (StreamEnd::CancelledByClient, "cancelled by the client"),
+            (StreamEnd::DeadlineExceeded, "deadline exceeded"),
+            (StreamEnd::AbortedByShutdown, "aborted by shutdown"),
+            (StreamEnd::CutShortByShutdown, "cut short by shutdown"),
+            (StreamEnd::Failed, "ended with an error"),
+            (
+                StreamEnd::Internal(Internal::BudgetClosed),
+                "internal error: the in-flight budget closed",
+            ),
+            (
+                StreamEnd::Internal(Internal::SubmitterStopped),
+                "internal error: the submitter stopped",
+            ),
+        ];
+        for (end, text) in ends {
+            assert_eq!(end.to_string(), text);
+            assert_eq!(end.as_str(), text);
+        }
+    }
+}
