@@ -70,6 +70,8 @@ struct Lane {
     slowed: bool,
     /// Its inbox refused a chunk (it is failing and will say so): nothing more until it does.
     blocked: bool,
+    /// When it was last given a chunk (the dispatcher's count of chunks given), to break ties.
+    last_given: u64,
 }
 
 #[derive(Debug)]
@@ -85,6 +87,8 @@ pub struct Dispatcher {
     none_up_since: Option<Instant>,
     /// Whether any lane has answered or come back.
     ever_up: bool,
+    /// Chunks given so far, to every lane.
+    given: u64,
 }
 
 impl Dispatcher {
@@ -97,6 +101,7 @@ impl Dispatcher {
             input_done: false,
             none_up_since: None,
             ever_up: false,
+            given: 0,
         }
     }
 
@@ -300,6 +305,8 @@ impl Dispatcher {
                 l.quiet_since = Some(now);
             }
             l.holding.push_back(seq);
+            self.given += 1;
+            l.last_given = self.given;
         }
         if let Some(holders) = self.open.get_mut(&seq) {
             *holders += 1;
@@ -307,7 +314,9 @@ impl Dispatcher {
     }
 
     /// The lane to give a chunk to: up, not slowed or blocked, with room, fewest held; never
-    /// `except`.
+    /// `except`. Among equals, the one given a chunk longest ago: daemons that keep up all take
+    /// turns, and a daemon that joins takes work at once, rather than the first lane taking
+    /// everything whenever every lane keeps up.
     fn pick(&self, except: Option<LaneId>) -> Option<LaneId> {
         self.lanes
             .iter()
@@ -319,7 +328,7 @@ impl Dispatcher {
                     && !l.blocked
                     && l.holding.len() < self.policy.window
             })
-            .min_by_key(|(_, l)| l.holding.len())
+            .min_by_key(|(_, l)| (l.holding.len(), l.last_given))
             .map(|(id, _)| id)
     }
 
@@ -381,6 +390,30 @@ mod tests {
         assert!(d.wants_input());
         d.offer(4);
         assert_eq!(sends(&mut d, t), [(b, 4, false)]);
+    }
+
+    /// Daemons that answer every chunk before the next arrives (every lane holds nothing each
+    /// time) still take turns, and a lane added later takes the next chunk.
+    #[test]
+    fn lanes_that_keep_up_take_turns_and_a_new_lane_joins_at_once() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        let mut order = Vec::new();
+        let answer = |d: &mut Dispatcher, seq: Seq, order: &mut Vec<LaneId>| {
+            d.offer(seq);
+            for (lane, seq, _) in sends(d, t) {
+                order.push(lane);
+                assert_eq!(d.answered(lane, seq, t), Delivery::First);
+            }
+        };
+        for seq in 0..4 {
+            answer(&mut d, seq, &mut order);
+        }
+        assert_eq!(order, [a, b, a, b]);
+        let c = d.add_lane();
+        answer(&mut d, 4, &mut order);
+        assert_eq!(order[4], c, "the new lane takes the next chunk");
     }
 
     #[test]
