@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use patience::deal::Deal;
-use patience::pool::Pool;
+use patience::pool::{Engines, Pool};
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
@@ -499,7 +499,7 @@ fn main() {
             let deal = *deal;
             let start = Instant::now();
             let ticket = pool
-                .submit(move |s: &mut Solver| s.solve(&deal).probability)
+                .submit(move |e: &mut Engines| e.deals.solve(&deal).probability)
                 .await
                 .expect("pool submit");
             let p = ticket.await.expect("pool job");

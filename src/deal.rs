@@ -20,7 +20,6 @@ pub const PILE_HEIGHT: usize = 4;
 /// Cards in a deal: one 36-card deck (6 to ace in four suits).
 pub const CARDS: usize = PILES * PILE_HEIGHT;
 
-
 /// Where a card lies: pile and position are 1-based, position 1 being the bottom card, as a person
 /// reading the deal would count them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

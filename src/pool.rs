@@ -1,8 +1,9 @@
 //! A bounded pool of solver threads, shared by everything that solves.
 //!
-//! Each worker is an OS thread that owns one [`Solver`] (and so one 5^9 table) for its whole life:
-//! solving is CPU-bound and allocation-free, so it belongs on dedicated threads rather than on an
-//! async runtime. Work enters through one bounded queue, which is where backpressure starts: a
+//! Each worker is an OS thread that owns one set of [`Engines`] for its whole life: a Double
+//! Patience [`Solver`] (and so one 5^9 table) and an [`RpsSolver`] (its subset tables), both
+//! allocated when the worker starts. One pool serves both games. Solving is CPU-bound and
+//! allocation-free, so it belongs on dedicated threads rather than on an async runtime. Work enters through one bounded queue, which is where backpressure starts: a
 //! submitter waits (asynchronously, or by blocking) while the queue is full.
 //!
 //! A job's result comes back through a [`Ticket`]. Dropping the ticket cancels the job: a worker that
@@ -10,7 +11,7 @@
 //! solver time as soon as its queued jobs reach the front.
 //!
 //! A job that panics is reported to its ticket as [`PoolError::Panicked`]; its worker then replaces
-//! its solver with a fresh one (the table may be half-written) and carries on, so the pool never
+//! its engines with fresh ones (a table may be half-written) and carries on, so the pool never
 //! shrinks.
 
 use std::any::Any;
@@ -26,7 +27,24 @@ use std::thread;
 
 use tokio::sync::oneshot;
 
+use crate::rps::RpsSolver;
 use crate::solver::Solver;
+
+/// What each worker owns for life: one engine per game, each reused for every item it solves.
+#[derive(Debug, Default)]
+pub struct Engines {
+    /// Double Patience: the 5^9 index table and its dense array.
+    pub deals: Solver,
+    /// FZU 2145: the subset tables, sized for the largest case accepted.
+    pub rps: RpsSolver,
+}
+
+impl Engines {
+    /// Allocates both engines' tables: a few milliseconds, once per worker.
+    pub fn new() -> Engines {
+        Engines::default()
+    }
+}
 
 /// The default number of workers: one per core, since solving is CPU-bound.
 pub fn default_workers() -> usize {
@@ -36,7 +54,7 @@ pub fn default_workers() -> usize {
 /// Why a job produced no result.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PoolError {
-    /// The job panicked; its worker has been given a fresh solver and goes on.
+    /// The job panicked; its worker has been given fresh engines and goes on.
     #[error("solver failed: {0}")]
     Panicked(String),
     /// The pool is shutting down and takes no more work.
@@ -45,7 +63,7 @@ pub enum PoolError {
 }
 
 /// A queued unit of work. It reports whether it ran (false: its ticket was gone, so it was skipped).
-type Job = Box<dyn FnOnce(&mut Solver, &PoolStats) -> bool + Send>;
+type Job = Box<dyn FnOnce(&mut Engines, &PoolStats) -> bool + Send>;
 
 /// Counters that outlive any one job; read them for metrics and tests.
 #[derive(Debug, Default)]
@@ -69,7 +87,7 @@ impl PoolStats {
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
     }
-    /// Items that panicked (each cost its worker a fresh solver, not its thread).
+    /// Items that panicked (each cost its worker fresh engines, not its thread).
     pub fn panicked(&self) -> u64 {
         self.panicked.load(Ordering::Relaxed)
     }
@@ -113,7 +131,7 @@ impl Pool {
         })
     }
 
-    /// The number of worker threads (and solver tables).
+    /// The number of worker threads (and sets of engines).
     pub fn workers(&self) -> usize {
         self.workers.len()
     }
@@ -127,11 +145,11 @@ impl Pool {
         &self.stats
     }
 
-    /// Queues `f` to run on some worker's solver, waiting asynchronously while the queue is full.
+    /// Queues `f` to run on some worker's engines, waiting asynchronously while the queue is full.
     pub async fn submit<T, F>(&self, f: F) -> Result<Ticket<T>, PoolError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Solver) -> T + Send + 'static,
+        F: FnOnce(&mut Engines) -> T + Send + 'static,
     {
         let (job, ticket) = single(f);
         self.queue.send(job).await.map_err(|_| PoolError::Closed)?;
@@ -142,7 +160,7 @@ impl Pool {
     pub fn submit_blocking<T, F>(&self, f: F) -> Result<Ticket<T>, PoolError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Solver) -> T + Send + 'static,
+        F: FnOnce(&mut Engines) -> T + Send + 'static,
     {
         let (job, ticket) = single(f);
         self.queue
@@ -162,7 +180,7 @@ impl Pool {
     where
         I: Send + 'static,
         T: Send + 'static,
-        F: Fn(&mut Solver, I) -> T + Send + 'static,
+        F: Fn(&mut Engines, I) -> T + Send + 'static,
     {
         let (job, ticket) = batch(items, f);
         self.queue.send(job).await.map_err(|_| PoolError::Closed)?;
@@ -178,7 +196,7 @@ impl Pool {
     where
         I: Send + 'static,
         T: Send + 'static,
-        F: Fn(&mut Solver, I) -> T + Send + 'static,
+        F: Fn(&mut Engines, I) -> T + Send + 'static,
     {
         let (job, ticket) = batch(items, f);
         self.queue
@@ -204,7 +222,7 @@ impl Drop for Pool {
 fn single<T, F>(f: F) -> (Job, Ticket<T>)
 where
     T: Send + 'static,
-    F: FnOnce(&mut Solver) -> T + Send + 'static,
+    F: FnOnce(&mut Engines) -> T + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |solver, stats| {
@@ -221,7 +239,7 @@ fn batch<I, T, F>(items: Vec<I>, f: F) -> (Job, BatchTicket<T>)
 where
     I: Send + 'static,
     T: Send + 'static,
-    F: Fn(&mut Solver, I) -> T + Send + 'static,
+    F: Fn(&mut Engines, I) -> T + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |solver, stats| {
@@ -238,25 +256,25 @@ where
     (job, Ticket { rx })
 }
 
-/// Runs `f`, turning a panic into an error and giving the worker a fresh solver, since the panic
-/// may have left the table half-written.
+/// Runs `f`, turning a panic into an error and giving the worker fresh engines, since the panic
+/// may have left a table half-written.
 fn guarded<T>(
-    solver: &mut Solver,
+    engines: &mut Engines,
     stats: &PoolStats,
-    f: impl FnOnce(&mut Solver) -> T,
+    f: impl FnOnce(&mut Engines) -> T,
 ) -> Result<T, PoolError> {
-    catch_unwind(AssertUnwindSafe(|| f(solver))).map_err(|payload| {
-        *solver = Solver::new();
+    catch_unwind(AssertUnwindSafe(|| f(engines))).map_err(|payload| {
+        *engines = Engines::new();
         stats.panicked.fetch_add(1, Ordering::Relaxed);
         PoolError::Panicked(panic_message(&*payload))
     })
 }
 
 fn work(queue: async_channel::Receiver<Job>, stats: Arc<PoolStats>) {
-    let mut solver = Solver::new();
+    let mut engines = Engines::new();
     while let Ok(job) = queue.recv_blocking() {
         stats.busy.fetch_add(1, Ordering::Relaxed);
-        let ran = job(&mut solver, &stats);
+        let ran = job(&mut engines, &stats);
         stats.busy.fetch_sub(1, Ordering::Relaxed);
         let counter = if ran { &stats.done } else { &stats.skipped };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -311,6 +329,28 @@ mod tests {
             .collect();
         let got: Vec<_> = tickets.into_iter().map(|t| t.wait().unwrap()).collect();
         assert_eq!(got, (0..20).map(|i| i * 2).collect::<Vec<_>>());
+    }
+
+    /// One worker, both games, one after the other on the same engines: the problem statement's
+    /// sample deal, and Maze alone always showing rock (Fat brother shows scissors: she wins).
+    #[test]
+    fn one_worker_solves_both_games() {
+        let pool = Pool::new(1, 4).unwrap();
+        let deal = crate::deal::Deal::parse(
+            "AS 9S 6C KS JC QH AC KH 7S QD JD KD QS TS JS 9H 6D TD AD 8S \
+             QC TH KC 8D 8C 9D TC 7C 9C 7H JH 7D 8H 6S AH 6H",
+        )
+        .unwrap();
+        let case = crate::rps::Case::new([1.0, 0.0, 0.0], &[]).unwrap();
+        let both = pool
+            .submit_blocking(move |e: &mut Engines| {
+                (e.deals.solve(&deal).probability, e.rps.solve(&case))
+            })
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!((both.0 - 0.589314).abs() < 5e-7, "{both:?}");
+        assert_eq!(both.1, 1.0);
     }
 
     #[test]

@@ -15,8 +15,8 @@ use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
 use super::output::{JsonAnalysis, Render, Status};
 use super::progress::Progress;
-use crate::pool::{BatchTicket, Pool, default_workers};
-use crate::solver::{Analysis, Solver};
+use crate::pool::{BatchTicket, Engines, Pool, default_workers};
+use crate::solver::Analysis;
 
 /// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible
 /// against ~25 µs of solving per deal, small enough to keep every worker busy.
@@ -46,9 +46,9 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
                 let piece = match event {
                     Event::Batch(batch, at) => match pool.submit_batch_blocking(
                         batch,
-                        move |solver: &mut Solver, entry: Entry| -> Answer {
+                        move |engines: &mut Engines, entry: Entry| -> Answer {
                             // With nothing asked this is a plain solve.
-                            entry.map(|deal| solver.analyze(&deal, options))
+                            entry.map(|deal| engines.deals.analyze(&deal, options))
                         },
                     ) {
                         Ok(ticket) => Piece::Answers(ticket, at),

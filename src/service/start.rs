@@ -15,7 +15,7 @@ use super::SolverService;
 use super::admission::Held;
 use crate::deal::Deal;
 use crate::metrics::Metrics;
-use crate::pool::PoolError;
+use crate::pool::{Engines, PoolError};
 use crate::proto::{self, ErrorCode, SolveRequest, SolveResponse, result::Outcome};
 use crate::solver::{Options, Solver};
 
@@ -53,12 +53,12 @@ impl SolverService {
             let waited = AtomicBool::new(false);
             let ticket = self
                 .pool
-                .submit_batch(deals, move |solver: &mut Solver, work: Work| {
+                .submit_batch(deals, move |engines: &mut Engines, work: Work| {
                     // The batch's wait in the queue, measured once, when its first deal starts.
                     if !waited.swap(true, Ordering::Relaxed) {
                         metrics.queue_wait(queued.elapsed());
                     }
-                    solve(solver, work, &metrics)
+                    solve(&mut engines.deals, work, &metrics)
                 })
                 .await
                 .map_err(|e| Status::unavailable(e.to_string()))?;
