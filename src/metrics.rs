@@ -18,20 +18,42 @@ use prometheus_client::registry::Registry;
 
 use crate::pool::Pool;
 
-/// The outcomes the service reports.
-const OUTCOMES: [&str; 6] = [
-    "solved",
-    "bad_card",
-    "card_count",
-    "duplicate_card",
-    "internal",
-    "unspecified",
+/// The games, as the `game` label names them.
+pub const GAMES: [&str; 2] = ["double_patience", "rps"];
+
+/// The outcomes the service reports, by game: `solved`, or an error code's name.
+const OUTCOMES: [(&str, &str); 13] = [
+    ("double_patience", "solved"),
+    ("double_patience", "bad_card"),
+    ("double_patience", "card_count"),
+    ("double_patience", "duplicate_card"),
+    ("double_patience", "internal"),
+    ("double_patience", "unspecified"),
+    ("rps", "solved"),
+    ("rps", "not_a_probability"),
+    ("rps", "sum"),
+    ("rps", "too_many_players"),
+    ("rps", "missing_maze"),
+    ("rps", "internal"),
+    ("rps", "unspecified"),
 ];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     /// `solved`, or the error code (`bad_card`, `card_count`, `duplicate_card`, `internal`).
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AnswerLabels {
+    /// `double_patience` or `rps`.
+    game: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GameLabels {
+    game: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -50,15 +72,21 @@ struct LimitLabels {
     flag: &'static str,
 }
 
+/// An outcome's counter in `answers`, and in `deals` for Double Patience.
+type OutcomeCounters = (Counter, Option<Counter>);
+
 /// The daemon's metrics. Cheap to clone: every metric is shared.
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
     deals: Family<OutcomeLabels, Counter>,
-    /// Each outcome's counter, fetched from `deals` on first use and then kept, so counting a deal
-    /// is one atomic add rather than a lookup under the family's lock.
-    outcomes: Arc<[OnceLock<Counter>; OUTCOMES.len()]>,
-    solve_seconds: Histogram,
+    answers: Family<AnswerLabels, Counter>,
+    /// Each outcome's counters (in `answers`, and in `deals` for Double Patience), fetched on
+    /// first use and then kept, so counting an item is an atomic add or two rather than lookups
+    /// under the families' locks.
+    outcomes: Arc<[OnceLock<OutcomeCounters>; OUTCOMES.len()]>,
+    /// Each game's histogram, in `GAMES` order, taken from the family once.
+    solve_seconds: [Histogram; GAMES.len()],
     queue_wait_seconds: Histogram,
     deals_in_flight: Gauge,
     open_streams: Gauge,
@@ -96,16 +124,27 @@ impl Metrics {
         let deals = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "deals",
-            "Deals answered, by outcome: solved, or the error code",
+            "Double Patience deals answered, by outcome: solved, or the error code (the same as \
+             answers{game=\"double_patience\"}, kept for dashboards that predate the second game)",
             deals.clone(),
         );
-        // 10 us to about 0.3 s: one deal is ~50 us, a hard one a few ms.
-        let solve_seconds = Histogram::new(exponential_buckets(1e-5, 2.0, 16));
+        let answers = Family::<AnswerLabels, Counter>::default();
+        registry.register(
+            "answers",
+            "Items answered, by game (double_patience, rps) and outcome: solved, or the error code",
+            answers.clone(),
+        );
+        // 10 us to about 0.3 s: one deal is ~30 us, a hard one a few ms, an rps case up to ~3 ms.
+        let solve_family = Family::<GameLabels, Histogram>::new_with_constructor(
+            (|| Histogram::new(exponential_buckets(1e-5, 2.0, 16))) as fn() -> Histogram,
+        );
         registry.register(
             "solve_seconds",
-            "Time to solve one deal on a worker",
-            solve_seconds.clone(),
+            "Time to solve one item on a worker, by game",
+            solve_family.clone(),
         );
+        let solve_seconds =
+            GAMES.map(|game| solve_family.get_or_create(&GameLabels { game }).clone());
         let queue_wait_seconds = Histogram::new(exponential_buckets(1e-5, 2.0, 20));
         registry.register(
             "queue_wait_seconds",
@@ -115,13 +154,13 @@ impl Metrics {
         let deals_in_flight = Gauge::default();
         registry.register(
             "deals_in_flight",
-            "Deals read from clients and not yet answered",
+            "Items (deals and rps cases) read from clients and not yet answered",
             deals_in_flight.clone(),
         );
         let open_streams = Gauge::default();
         registry.register(
             "open_streams",
-            "SolveStream calls in progress",
+            "Streaming calls (SolveStream, SolveRpsStream) in progress",
             open_streams.clone(),
         );
         let busy_workers = Gauge::default();
@@ -186,6 +225,7 @@ impl Metrics {
         Metrics {
             registry: Arc::new(registry),
             deals,
+            answers,
             outcomes: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             solve_seconds,
             queue_wait_seconds,
@@ -269,25 +309,41 @@ impl Metrics {
             .set(i64::try_from(value).unwrap_or(i64::MAX));
     }
 
-    /// Counts one answered deal; `outcome` is `solved` or an error code's name.
-    pub fn deal(&self, outcome: &'static str) {
-        match OUTCOMES.iter().position(|&o| o == outcome) {
-            Some(i) => self.outcomes[i]
-                .get_or_init(|| self.deals.get_or_create(&OutcomeLabels { outcome }).clone())
-                .inc(),
-            None => self.deals.get_or_create(&OutcomeLabels { outcome }).inc(),
+    /// Counts one answered item of `game` (one of [`GAMES`]); `outcome` is `solved` or an error
+    /// code's name.
+    pub fn answered(&self, game: &'static str, outcome: &'static str) {
+        let counters = || {
+            let answer = self
+                .answers
+                .get_or_create(&AnswerLabels { game, outcome })
+                .clone();
+            let deal = (game == GAMES[0])
+                .then(|| self.deals.get_or_create(&OutcomeLabels { outcome }).clone());
+            (answer, deal)
         };
+        let inc = |(answer, deal): &OutcomeCounters| {
+            answer.inc();
+            if let Some(deal) = deal {
+                deal.inc();
+            }
+        };
+        match OUTCOMES.iter().position(|&o| o == (game, outcome)) {
+            Some(i) => inc(self.outcomes[i].get_or_init(counters)),
+            None => inc(&counters()),
+        }
     }
 
-    pub fn solve_time(&self, took: Duration) {
-        self.solve_seconds.observe(took.as_secs_f64());
+    /// One item's time on a worker; `game` is one of [`GAMES`].
+    pub fn solve_time(&self, game: &'static str, took: Duration) {
+        let i = GAMES.iter().position(|&g| g == game).unwrap_or(0);
+        self.solve_seconds[i].observe(took.as_secs_f64());
     }
 
     pub fn queue_wait(&self, took: Duration) {
         self.queue_wait_seconds.observe(took.as_secs_f64());
     }
 
-    /// Deals read but not answered: `n` more (or fewer, when negative).
+    /// Items read but not answered: `n` more (or fewer, when negative).
     pub fn in_flight(&self, n: i64) {
         self.deals_in_flight.inc_by(n);
     }

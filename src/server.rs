@@ -25,6 +25,7 @@ use tonic::service::interceptor::InterceptedService;
 use crate::auth::{RequireBearer, Secret};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
+use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
 
@@ -204,6 +205,9 @@ pub async fn run_with_pool(
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SolverServer<SolverService>>().await;
+    health
+        .set_serving::<RpsServiceServer<SolverService>>()
+        .await;
 
     // grpcurl speaks only v1alpha, buf curl v1: serve both.
     let reflection = || {
@@ -214,17 +218,25 @@ pub async fn run_with_pool(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
     let solver = InterceptedService::new(
-        SolverServer::new(service)
+        SolverServer::new(service.clone())
             .max_decoding_message_size(config.limits.max_message_bytes)
             .max_encoding_message_size(usize::MAX),
-        RequireBearer::new(config.auth_token.as_ref(), metrics.clone()),
+        bearer.clone(),
+    );
+    let rps = InterceptedService::new(
+        RpsServiceServer::new(service)
+            .max_decoding_message_size(config.limits.max_message_bytes)
+            .max_encoding_message_size(usize::MAX),
+        bearer,
     );
     let limit = config.limits.max_message_bytes;
     let routes = Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(solver)
+        .add_service(rps)
         .prepare();
     let app = tower::ServiceExt::<http::Request<tonic::body::Body>>::map_response(
         routes,
@@ -255,6 +267,9 @@ pub async fn run_with_pool(
             // Balancers watching health stop routing here before the listener goes away.
             health
                 .set_not_serving::<SolverServer<SolverService>>()
+                .await;
+            health
+                .set_not_serving::<RpsServiceServer<SolverService>>()
                 .await;
             health
                 .set_service_status("", tonic_health::ServingStatus::NotServing)

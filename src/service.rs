@@ -1,21 +1,27 @@
-//! The `patience.v1.Solver` gRPC service: deals in, probabilities out, in order.
+//! The gRPC services: `patience.v1.Solver` (Double Patience deals) and `patience.v1.RpsService`
+//! (FZU 2145 cases), one value serving both, on one pool of workers and under one set of limits.
 //!
-//! The service parses and validates deals itself (cheap, and it keeps bad deals off the workers),
-//! then hands the valid ones to the shared [`Pool`] in batches. It never touches a solver table.
+//! The service checks every item itself (cheap, and it keeps bad items off the workers), then
+//! hands the valid ones to the shared [`Pool`] in batches. It never touches a solver table.
 //!
 //! # Layout
-//! - this file: the service and its two rpcs;
+//! - this file: the service and its four rpcs, each a thin call into the generic machinery;
+//! - `game.rs`: the [`Game`](game::Game) trait, what the machinery needs to know of a game;
+//! - `deals.rs`, `rps.rs`: the two games;
 //! - `limits.rs`: [`Limits`] and the statuses that name the limit a client hit;
 //! - `lifecycle.rs`: the shutdown switches, [`Lifecycle`] and [`LifecycleControl`];
-//! - `admission.rs`: the server-wide deal budget;
+//! - `admission.rs`: the server-wide item budget;
 //! - `deadline.rs`: a call's deadline from its `grpc-timeout` header;
-//! - `start.rs`: validating deals and queueing them on the pool in batches;
-//! - `stream.rs`: one `SolveStream` call as a state type, from its first request to its log line.
+//! - `start.rs`: splitting requests and queueing their items on the pool in batches;
+//! - `stream.rs`: one streaming call as a state type, from its first request to its log line.
+//!
+//! Every limit that counts deals counts rps cases alike: `--max-deals-per-request`,
+//! `--max-in-flight`, `--max-deals-in-flight`.
 //!
 //! # Flow control
-//! Each `SolveStream` call runs one task that alternates between reading the next request and
+//! Each streaming call runs one task that alternates between reading the next request and
 //! forwarding the oldest finished response. It reads a request only when the call has fewer than
-//! [`Limits::max_in_flight`] deals read but not yet handed to the transport. So a client that
+//! [`Limits::max_in_flight`] items read but not yet handed to the transport. So a client that
 //! sends faster than the workers solve, or reads slower, fills its own window and then HTTP/2
 //! flow control holds it back; the server's memory per call stays bounded and other calls are not
 //! slowed. (What the transport has taken is bounded by the client's HTTP/2 receive window: a
@@ -25,7 +31,7 @@
 //! When the client cancels or its deadline passes (both reset the stream), or its connection
 //! drops, the call's task sees a cancelled request stream or a dropped response stream, stops, and
 //! drops its pool tickets: its queued batches are skipped and a batch being solved stops after
-//! the current deal. (A tonic client's `cancellation_handle` only sends its reset when its request
+//! the current item. (A tonic client's `cancellation_handle` only sends its reset when its request
 //! body is next polled; the in-flight budget keeps the server reading, so that is soon.)
 
 use std::net::SocketAddr;
@@ -41,8 +47,11 @@ use tonic::{Request, Response, Status, Streaming};
 
 mod admission;
 mod deadline;
+mod deals;
+mod game;
 mod lifecycle;
 mod limits;
+mod rps;
 mod start;
 mod stream;
 
@@ -51,11 +60,17 @@ pub use limits::{Limits, is_tonic_too_large, message_too_large};
 
 use admission::Admission;
 use deadline::deadline;
+use deals::Deals;
+use game::Game;
+use rps::Rps;
 use stream::Outgoing;
 
 use crate::metrics::Metrics;
 use crate::pool::Pool;
-use crate::proto::{self, SolveRequest, SolveResponse};
+use crate::proto::{
+    self, SolveRequest, SolveResponse, SolveRpsRequest, SolveRpsResponse, SolveRpsStreamRequest,
+    SolveRpsStreamResponse,
+};
 
 /// The gRPC service. Cheap to clone: everything is shared.
 #[derive(Clone, Debug)]
@@ -92,45 +107,41 @@ impl SolverService {
     }
 }
 
-/// The response stream of `SolveStream`.
-pub type ResponseStream = Pin<Box<dyn Stream<Item = Result<SolveResponse, Status>> + Send>>;
-
-#[tonic::async_trait]
-impl proto::solver_server::Solver for SolverService {
-    type SolveStreamStream = ResponseStream;
-
-    async fn solve_stream(
+impl SolverService {
+    /// Opens a streaming call of game `G`: its task runs until the call ends, however it ends.
+    fn open_stream<G: Game>(
         &self,
-        request: Request<Streaming<SolveRequest>>,
-    ) -> Result<Response<ResponseStream>, Status> {
+        request: Request<Streaming<G::StreamRequest>>,
+    ) -> Result<Response<GameStream<G::StreamResponse>>, Status> {
         let peer = request.remote_addr();
         self.admit(peer)?;
         let deadline = deadline(request.metadata())?;
         let inbound = request.into_inner();
         // Every queued response holds at least one permit, so this capacity is never the limit.
-        let (tx, rx) = mpsc::channel::<Outgoing>(self.limits.max_in_flight.max(1));
-        tokio::spawn(stream::run(self.clone(), inbound, tx, peer, deadline));
-        let responses =
-            ReceiverStream::new(rx).map(|item| item.map(|(response, _permit)| response));
+        let (tx, rx) = mpsc::channel::<Outgoing<G::Response>>(self.limits.max_in_flight.max(1));
+        tokio::spawn(stream::run::<G>(self.clone(), inbound, tx, peer, deadline));
+        let responses = ReceiverStream::new(rx)
+            .map(|item| item.map(|(response, _permit)| G::to_stream(response)));
         Ok(Response::new(Box::pin(responses)))
     }
 
-    async fn solve(
+    /// One unary call of game `G`: the same checks, budget and deadline as a stream's request.
+    async fn unary<G: Game>(
         &self,
-        request: Request<SolveRequest>,
-    ) -> Result<Response<SolveResponse>, Status> {
+        request: Request<G::Request>,
+    ) -> Result<Response<G::Response>, Status> {
         let peer = request.remote_addr();
         self.admit(peer)?;
         let started = Instant::now();
         let deadline = deadline(request.metadata())?;
         let request = request.into_inner();
-        self.limits.check_size(&request)?;
-        let deals = request.deals.len();
-        let _in_flight = InFlight::new(&self.metrics, deals as i64);
+        G::check_size(self, &request)?;
+        let items = G::items(&request);
+        let _in_flight = InFlight::new(&self.metrics, items as i64);
         let work = async {
             // Held until the response is returned, like a stream's permits.
-            let _held = self.admission.hold(deals).await;
-            self.start(vec![(request, 0)])
+            let _held = self.admission.hold(items).await;
+            self.start::<G>(vec![(request, 0)])
                 .await?
                 .await
                 .pop()
@@ -143,19 +154,75 @@ impl proto::solver_server::Solver for SolverService {
                 .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))??,
             None => work.await?,
         };
-        tracing::info!(
-            rpc = "Solve",
-            peer = %display_peer(peer),
-            deals,
-            errors = answered.errors,
-            duration_ms = started.elapsed().as_secs_f64() * 1e3,
-            "call finished"
-        );
+        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        if G::ITEMS == "deals" {
+            tracing::info!(
+                rpc = G::UNARY_RPC,
+                peer = %display_peer(peer),
+                deals = items,
+                errors = answered.errors,
+                duration_ms,
+                "call finished"
+            );
+        } else {
+            tracing::info!(
+                rpc = G::UNARY_RPC,
+                game = G::LABEL,
+                peer = %display_peer(peer),
+                cases = items,
+                errors = answered.errors,
+                duration_ms,
+                "call finished"
+            );
+        }
         Ok(Response::new(answered.response))
     }
 }
 
-/// Counts a unary call's deals as in flight until it ends, however it ends.
+/// The response stream of a streaming rpc.
+pub type GameStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+/// The response stream of `SolveStream`.
+pub type ResponseStream = GameStream<SolveResponse>;
+
+#[tonic::async_trait]
+impl proto::solver_server::Solver for SolverService {
+    type SolveStreamStream = ResponseStream;
+
+    async fn solve_stream(
+        &self,
+        request: Request<Streaming<SolveRequest>>,
+    ) -> Result<Response<ResponseStream>, Status> {
+        self.open_stream::<Deals>(request)
+    }
+
+    async fn solve(
+        &self,
+        request: Request<SolveRequest>,
+    ) -> Result<Response<SolveResponse>, Status> {
+        self.unary::<Deals>(request).await
+    }
+}
+
+#[tonic::async_trait]
+impl proto::rps_service_server::RpsService for SolverService {
+    type SolveRpsStreamStream = GameStream<SolveRpsStreamResponse>;
+
+    async fn solve_rps_stream(
+        &self,
+        request: Request<Streaming<SolveRpsStreamRequest>>,
+    ) -> Result<Response<Self::SolveRpsStreamStream>, Status> {
+        self.open_stream::<Rps>(request)
+    }
+
+    async fn solve_rps(
+        &self,
+        request: Request<SolveRpsRequest>,
+    ) -> Result<Response<SolveRpsResponse>, Status> {
+        self.unary::<Rps>(request).await
+    }
+}
+
+/// Counts a unary call's items as in flight until it ends, however it ends.
 struct InFlight {
     metrics: Metrics,
     deals: i64,

@@ -5,6 +5,9 @@
 //! daemon may be older, newer or broken, so every field is checked, and [`MalformedAnalysis`]
 //! names the first one that does not fit rather than printing a line `solve` never would.
 
+mod rps;
+pub use rps::WireCaseError;
+
 use crate::deal::{DealError, DealErrorKind, Rank};
 use crate::proto;
 use crate::solver::{Analysis, Fraction, FractionError, Move, MoveOdds, Options};

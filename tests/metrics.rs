@@ -71,7 +71,10 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
     assert_eq!(get("patience_deals_total{outcome=\"solved\"}"), 100.0);
     assert_eq!(get("patience_deals_total{outcome=\"bad_card\"}"), 1.0);
     assert_eq!(get("patience_deals_total{outcome=\"card_count\"}"), 1.0);
-    assert_eq!(get("patience_solve_seconds_count"), 100.0);
+    assert_eq!(
+        get("patience_solve_seconds_count{game=\"double_patience\"}"),
+        100.0
+    );
     assert!(get("patience_queue_wait_seconds_count") >= 4.0);
     assert_eq!(get("patience_open_streams"), 0.0);
     assert_eq!(get("patience_deals_in_flight"), 0.0);

@@ -1,5 +1,6 @@
 //! How many calls may be open at once across all connections: at most `--max-open-streams`
-//! `SolveStream` calls and `--max-open-unary` `Solve` calls. A call is counted from the moment its
+//! streaming calls (`SolveStream`, `SolveRpsStream`) and `--max-open-unary` unary ones (`Solve`,
+//! `SolveRps`). A call is counted from the moment its
 //! headers arrive (before its messages are read, so a call that never sends one counts too) until
 //! its response is done; one beyond a cap is answered at once with `RESOURCE_EXHAUSTED` naming
 //! the flag, and the calls in progress are untouched. Health and reflection are not counted.
@@ -12,8 +13,14 @@ use tonic::Status;
 
 use crate::metrics::Metrics;
 
-const STREAM_PATH: &str = "/patience.v1.Solver/SolveStream";
-const UNARY_PATH: &str = "/patience.v1.Solver/Solve";
+const STREAM_PATHS: [&str; 2] = [
+    "/patience.v1.Solver/SolveStream",
+    "/patience.v1.RpsService/SolveRpsStream",
+];
+const UNARY_PATHS: [&str; 2] = [
+    "/patience.v1.Solver/Solve",
+    "/patience.v1.RpsService/SolveRps",
+];
 
 /// The caps, shared by every connection.
 pub struct CallCaps {
@@ -52,13 +59,13 @@ impl CallCaps {
     /// answer with when the cap is reached.
     pub fn admit(&self, path: &str, peer: Option<SocketAddr>) -> Result<Option<OpenCall>, Status> {
         let (semaphore, max, flag, reason) = match path {
-            STREAM_PATH => (
+            p if STREAM_PATHS.contains(&p) => (
                 &self.streams,
                 self.max_streams,
                 "--max-open-streams",
                 "max_open_streams",
             ),
-            UNARY_PATH => (
+            p if UNARY_PATHS.contains(&p) => (
                 &self.unary,
                 self.max_unary,
                 "--max-open-unary",

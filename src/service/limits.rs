@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use tonic::{Code, Status};
 
-use crate::proto::SolveRequest;
-
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -57,15 +55,14 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Refuses a request with more deals than one may carry, naming the flag, so the client knows
-    /// to split it rather than retry it.
-    pub(super) fn check_size(&self, request: &SolveRequest) -> Result<(), Status> {
+    /// Refuses a request with more items (deals, or rps cases: the limit counts both) than one
+    /// may carry, naming the flag, so the client knows to split it rather than retry it.
+    pub(super) fn check_size(&self, items: usize, what: &str) -> Result<(), Status> {
         let limit = self.max_deals_per_request;
-        if request.deals.len() > limit {
+        if items > limit {
             return Err(Status::invalid_argument(format!(
-                "the request has {} deals; the limit is {limit} deals per request \
-                 (server flag --max-deals-per-request); split it into several requests",
-                request.deals.len()
+                "the request has {items} {what}; the limit is {limit} {what} per request \
+                 (server flag --max-deals-per-request); split it into several requests"
             )));
         }
         Ok(())

@@ -1,11 +1,11 @@
-//! One `SolveStream` call, from its first request to its log line.
+//! One streaming call (`SolveStream`, `SolveRpsStream`), from its first request to its log line.
 //!
 //! The call is a [`StreamCall`]: what it has read, what waits for budget, what is being solved,
 //! what it has sent. One task waits on every event the call reacts to and hands each to the method
 //! that handles it, until one of them says how the call ends ([`StreamEnd`]).
 //!
-//! Each request takes one permit per deal (at least one) from the call's in-flight budget before
-//! the next is read; the permits come back only when tonic takes its response for sending. So deals
+//! Each request takes one permit per item (deal or case; at least one) from the call's in-flight budget before
+//! the next is read; the permits come back only when tonic takes its response for sending. So items
 //! read but not yet handed to the transport never exceed `max_in_flight`, whether the workers or
 //! the client's reading are the bottleneck.
 
@@ -25,15 +25,15 @@ use tonic::{Code, Status, Streaming};
 
 use super::admission::Held;
 use super::deadline::FOREVER;
+use super::game::Game;
 use super::start::{Answered, Started, Submitter};
 use super::{SolverService, display_peer, is_tonic_too_large, message_too_large};
-use crate::proto::{SolveRequest, SolveResponse};
 
-/// What a call's task hands to tonic: a response with the in-flight permits of its deals, which
+/// What a call's task hands to tonic: a response with the in-flight permits of its items, which
 /// are returned only when tonic takes the response for sending.
-pub(super) type Outgoing = Result<(SolveResponse, Held), Status>;
+pub(super) type Outgoing<R> = Result<(R, Held), Status>;
 
-/// How a `SolveStream` call ended, as its log line says. Operators and tests look for these words
+/// How a streaming call ended, as its log line says. Operators and tests look for these words
 /// in the logs, so [`StreamEnd::as_str`] keeps them exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StreamEnd {
@@ -105,18 +105,21 @@ enum Reading {
 
 /// A request read from the client, waiting for its permits: the call's own and the server's. The
 /// wait is kept across turns of the loop, so it keeps its place in the server-wide queue.
-struct Waiting {
-    request: SolveRequest,
+struct Waiting<G: Game> {
+    request: G::Request,
     budget: BoxFuture<'static, Result<Held, AcquireError>>,
 }
 
-/// The state of one `SolveStream` call.
-struct StreamCall {
+/// A group of requests being solved: their responses, in order, with the permits they hold.
+type Solving<R> = BoxFuture<'static, Vec<(Answered<R>, Held)>>;
+
+/// The state of one streaming call.
+struct StreamCall<G: Game> {
     service: SolverService,
     peer: Option<SocketAddr>,
     started: Instant,
-    inbound: Streaming<SolveRequest>,
-    tx: mpsc::Sender<Outgoing>,
+    inbound: Streaming<G::StreamRequest>,
+    tx: mpsc::Sender<Outgoing<G::Response>>,
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
     expiry: Option<Pin<Box<Sleep>>>,
@@ -126,45 +129,45 @@ struct StreamCall {
     /// long to finish.
     cut: Option<Pin<Box<Sleep>>>,
     reading: Reading,
-    /// The call's in-flight budget, `max_in_flight` deals.
+    /// The call's in-flight budget, `max_in_flight` items.
     budget: Arc<Semaphore>,
-    waiting: Option<Waiting>,
+    waiting: Option<Waiting<G>>,
     /// Queues requests with their permits on the pool, one after another, while this task goes on
     /// reading and forwarding.
-    submitter: Submitter,
+    submitter: Submitter<G>,
     /// Requests handed to the submitter whose responses' future has not come back yet.
     submitting: usize,
     /// The responses being solved, in request order, with the permits they hold.
-    solving: FuturesOrdered<BoxFuture<'static, Vec<(Answered, Held)>>>,
-    /// Deals read: the stream index of the next one.
+    solving: FuturesOrdered<Solving<G::Response>>,
+    /// Items read: the stream index of the next one.
     received: u64,
-    /// Deals whose responses were handed to the transport.
+    /// Items whose responses were handed to the transport.
     answered: u64,
-    /// Answered deals that got an error.
+    /// Answered items that got an error.
     errors: u64,
 }
 
-/// Runs one `SolveStream` call to its end and logs one line about it.
-pub(super) async fn run(
+/// Runs one streaming call to its end and logs one line about it.
+pub(super) async fn run<G: Game>(
     service: SolverService,
-    inbound: Streaming<SolveRequest>,
-    tx: mpsc::Sender<Outgoing>,
+    inbound: Streaming<G::StreamRequest>,
+    tx: mpsc::Sender<Outgoing<G::Response>>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
 ) {
-    let mut call = StreamCall::new(service, inbound, tx, peer, deadline);
+    let mut call = StreamCall::<G>::new(service, inbound, tx, peer, deadline);
     let end = call.run().await;
     call.finish(end);
 }
 
-impl StreamCall {
+impl<G: Game> StreamCall<G> {
     fn new(
         service: SolverService,
-        inbound: Streaming<SolveRequest>,
-        tx: mpsc::Sender<Outgoing>,
+        inbound: Streaming<G::StreamRequest>,
+        tx: mpsc::Sender<Outgoing<G::Response>>,
         peer: Option<SocketAddr>,
         deadline: Option<tokio::time::Instant>,
-    ) -> StreamCall {
+    ) -> StreamCall<G> {
         let started = Instant::now();
         service.metrics.streams(1);
         let budget = Arc::new(Semaphore::new(service.limits.max_in_flight.max(1)));
@@ -253,8 +256,9 @@ impl StreamCall {
                 let answered = self.answered;
                 self.last_word(Status::unavailable(format!(
                     "the server is shutting down and stopped reading this stream; results before \
-                     index {answered} were sent, resend the deals from index {answered} on (to \
-                     another replica)"
+                     index {answered} were sent, resend the {} from index {answered} on (to \
+                     another replica)",
+                    G::ITEMS
                 )))
                 .await;
                 Some(StreamEnd::CutShortByShutdown)
@@ -275,7 +279,8 @@ impl StreamCall {
         let answered = self.answered;
         self.last_word(Status::unavailable(format!(
             "the server is shutting down; results before index {answered} were sent, resend the \
-             deals from index {answered} on"
+             {} from index {answered} on",
+            G::ITEMS
         )))
         .await;
         StreamEnd::AbortedByShutdown
@@ -307,11 +312,14 @@ impl StreamCall {
     }
 
     /// Hands finished responses to tonic, in order; each takes its permits along.
-    async fn forward(&mut self, group: Vec<(Answered, Held)>) -> ControlFlow<StreamEnd> {
+    async fn forward(
+        &mut self,
+        group: Vec<(Answered<G::Response>, Held)>,
+    ) -> ControlFlow<StreamEnd> {
         for (done, permit) in group {
-            let deals = done.response.results.len();
-            self.answered += deals as u64;
-            self.service.metrics.in_flight(-(deals as i64));
+            let items = G::results(&done.response);
+            self.answered += items as u64;
+            self.service.metrics.in_flight(-(items as i64));
             self.errors += done.errors;
             if self.tx.send(Ok((done.response, permit))).await.is_err() {
                 return Break(StreamEnd::CancelledByClient);
@@ -323,7 +331,11 @@ impl StreamCall {
     /// A group of requests is queued on the pool (its responses join the ones being solved), or
     /// could not be: then nothing more is read, and the call ends with why after the responses
     /// before it.
-    fn started(&mut self, started: Started, permits: Vec<Held>) -> ControlFlow<StreamEnd> {
+    fn started(
+        &mut self,
+        started: Started<G::Response>,
+        permits: Vec<Held>,
+    ) -> ControlFlow<StreamEnd> {
         self.submitting = self.submitting.saturating_sub(permits.len());
         match started {
             Ok(future) => self.solving.push_back(
@@ -346,8 +358,9 @@ impl StreamCall {
             return Break(StreamEnd::Internal(Internal::BudgetClosed));
         };
         let first_index = self.received;
-        self.received += request.deals.len() as u64;
-        self.service.metrics.in_flight(request.deals.len() as i64);
+        let items = G::items(&request);
+        self.received += items as u64;
+        self.service.metrics.in_flight(items as i64);
         if self.submitter.send((request, first_index, permit)).is_err() {
             return Break(StreamEnd::Internal(Internal::SubmitterStopped));
         }
@@ -357,12 +370,15 @@ impl StreamCall {
 
     /// A request (it waits for its permits), the end of the client's requests, or why there are
     /// no more.
-    fn read(&mut self, message: Result<Option<SolveRequest>, Status>) -> ControlFlow<StreamEnd> {
-        match message {
-            Ok(Some(request)) => match self.service.limits.check_size(&request) {
+    fn read(
+        &mut self,
+        message: Result<Option<G::StreamRequest>, Status>,
+    ) -> ControlFlow<StreamEnd> {
+        match message.map(|m| m.map(G::from_stream)) {
+            Ok(Some(request)) => match G::check_size(&self.service, &request) {
                 Ok(()) => {
                     let max_in_flight = self.service.limits.max_in_flight.max(1);
-                    let cost = request.deals.len().clamp(1, max_in_flight);
+                    let cost = G::items(&request).clamp(1, max_in_flight);
                     let budget = self
                         .service
                         .admission
@@ -396,19 +412,36 @@ impl StreamCall {
         let metrics = &self.service.metrics;
         metrics.streams(-1);
         metrics.in_flight(-(self.received.saturating_sub(self.answered) as i64));
-        // The target the line has always had, beside the `Solve` rpc's, so log filters and
-        // searches for it keep working.
-        tracing::info!(
-            target: "patience::service",
-            rpc = "SolveStream",
-            peer = %display_peer(self.peer),
-            deals = self.answered,
-            errors = self.errors,
-            received = self.received,
-            duration_ms = self.started.elapsed().as_secs_f64() * 1e3,
-            end = end.as_str(),
-            "call finished"
-        );
+        // The target the line has always had, beside the unary rpcs', so log filters and
+        // searches for it keep working; Double Patience keeps its `deals` field.
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        let peer = display_peer(self.peer);
+        if G::ITEMS == "deals" {
+            tracing::info!(
+                target: "patience::service",
+                rpc = G::STREAM_RPC,
+                peer = %peer,
+                deals = self.answered,
+                errors = self.errors,
+                received = self.received,
+                duration_ms,
+                end = end.as_str(),
+                "call finished"
+            );
+        } else {
+            tracing::info!(
+                target: "patience::service",
+                rpc = G::STREAM_RPC,
+                game = G::LABEL,
+                peer = %peer,
+                cases = self.answered,
+                errors = self.errors,
+                received = self.received,
+                duration_ms,
+                end = end.as_str(),
+                "call finished"
+            );
+        }
     }
 }
 

@@ -1,0 +1,140 @@
+//! Double Patience on the service: deals are parsed and validated on the async side (cheap, and
+//! it keeps bad deals off the workers); a worker solves the valid ones, with the analysis their
+//! request asked for.
+
+use super::SolverService;
+use super::game::{Game, Split};
+use crate::deal::Deal;
+use crate::pool::{Engines, PoolError};
+use crate::proto::{self, ErrorCode, SolveRequest, SolveResponse, result::Outcome};
+use crate::solver::Options;
+
+/// The `patience.v1.Solver` service's game.
+#[derive(Debug)]
+pub(super) struct Deals;
+
+/// A valid deal for the pool, the analysis its request asked for, and whether the `panic_on_id`
+/// test hook picked it.
+pub(super) type Work = (Deal, Option<Options>, bool);
+
+impl Game for Deals {
+    type Request = SolveRequest;
+    type Response = SolveResponse;
+    type StreamRequest = SolveRequest;
+    type StreamResponse = SolveResponse;
+    type Work = Work;
+    /// The probability, and the analysis in wire form when one was asked for (converted on the
+    /// worker, so the async side only moves it).
+    type Solved = (f64, Option<proto::Analysis>);
+
+    const LABEL: &'static str = "double_patience";
+    const STREAM_RPC: &'static str = "SolveStream";
+    const UNARY_RPC: &'static str = "Solve";
+    const ITEMS: &'static str = "deals";
+
+    fn items(request: &SolveRequest) -> usize {
+        request.deals.len()
+    }
+
+    fn results(response: &SolveResponse) -> usize {
+        response.results.len()
+    }
+
+    fn from_stream(request: SolveRequest) -> SolveRequest {
+        request
+    }
+
+    fn to_stream(response: SolveResponse) -> SolveResponse {
+        response
+    }
+
+    fn split(
+        service: &SolverService,
+        request: SolveRequest,
+        first_index: u64,
+    ) -> Split<SolveResponse, Work> {
+        let options = request.analysis.map(Options::from);
+        let mut results = Vec::with_capacity(request.deals.len());
+        let mut valid = Vec::new();
+        let mut errors = 0;
+        for (i, deal) in request.deals.into_iter().enumerate() {
+            let outcome = match Deal::parse(&deal.cards) {
+                Ok(parsed) => {
+                    let panic = service.limits.panic_on_id.as_ref() == Some(&deal.id);
+                    valid.push((i, (parsed, options, panic)));
+                    None
+                }
+                Err(e) => {
+                    errors += 1;
+                    let wire = proto::DealError::from(&e);
+                    service.metrics.answered(Self::LABEL, code_name(wire.code));
+                    Some(Outcome::Error(wire))
+                }
+            };
+            results.push(proto::Result {
+                index: first_index + i as u64,
+                id: deal.id,
+                outcome,
+                analysis: None,
+            });
+        }
+        Split {
+            response: SolveResponse { results },
+            errors,
+            valid,
+        }
+    }
+
+    fn solve(engines: &mut Engines, (deal, options, panic): Work) -> Self::Solved {
+        assert!(!panic, "fault injected by the panic_on_id test hook");
+        match options {
+            None => (engines.deals.solve(&deal).probability, None),
+            Some(options) => {
+                let analysis = engines.deals.analyze(&deal, options);
+                (analysis.probability, Some(proto::Analysis::from(&analysis)))
+            }
+        }
+    }
+
+    fn fill(
+        service: &SolverService,
+        response: &mut SolveResponse,
+        at: usize,
+        solved: Result<Self::Solved, PoolError>,
+    ) -> bool {
+        let (outcome, analysis) = match solved {
+            Ok((p, analysis)) => (Outcome::Probability(p), analysis),
+            Err(e) => (
+                Outcome::Error(proto::DealError {
+                    code: ErrorCode::Internal as i32,
+                    message: format!("internal error: {e}"),
+                }),
+                None,
+            ),
+        };
+        let failed = matches!(outcome, Outcome::Error(_));
+        service.metrics.answered(
+            Self::LABEL,
+            match &outcome {
+                Outcome::Probability(_) => "solved",
+                Outcome::Error(e) => code_name(e.code),
+            },
+        );
+        if let Some(result) = response.results.get_mut(at) {
+            result.outcome = Some(outcome);
+            result.analysis = analysis;
+        }
+        failed
+    }
+}
+
+/// A metrics label for an error code.
+fn code_name(code: i32) -> &'static str {
+    match ErrorCode::try_from(code) {
+        Ok(ErrorCode::BadCard) => "bad_card",
+        Ok(ErrorCode::CardCount) => "card_count",
+        Ok(ErrorCode::DuplicateCard) => "duplicate_card",
+        Ok(ErrorCode::Internal) => "internal",
+        _ => "unspecified",
+    }
+}
