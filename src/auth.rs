@@ -1,6 +1,6 @@
 //! Bearer-token authentication for the Solver service.
 //!
-//! With `--auth-token-file`, every Solver call must carry `authorization: Bearer <token>`. The
+//! With `--auth-token-file`, every Solver and RpsService call must carry `authorization: Bearer <token>`. The
 //! check runs as a tonic interceptor, before the call reaches the service, so a refused call costs
 //! no parsing and no solver time. Health and reflection are not wrapped: probes stay open.
 

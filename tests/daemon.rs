@@ -223,7 +223,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_serves_both_names_and_reflection_lists_the_solver() {
+async fn health_serves_every_name_and_reflection_lists_both_games() {
     use tonic_health::pb::health_client::HealthClient;
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
     use tonic_reflection::pb::v1::ServerReflectionRequest;
@@ -238,7 +238,7 @@ async fn health_serves_both_names_and_reflection_lists_the_solver() {
         .await
         .unwrap();
     let mut health = HealthClient::new(channel.clone());
-    for service in ["", "patience.v1.Solver"] {
+    for service in ["", "patience.v1.Solver", "patience.v1.RpsService"] {
         let status = health
             .check(HealthCheckRequest {
                 service: service.into(),
@@ -273,6 +273,7 @@ async fn health_serves_both_names_and_reflection_lists_the_solver() {
     };
     let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"patience.v1.Solver"), "{names:?}");
+    assert!(names.contains(&"patience.v1.RpsService"), "{names:?}");
     assert!(names.contains(&"grpc.health.v1.Health"), "{names:?}");
     server.stop().await;
 }

@@ -47,27 +47,33 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
         .await
         .unwrap();
     let mut health = HealthClient::new(channel);
-    let mut watch = health
-        .watch(HealthCheckRequest {
-            service: "patience.v1.Solver".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let first = watch.message().await.unwrap().unwrap();
-    assert_eq!(first.status, ServingStatus::Serving as i32);
+    let mut watches = Vec::new();
+    for service in ["patience.v1.Solver", "patience.v1.RpsService"] {
+        let mut watch = health
+            .watch(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let first = watch.message().await.unwrap().unwrap();
+        assert_eq!(first.status, ServingStatus::Serving as i32, "{service}");
+        watches.push(watch);
+    }
 
     // Eight streams in flight, each on its own connection, each already answered once.
     let streams = eight_streams(&daemon, requests(&deals, 50, 1)).await;
     daemon.signal("TERM");
 
     // Balancers watching health see NOT_SERVING; new connections are refused.
-    let next = tokio::time::timeout(Duration::from_secs(10), watch.message())
-        .await
-        .expect("health changes on shutdown")
-        .unwrap()
-        .unwrap();
-    assert_eq!(next.status, ServingStatus::NotServing as i32);
+    for watch in &mut watches {
+        let next = tokio::time::timeout(Duration::from_secs(10), watch.message())
+            .await
+            .expect("health changes on shutdown")
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.status, ServingStatus::NotServing as i32);
+    }
     let refused = async {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -95,7 +101,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
         }
     }
 
-    drop((health, watch));
+    drop((health, watches));
     let (code, log) = daemon.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{log:#?}");
     assert!(log.iter().any(|l| l.contains("shutting down")), "{log:#?}");

@@ -235,3 +235,61 @@ fn the_cli_pair_works_over_mutual_tls_with_a_token_that_never_reaches_the_log() 
     let leaked: Vec<&String> = log.iter().filter(|l| l.contains(secret)).collect();
     assert!(leaked.is_empty(), "the token is in the log: {leaked:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rps_service_requires_the_bearer_token_too() {
+    use patience::proto::rps_service_client::RpsServiceClient;
+    use patience::proto::{Gestures, RpsCase, SolveRpsRequest, SolveRpsStreamRequest};
+
+    let token = Secret::new("correct horse battery staple");
+    let config = ServerConfig {
+        auth_token: Some(token.clone()),
+        ..config()
+    };
+    let server = TestServer::start(1, config).await;
+    let channel = Endpoint::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let case = || RpsCase {
+        id: String::new(),
+        maze: Some(Gestures {
+            rock: 1.0,
+            paper: 0.0,
+            scissors: 0.0,
+        }),
+        others: vec![],
+    };
+    let mut anonymous = RpsServiceClient::new(channel.clone());
+    let status = anonymous
+        .solve_rps(SolveRpsRequest {
+            cases: vec![case()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    let status = anonymous
+        .solve_rps_stream(tokio_stream::iter(vec![SolveRpsStreamRequest {
+            cases: vec![case()],
+        }]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    assert_eq!(server.pool.stats().done(), 0);
+
+    let mut client =
+        RpsServiceClient::with_interceptor(channel, AddBearer::new(Some(&token)).unwrap());
+    let response = client
+        .solve_rps(SolveRpsRequest {
+            cases: vec![case()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        response.results[0].outcome,
+        Some(patience::proto::rps_result::Outcome::Probability(1.0))
+    );
+    server.stop().await;
+}
