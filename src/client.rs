@@ -1,4 +1,4 @@
-//! The multi-daemon client, as a library: it takes request messages in order and answers each,
+//! The multi-daemon client, as a library, for either game: it takes request messages in order and answers each,
 //! in the same order, from whichever daemons are up, surviving daemons that fail, restart, stall
 //! or appear (by DNS) while it runs. `patience client` is this plus reading files and printing.
 //!
@@ -6,6 +6,7 @@
 //! - [`connect`]: `--addr` values (`http://`, `https://`, `dns:///`), endpoints, TLS.
 //! - [`status`]: what a status that ended a call means: the daemon failed, or the run is refused.
 //! - [`answers`]: a response checked before anyone prints it.
+//! - [`game`]: what differs between the games: the rpc a lane opens, a chunk's size, the checks.
 //! - [`dispatch`]: the policy, a synchronous state machine: assignment by load, resends,
 //!   hedging a daemon that went quiet, giving up.
 //! - [`lane`]: one daemon, one call at a time, reconnecting with jittered backoff.
@@ -19,6 +20,7 @@ pub mod answers;
 pub mod connect;
 pub mod discovery;
 pub mod dispatch;
+pub mod game;
 pub mod lane;
 pub mod session;
 pub mod status;
@@ -29,6 +31,7 @@ use std::time::Duration;
 pub use answers::{Answer, Answers};
 pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
+pub use game::{Deals, Game, Rps};
 pub use session::{Submission, run};
 
 use crate::auth::AddBearer;

@@ -139,7 +139,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         hedge_floor: client::HEDGE_FLOOR,
         resolver: names.clone(),
     };
-    let (submit, submissions) = mpsc::channel(1);
+    let (submit, submissions) = mpsc::channel::<Submission>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
 

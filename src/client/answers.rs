@@ -67,6 +67,31 @@ pub fn check(
         .collect()
 }
 
+/// [`check`] for the second game: one probability or error per case sent, nothing else.
+pub fn check_rps(results: Vec<proto::RpsResult>, sent: usize) -> Result<Answers, Verdict> {
+    use proto::rps_result::Outcome;
+    if results.len() != sent {
+        return Err(Verdict::Failed(format!(
+            "it answered {} results for {sent} cases",
+            results.len()
+        )));
+    }
+    results
+        .into_iter()
+        .map(|result| match result.outcome {
+            Some(Outcome::Probability(probability)) => Ok(Answer::Solved {
+                probability,
+                analysis: None,
+            }),
+            Some(Outcome::Error(e)) => Ok(Answer::Failed(e.message)),
+            None => Err(Verdict::Failed(
+                "it sent a malformed answer: a result with neither a probability nor an error"
+                    .into(),
+            )),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! One lane: one daemon, one `SolveStream` call at a time. It sends the chunks it is given and
+//! One lane: one daemon, one streaming call (`SolveStream`, or `SolveRpsStream`) at a time. It sends the chunks it is given and
 //! reports each answer, checked, in the order it sent them. When its daemon fails it says so
 //! once, then tries again in the background (a new connection each time, so a daemon restarted
 //! under the same name at another address is found), waiting 0.5 s, then twice as long each time
@@ -13,23 +13,22 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Endpoint;
 
-use super::answers::{self, Answers};
+use super::answers::Answers;
 use super::dispatch::{LaneId, Seq};
+use super::game::{Deals, Game};
 use super::status::{Verdict, causes, verdict};
 use crate::auth::AddBearer;
-use crate::proto::solver_client::SolverClient;
-use crate::proto::{SolveRequest, SolveResponse};
 use crate::solver::Options;
 
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A chunk on its way to a lane.
-pub type Outgoing = (Seq, SolveRequest);
+pub type Outgoing<R> = (Seq, R);
 
 /// What a lane tells the session.
 #[derive(Debug)]
-pub enum Report {
+pub enum Report<G: Game = Deals> {
     /// The lane's daemon answered chunk `seq`.
     Answered {
         lane: LaneId,
@@ -43,19 +42,19 @@ pub enum Report {
     /// The daemon is back with a new call; chunks go to this inbox now.
     Back {
         lane: LaneId,
-        inbox: mpsc::Sender<Outgoing>,
+        inbox: mpsc::Sender<Outgoing<G::Request>>,
     },
 }
 
 /// What a lane needs for its whole life.
 #[derive(Debug)]
-pub struct Lane {
+pub struct Lane<G: Game = Deals> {
     pub id: LaneId,
     pub endpoint: Endpoint,
     pub bearer: AddBearer,
     pub window: usize,
     pub asked: Option<Options>,
-    pub reports: mpsc::UnboundedSender<Report>,
+    pub reports: mpsc::UnboundedSender<Report<G>>,
     /// Cancelled when the run is over: the lane stops, whatever it is doing.
     pub cancel: CancellationToken,
     /// Cancelled when every chunk is answered: a failed lane stops trying to come back (a lane
@@ -64,13 +63,16 @@ pub struct Lane {
 }
 
 /// A call just opened: where its requests go and where its responses come from.
-type Call = (mpsc::Sender<SolveRequest>, tonic::Streaming<SolveResponse>);
+type Call<G> = (
+    mpsc::Sender<<G as Game>::Request>,
+    tonic::Streaming<<G as Game>::Response>,
+);
 
 /// Reports the lane failed if its task ends without saying how (a panic): the session would
 /// otherwise wait for its chunks for ever.
-struct Unreported<'a>(Option<&'a Lane>);
+struct Unreported<'a, G: Game>(Option<&'a Lane<G>>);
 
-impl Drop for Unreported<'_> {
+impl<G: Game> Drop for Unreported<'_, G> {
     fn drop(&mut self) {
         if let Some(lane) = self.0 {
             let _ = lane.reports.send(Report::Failed {
@@ -81,11 +83,11 @@ impl Drop for Unreported<'_> {
     }
 }
 
-impl Lane {
+impl<G: Game> Lane<G> {
     /// Runs the lane until its inbox closes with every chunk answered, its daemon refuses the run,
     /// or the run is cancelled. The first inbox exists before the first call is open, so chunks
     /// can wait for a daemon that is slow to answer at start.
-    pub async fn run(self, first_inbox: mpsc::Receiver<Outgoing>) {
+    pub async fn run(self, first_inbox: mpsc::Receiver<Outgoing<G::Request>>) {
         let mut inbox = first_inbox;
         let mut call = None;
         loop {
@@ -127,7 +129,7 @@ impl Lane {
     /// Tries to open a new call until one opens (then reports the lane back), the daemon refuses
     /// the run (reported), or the run is over. Attempts that fail are not reported: the failure
     /// was, once.
-    async fn come_back(&self) -> Option<(Call, mpsc::Receiver<Outgoing>)> {
+    async fn come_back(&self) -> Option<(Call<G>, mpsc::Receiver<Outgoing<G::Request>>)> {
         let mut wait = RETRY_FIRST;
         loop {
             let jittered = wait.mul_f64(0.8 + 0.4 * fastrand::f64());
@@ -163,26 +165,22 @@ impl Lane {
         }
     }
 
-    /// Connects to the daemon and opens one `SolveStream` call.
-    async fn open_call(&self) -> Result<Call, Verdict> {
+    /// Connects to the daemon and opens one streaming call.
+    async fn open_call(&self) -> Result<Call<G>, Verdict> {
         let channel = self
             .endpoint
             .connect()
             .await
             .map_err(|e| Verdict::Failed(format!("cannot connect: {}", causes(&e))))?;
-        let mut client = SolverClient::with_interceptor(channel, self.bearer.clone())
-            .max_decoding_message_size(usize::MAX);
-        let (requests_tx, requests) = mpsc::channel::<SolveRequest>(self.window.max(1));
-        let responses = client
-            .solve_stream(ReceiverStream::new(requests))
+        let (requests_tx, requests) = mpsc::channel::<G::Request>(self.window.max(1));
+        let responses = G::open(channel, self.bearer.clone(), ReceiverStream::new(requests))
             .await
             .map_err(|s| match verdict(&s) {
                 Verdict::Failed(reason) => {
                     Verdict::Failed(format!("the stream was refused: {reason}"))
                 }
                 rejected => rejected,
-            })?
-            .into_inner();
+            })?;
         Ok((requests_tx, responses))
     }
 
@@ -190,8 +188,8 @@ impl Lane {
     /// their answers until the inbox closes and every chunk is answered, or the call fails.
     async fn one_call(
         &self,
-        inbox: &mut mpsc::Receiver<Outgoing>,
-        call: Option<Call>,
+        inbox: &mut mpsc::Receiver<Outgoing<G::Request>>,
+        call: Option<Call<G>>,
     ) -> Result<(), Verdict> {
         // Chunks sent and not yet answered, oldest first, with their number of deals.
         let mut pending: VecDeque<(Seq, usize)> = VecDeque::new();
@@ -209,7 +207,7 @@ impl Lane {
             None => self.open_call().await?,
         };
         if let Some((seq, request)) = first {
-            pending.push_back((seq, request.deals.len()));
+            pending.push_back((seq, G::items(&request)));
             // A new channel has room: this cannot fail but by the call ending, which the
             // response side reports.
             let _ = requests_tx.try_send(request);
@@ -224,7 +222,7 @@ impl Lane {
             tokio::select! {
                 chunk = inbox.recv(), if inbox_open => match chunk {
                     Some((seq, request)) => {
-                        pending.push_back((seq, request.deals.len()));
+                        pending.push_back((seq, G::items(&request)));
                         if let Some(tx) = &requests_tx {
                             match tx.try_send(request) {
                                 // Closed: the call has ended, and the response side says why.
@@ -248,7 +246,7 @@ impl Lane {
                                 "it answered a request that was never sent".into(),
                             ));
                         };
-                        let answers = answers::check(response.results, sent, self.asked)?;
+                        let answers = G::check(response, sent, self.asked)?;
                         // The session may be gone (the run is over): nothing to do then.
                         let _ = self.reports.send(Report::Answered {
                             lane: self.id,

@@ -17,32 +17,32 @@ use super::answers::Answers;
 use super::connect::{Daemon, Target};
 use super::discovery::{Found, Watch};
 use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
+use super::game::{Deals, Game};
 use super::lane::{self, Outgoing, Report};
 use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep_until_some};
-use crate::proto::SolveRequest;
 
 /// One request message and where its answers go.
 #[derive(Debug)]
-pub struct Submission {
-    pub request: SolveRequest,
+pub struct Submission<G: Game = Deals> {
+    pub request: G::Request,
     pub reply: oneshot::Sender<Answers>,
 }
 
 /// A lane as the session sees it.
-struct LaneHandle {
+struct LaneHandle<G: Game> {
     daemon: Daemon,
     /// Where its chunks go; `None` while it is down, and once the input is done.
-    inbox: Option<mpsc::Sender<Outgoing>>,
+    inbox: Option<mpsc::Sender<Outgoing<G::Request>>>,
     /// Its name's watcher, told to resolve again when the lane fails.
     again: Option<Arc<Notify>>,
 }
 
-struct Session {
+struct Session<G: Game> {
     config: ClientConfig,
     dispatcher: Dispatcher,
-    lanes: Vec<LaneHandle>,
-    chunks: HashMap<Seq, Submission>,
-    reports: mpsc::UnboundedSender<Report>,
+    lanes: Vec<LaneHandle<G>>,
+    chunks: HashMap<Seq, Submission<G>>,
+    reports: mpsc::UnboundedSender<Report<G>>,
     events: mpsc::UnboundedSender<Event>,
     cancel: CancellationToken,
     /// Cancelled once every chunk is answered: failed lanes stop trying to come back.
@@ -52,9 +52,9 @@ struct Session {
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
 /// the run (`ClientError`). Submissions are taken only as fast as the daemons have room, which is
 /// the submitter's backpressure. What happens to the daemons goes to `events`.
-pub async fn run(
+pub async fn run<G: Game>(
     config: ClientConfig,
-    mut submissions: mpsc::Receiver<Submission>,
+    mut submissions: mpsc::Receiver<Submission<G>>,
     events: mpsc::UnboundedSender<Event>,
 ) -> Result<(), ClientError> {
     let cancel = CancellationToken::new();
@@ -178,12 +178,12 @@ pub async fn run(
     Ok(())
 }
 
-impl Session {
+impl<G: Game> Session<G> {
     fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
         let id = self.dispatcher.add_lane();
         let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
         let lane = match self.config.connector.endpoint(&daemon) {
-            Ok(endpoint) => lane::Lane {
+            Ok(endpoint) => lane::Lane::<G> {
                 id,
                 endpoint,
                 bearer: self.config.bearer.clone(),
@@ -246,7 +246,7 @@ impl Session {
         }
     }
 
-    fn report(&mut self, report: Report) -> Result<(), ClientError> {
+    fn report(&mut self, report: Report<G>) -> Result<(), ClientError> {
         let now = Instant::now().into_std();
         match report {
             Report::Answered { lane, seq, answers } => {
