@@ -33,6 +33,12 @@ impl Unit {
         noun: "deals",
         typical_bytes: 108,
     };
+    /// A rock-paper-scissors case with seven other players: its `n` and eight lines like
+    /// `0.333 0.333 0.334`.
+    pub const CASES: Unit = Unit {
+        noun: "cases",
+        typical_bytes: 146,
+    };
 }
 
 /// The bar, or nothing when it is off.
