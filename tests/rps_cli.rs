@@ -10,7 +10,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Output, Scratch, data, patience, rps_answers, rps_random_cases, text};
+use common::{
+    Output, Scratch, data, exe, patience, rps_answers, rps_random_cases, text, without_patience_env,
+};
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
 const TEN_DECIMALS: f64 = 1e-9 + 5e-11;
@@ -466,5 +468,60 @@ fn usage_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         assert!(!out.stderr_str().is_empty(), "{args:?}: {out:?}");
         assert_eq!(out.stdout_str(), "", "{args:?}");
+    }
+}
+
+/// The examples of the README's `patience rps` section: each `$ COMMAND` line with the lines after
+/// it, up to the end of its block, as its expected standard output.
+fn readme_examples() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("## `patience rps`")
+        .expect("the README has a patience rps section");
+    let section = &readme[start..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 3)];
+    let mut examples = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.strip_prefix("$ ") else {
+            continue;
+        };
+        let output: String = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        examples.push((command.to_string(), output));
+    }
+    examples
+}
+
+#[test]
+fn the_readme_examples_print_what_the_readme_says() {
+    let examples = readme_examples();
+    assert!(examples.len() >= 3, "found {examples:?}");
+    let bin = Path::new(exe()).parent().expect("the binary's directory");
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    for (command, expected) in examples {
+        let mut sh = Command::new("sh");
+        without_patience_env(&mut sh);
+        let out = sh
+            .args(["-c", &command])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "README: $ {command}"
+        );
     }
 }
