@@ -16,12 +16,12 @@ mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use patience::deal::{Deal, DealReader};
 use patience::solver::Solver;
-use support::{Flags, median, percentile};
+use support::{Flags, median, percentile, run_measured};
 
 struct Options {
     deals: usize,
@@ -54,42 +54,6 @@ fn write_deals(path: &Path, deals: &[Deal]) {
         write!(f, "{d}").expect("write deals");
     }
     f.flush().expect("write deals");
-}
-
-/// Runs a command to completion, returning its wall time and peak RSS in KiB (sampled from /proc).
-fn run_measured(cmd: &mut Command) -> (Duration, u64, Vec<u8>) {
-    let out_path = std::env::temp_dir().join(format!("patience-bench-out-{}", std::process::id()));
-    let out = std::fs::File::create(&out_path).expect("temp file");
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(out)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn");
-    let status_path = format!("/proc/{}/status", child.id());
-    let mut peak = 0;
-    loop {
-        if let Ok(s) = std::fs::read_to_string(&status_path) {
-            for line in s.lines() {
-                if let Some(v) = line.strip_prefix("VmHWM:") {
-                    let kb = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
-                    peak = peak.max(kb);
-                }
-            }
-        }
-        if let Some(status) = child.try_wait().expect("wait") {
-            assert!(
-                status.success() || status.code() == Some(1),
-                "{cmd:?} failed"
-            );
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let elapsed = start.elapsed();
-    let output = std::fs::read(&out_path).expect("read output");
-    let _ = std::fs::remove_file(&out_path);
-    (elapsed, peak, output)
 }
 
 /// Runs `f` `runs` times; the median rate in deals per second and every run's rate.

@@ -12,6 +12,7 @@ mod generate;
 mod input;
 mod output;
 mod progress;
+mod rps;
 mod serve;
 mod solve;
 
@@ -35,6 +36,15 @@ pub enum Command {
     Client(ClientArgs),
     /// Write uniformly shuffled deals in the UVa format.
     Gen(GenArgs),
+    /// Solve FZU 2145 rock-paper-scissors cases: the chance that Maze is the last one left, with
+    /// Fat brother playing to help her; one probability per case, in input order.
+    ///
+    /// Each round everyone still in shows rock, paper or scissors at once; when exactly two
+    /// gestures show, everyone showing the beaten one is out. Maze and the other players pick at
+    /// random with their own probabilities, Fat brother by choice. A case file starts with the
+    /// number of cases; each case is its number of other players n (at most 15), a line of Maze's
+    /// three probabilities (rock, paper, scissors), then n such lines.
+    Rps(RpsArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -46,13 +56,14 @@ pub enum LogFormat {
     Json,
 }
 
-/// How `solve` and `client` print each deal's answer (to standard output).
+/// How `solve`, `client` and `rps` print each answer (to standard output).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
-    /// One probability per line, as the UVa judge expects.
+    /// One probability per line, as the judges expect.
     #[default]
     Text,
-    /// One JSON object per deal and line: index, probability or error, and the analysis asked for.
+    /// One JSON object per deal or case and line: index, probability or error, and for deals the
+    /// analysis asked for.
     Json,
 }
 
@@ -281,6 +292,28 @@ pub struct SolveArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// Flags of `patience rps`.
+#[derive(Debug, Args)]
+pub struct RpsArgs {
+    /// Decimals printed per probability (10 is what the original solution prints).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=17))]
+    pub precision: u8,
+    /// Solver threads, each with its own subset tables (6 MiB) [default: the number of cores].
+    #[arg(long)]
+    pub workers: Option<NonZeroUsize>,
+    /// Output format: one probability per line, or one JSON object per case and line (index,
+    /// then probability or error).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Case files, each starting with its number of cases; standard input when none is given or
+    /// for "-".
+    pub files: Vec<PathBuf>,
+}
+
 /// Flags of `patience gen`.
 #[derive(Debug, Args)]
 pub struct GenArgs {
@@ -305,6 +338,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Client(args) => client::run(&args),
         Command::Gen(args) => generate::run(&args),
+        Command::Rps(args) => rps::run(&args),
     };
     match result {
         Ok(status) => status.into(),

@@ -1,5 +1,5 @@
-//! Shared by the benches that drive the real daemon: starting `patience serve` on a free port,
-//! draining its log, and reading its memory and CPU from /proc.
+//! Shared by the benches: starting `patience serve` on a free port, draining its log, reading its
+//! memory and CPU from /proc; timing a whole process with its peak memory; seeded rps cases.
 #![allow(
     dead_code,
     unused_imports,
@@ -7,6 +7,7 @@
 )]
 
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -18,6 +19,13 @@ use std::time::{Duration, Instant};
 mod daemon;
 
 pub use daemon::{Daemon, clock_ticks, log_field, reset_peak, status_kib};
+
+// The reference data and the seeded rock-paper-scissors case generator of the tests, one file
+// for both.
+#[path = "../../tests/common/data.rs"]
+mod data;
+
+pub use data::rps_random_cases;
 
 /// The flags after `--` in `cargo bench --bench NAME -- --flag value`. Anything else cargo passes
 /// (such as `--bench`) is ignored.
@@ -46,6 +54,42 @@ impl Flags {
     pub fn has(&self, name: &str) -> bool {
         self.0.iter().any(|a| a == name)
     }
+}
+
+/// Runs a command to completion, returning its wall time and peak RSS in KiB (sampled from /proc).
+pub fn run_measured(cmd: &mut Command) -> (Duration, u64, Vec<u8>) {
+    let out_path = std::env::temp_dir().join(format!("patience-bench-out-{}", std::process::id()));
+    let out = std::fs::File::create(&out_path).expect("temp file");
+    let start = Instant::now();
+    let mut child = cmd
+        .stdout(out)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status_path) {
+            for line in s.lines() {
+                if let Some(v) = line.strip_prefix("VmHWM:") {
+                    let kb = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                    peak = peak.max(kb);
+                }
+            }
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(
+                status.success() || status.code() == Some(1),
+                "{cmd:?} failed"
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let elapsed = start.elapsed();
+    let output = std::fs::read(&out_path).expect("read output");
+    let _ = std::fs::remove_file(&out_path);
+    (elapsed, peak, output)
 }
 
 /// The median (upper middle) of some figures.

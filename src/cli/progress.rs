@@ -1,13 +1,14 @@
-//! A progress bar on standard error for `solve` and `client`, for people watching a long file.
+//! A progress bar on standard error for `solve`, `client` and `rps`, for people watching a long
+//! file.
 //!
 //! It is drawn only when standard error is a terminal and standard output is not (results going to
 //! the same terminal would be torn by redraws), and never with `--quiet`; otherwise every call here
 //! does nothing, so scripts and tests see exactly the output they always saw. Messages meant for
 //! standard error go through [`Progress::eprintln`], which lifts the bar out of the way first.
 //!
-//! The number of deals is not known before the input is read, so the total is an estimate: when
-//! every input is a regular file, the deals printed so far scaled by the file bytes they span, out
-//! of all the files' bytes. Standard input and pipes get a spinner with the count and rate instead.
+//! The number of items (deals or cases) is not known before the input is read, so the total is an
+//! estimate: when every input is a regular file, the items printed so far scaled by the file bytes
+//! they span, out of all the files' bytes. Standard input and pipes get a spinner with the count and rate instead.
 
 use std::fmt::Display;
 use std::io::IsTerminal as _;
@@ -17,8 +18,28 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, 
 
 use super::input::Input;
 
-/// Bytes of a deal written as the UVa format writes it (9 lines of 4 cards and a newline).
-const BYTES_PER_DEAL: u64 = 108;
+/// What the bar counts, and the guess at the total before anything is printed.
+#[derive(Clone, Copy, Debug)]
+pub struct Unit {
+    /// The plural shown after the count.
+    pub noun: &'static str,
+    /// Bytes of a typical item in its file format, for the first guess only.
+    pub typical_bytes: u64,
+}
+
+impl Unit {
+    /// A deal as the UVa format writes it: 9 lines of 4 cards and a newline.
+    pub const DEALS: Unit = Unit {
+        noun: "deals",
+        typical_bytes: 108,
+    };
+    /// A rock-paper-scissors case with seven other players: its `n` and eight lines like
+    /// `0.333 0.333 0.334`.
+    pub const CASES: Unit = Unit {
+        noun: "cases",
+        typical_bytes: 146,
+    };
+}
 
 /// The bar, or nothing when it is off.
 #[derive(Clone)]
@@ -29,8 +50,15 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar for reading `inputs`, shown only if the terminals allow it and `quiet` is off.
+    /// A bar counting deals; see [`Progress::counting`].
     pub fn new(quiet: bool, inputs: &[Input]) -> Progress {
+        Progress::counting(Unit::DEALS, quiet, inputs)
+    }
+
+    /// A bar for reading `inputs`, counting `unit`s, shown only if the terminals allow it and
+    /// `quiet` is off.
+    pub fn counting(unit: Unit, quiet: bool, inputs: &[Input]) -> Progress {
+        let noun = unit.noun;
         let shown = !quiet && std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
         if !shown {
             return Progress::off();
@@ -44,27 +72,30 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
             .with_finish(ProgressFinish::AndClear);
         let style = match bytes {
-            Some(_) => ProgressStyle::with_template(
-                "{spinner} [{bar:30}] {human_pos}/~{human_len} deals, {rate}, ETA {eta}",
-            ),
-            None => ProgressStyle::with_template("{spinner} {human_pos} deals, {rate}, {elapsed}"),
+            Some(_) => ProgressStyle::with_template(&format!(
+                "{{spinner}} [{{bar:30}}] {{human_pos}}/~{{human_len}} {noun}, {{rate}}, ETA {{eta}}"
+            )),
+            None => ProgressStyle::with_template(&format!(
+                "{{spinner}} {{human_pos}} {noun}, {{rate}}, {{elapsed}}"
+            )),
         };
-        // The templates are constants, so this cannot fail; a bar without a style still counts.
+        // The templates are fixed but for a word, so this cannot fail; a bar without a style
+        // still counts.
         if let Ok(style) = style {
-            // Whole deals per second: indicatif's own {per_sec} prints four decimals.
+            // Whole items per second: indicatif's own {per_sec} prints four decimals.
             let style = style
                 .with_key(
                     "rate",
-                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                        let _ = write!(w, "{:.0} deals/s", state.per_sec());
+                    move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0} {noun}/s", state.per_sec());
                     },
                 )
                 .progress_chars("=> ");
             bar.set_style(style);
         }
         if let Some(bytes) = bytes {
-            // Until the first deals are printed, guess from the usual layout: 9 lines of 12 bytes.
-            bar.set_length(bytes.div_ceil(BYTES_PER_DEAL));
+            // Until the first items are printed, guess from the usual layout.
+            bar.set_length(bytes.div_ceil(unit.typical_bytes));
         }
         bar.enable_steady_tick(Duration::from_millis(200));
         Progress {
@@ -81,11 +112,11 @@ impl Progress {
         }
     }
 
-    /// Counts `deals` more printed; `consumed` is how many input bytes the deals printed so far
+    /// Counts `items` more printed; `consumed` is how many input bytes the items printed so far
     /// span, which re-estimates the total.
-    pub fn advance(&self, deals: u64, consumed: u64) {
+    pub fn advance(&self, items: u64, consumed: u64) {
         let Some(bar) = &self.bar else { return };
-        bar.inc(deals);
+        bar.inc(items);
         if let Some(bytes) = self.bytes
             && consumed > 0
         {

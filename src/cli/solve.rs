@@ -4,7 +4,7 @@
 //! tickets in input order and prints. Both queues are bounded, so memory stays flat however large
 //! the input is.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::sync::mpsc;
 use std::thread;
 
@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use super::SolveArgs;
 use super::batches::{Entry, Event, read_batches};
 use super::input::Input;
-use super::output::{JsonAnalysis, Render, Status};
+use super::output::{JsonAnalysis, Printer, Render, Status};
 use super::progress::Progress;
 use crate::pool::{BatchTicket, Engines, Pool, default_workers};
 use crate::solver::Analysis;
@@ -75,23 +75,12 @@ fn print_in_order(
     render: Render,
     progress: &Progress,
 ) -> anyhow::Result<Status> {
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut status = Status::Ok;
-    let mut index = 0u64;
+    let mut printer = Printer::new(BufWriter::new(io::stdout().lock()), render, progress);
     loop {
-        let piece = match rx.try_recv() {
-            Ok(piece) => piece,
-            Err(mpsc::TryRecvError::Empty) => {
-                // About to wait for the reader: let whoever reads our output see what we have.
-                if let Err(e) = out.flush() {
-                    return write_failed(e, status);
-                }
-                match rx.recv() {
-                    Ok(piece) => piece,
-                    Err(_) => break,
-                }
-            }
-            Err(mpsc::TryRecvError::Disconnected) => break,
+        let piece = match printer.receive(&rx) {
+            Ok(Some(piece)) => piece,
+            Ok(None) => break,
+            Err(e) => return printer.write_failed(e),
         };
         match piece {
             Piece::Answers(ticket, at) => {
@@ -100,42 +89,21 @@ fn print_in_order(
                 let count = answers.len() as u64;
                 for answer in answers {
                     let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
-                    if answer.is_err() {
-                        status = status.max(Status::BadDeal);
-                    }
-                    let line = match &answer {
-                        Ok(a) => render.solved(
-                            index,
+                    let written = match &answer {
+                        Ok(a) => printer.solved(
                             a.probability,
                             Some(JsonAnalysis::from_engine(a, render.asked)),
                         ),
-                        Err(msg) => render.failed(index, msg),
+                        Err(msg) => printer.failed(msg),
                     };
-                    index += 1;
-                    if let Err(e) = writeln!(out, "{line}") {
-                        return write_failed(e, status);
+                    if let Err(e) = written {
+                        return printer.write_failed(e);
                     }
                 }
-                progress.advance(count, at);
+                printer.advance(count, at);
             }
-            Piece::Unreadable(msg) => {
-                let _ = out.flush();
-                progress.eprintln(format_args!("patience: {msg}"));
-                status = Status::Trouble;
-            }
+            Piece::Unreadable(msg) => printer.unreadable(&msg),
         }
     }
-    match out.flush() {
-        Ok(()) => Ok(status),
-        Err(e) => write_failed(e, status),
-    }
-}
-
-/// A closed pipe (`patience solve big | head`) is the reader's choice, not an error.
-fn write_failed(e: io::Error, status: Status) -> anyhow::Result<Status> {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        Ok(status)
-    } else {
-        Err(anyhow::Error::new(e).context("cannot write the results"))
-    }
+    printer.finish()
 }

@@ -74,3 +74,37 @@ pub fn rps_answers(name: &str) -> Vec<f64> {
         .map(|l| l.trim().parse().expect("a number"))
         .collect()
 }
+
+/// `count` random rps cases as a case file (the count first), from `seed`. Each case has `others`
+/// other players, or when that is `None` 0 to 15 of them in turn. Every triple is written with
+/// three decimals that sum to exactly 1 (thousandths adding up to 1000), as the corpus is: the
+/// seed divides by `1 - P(draw)`, so only then do its answers and ours agree to 1e-12. About one
+/// player in eight never shows one gesture (a 0), which makes some situations draw more.
+pub fn rps_random_cases(count: usize, others: Option<usize>, seed: u64) -> String {
+    use std::fmt::Write as _;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut text = format!("{count}\n");
+    for case in 0..count {
+        let n = others.unwrap_or(case % (patience::rps::MAX_OTHERS + 1));
+        let _ = writeln!(text, "{n}");
+        for _ in 0..=n {
+            let (x, y) = if rng.u8(..8) == 0 {
+                // One gesture never shown: which one depends on where the 0 falls.
+                let x = rng.u32(0..=1000);
+                [(0, x), (x, x), (x, 1000)][rng.usize(..3)]
+            } else {
+                let (a, b) = (rng.u32(0..=1000), rng.u32(0..=1000));
+                (a.min(b), a.max(b))
+            };
+            let thousandths = |t: u32| format!("{}.{:03}", t / 1000, t % 1000);
+            let _ = writeln!(
+                text,
+                "{} {} {}",
+                thousandths(x),
+                thousandths(y - x),
+                thousandths(1000 - y)
+            );
+        }
+    }
+    text
+}

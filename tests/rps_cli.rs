@@ -1,0 +1,527 @@
+//! `patience rps` run as a user would: answers against the seed's, error lines in place, exit
+//! statuses, standard input, precision, JSON, worker counts, and the README's examples.
+//!
+//! Expected probabilities come only from `tests/data/rps-*.out10` / `.out15` (printed by
+//! `reference-rps`, seed 004), from `reference-rps` itself when it is available, or from cases
+//! worked by hand. Expected error lines are the reader's messages as its docs specify them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{
+    Output, Scratch, data, exe, patience, rps_answers, rps_random_cases, text, without_patience_env,
+};
+
+/// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
+const TEN_DECIMALS: f64 = 1e-9 + 5e-11;
+
+/// Against `.out15`: the seed's own error in its 15th decimal is up to 8.4e-14 (see
+/// `tests/data/README.md`), so 1e-12 leaves room and still checks every printed digit we claim.
+const FIFTEEN_DECIMALS: f64 = 1e-12;
+
+fn parse_number(line: &str) -> f64 {
+    line.parse()
+        .unwrap_or_else(|e| panic!("{line:?} is not a number: {e}"))
+}
+
+/// Checks printed probabilities against reference values, within `tolerance`, and that each is
+/// printed with exactly `decimals` decimals.
+fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f64) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "one line per case:\n{out}");
+    for (i, (line, want)) in lines.iter().zip(expected).enumerate() {
+        let shown = line.split_once('.').map_or(0, |(_, frac)| frac.len());
+        assert_eq!(shown, decimals, "case {}: {line:?}", i + 1);
+        let got = parse_number(line);
+        assert!(
+            (got - want).abs() <= tolerance,
+            "case {}: printed {line}, reference {want}",
+            i + 1
+        );
+    }
+}
+
+/// `patience rps ARGS FILES...`, expected to answer every case.
+fn rps_ok(args: &[&str], files: &[String]) -> Output {
+    let out = patience()
+        .arg("rps")
+        .args(args)
+        .args(&files_as_str(files))
+        .output();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "rps {args:?} {files:?}: {out:?}"
+    );
+    assert_eq!(out.stderr_str(), "", "rps {args:?} {files:?}");
+    out
+}
+
+fn files_as_str(files: &[String]) -> Vec<&str> {
+    files.iter().map(String::as_str).collect()
+}
+
+/// The cases of `rps-sample.in`, each as its own lines of text, exactly as written there.
+fn sample_cases() -> Vec<String> {
+    let text = text("rps-sample.in");
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let count: usize = parse_number(lines.next().expect("a count")) as usize;
+    let cases: Vec<String> = (0..count)
+        .map(|_| {
+            let start = lines.next().expect("a start line");
+            let n: usize = start.trim().parse().expect("n");
+            let mut case = format!("{start}\n");
+            for _ in 0..=n {
+                case.push_str(lines.next().expect("a player's line"));
+                case.push('\n');
+            }
+            case
+        })
+        .collect();
+    assert_eq!(cases.len(), 6);
+    cases
+}
+
+/// A case file: the count `count`, then the cases' text.
+fn case_file(count: usize, cases: &[String]) -> String {
+    format!("{count}\n{}", cases.concat())
+}
+
+/// The line (1-based) where case `k` (0-based) of a file of `cases` starts, the count being line 1.
+fn start_line(cases: &[String], k: usize) -> u64 {
+    2 + cases[..k]
+        .iter()
+        .map(|c| c.lines().count() as u64)
+        .sum::<u64>()
+}
+
+/// The `.out10` lines of a reference file, as text.
+fn out10(name: &str) -> Vec<String> {
+    text(&format!("{name}.out10"))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs the sample with its third case (n = 2) replaced by `bad`, from a file, and checks that
+/// the output is the reference's with that one line replaced by `error: FILE: case 3 (line L):
+/// MESSAGE`, L being the case's start line plus `offset`; and exit status 1.
+fn assert_third_case_bad(bad: &str, offset: u64, message: &str) {
+    let mut cases = sample_cases();
+    cases[2] = bad.to_string();
+    let dir = Scratch::new("rps_bad");
+    let path = dir.write("bad.in", case_file(cases.len(), &cases));
+    let out = patience().arg("rps").arg(&path).output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let mut expected = out10("rps-sample");
+    let line = start_line(&cases, 2) + offset;
+    expected[2] = format!("error: {path}: case 3 (line {line}): {message}");
+    assert_eq!(out.stdout_str(), expected.join("\n") + "\n");
+    assert_eq!(
+        out.stderr_str(),
+        "",
+        "a bad case is reported on standard output only"
+    );
+}
+
+#[test]
+fn the_sample_is_answered_within_1e9_of_the_reference() {
+    let out = rps_ok(&[], &[data("rps-sample.in")]);
+    assert_answers(
+        out.stdout_str(),
+        &rps_answers("rps-sample.out10"),
+        10,
+        TEN_DECIMALS,
+    );
+}
+
+#[test]
+fn random120_is_answered_within_1e9_of_the_reference() {
+    let out = rps_ok(&[], &[data("rps-random120.in")]);
+    assert_answers(
+        out.stdout_str(),
+        &rps_answers("rps-random120.out10"),
+        10,
+        TEN_DECIMALS,
+    );
+}
+
+#[test]
+fn the_default_output_is_the_references_digit_for_digit() {
+    for name in ["rps-sample", "rps-random120"] {
+        let out = rps_ok(&[], &[data(&format!("{name}.in"))]);
+        assert_eq!(
+            out.stdout_str(),
+            text(&format!("{name}.out10")),
+            "{name}: not byte-identical to reference-rps"
+        );
+    }
+}
+
+#[test]
+fn precision_15_is_within_1e12_of_the_references_15_decimals() {
+    for name in ["rps-sample", "rps-random120"] {
+        let out = rps_ok(&["--precision", "15"], &[data(&format!("{name}.in"))]);
+        assert_answers(
+            out.stdout_str(),
+            &rps_answers(&format!("{name}.out15")),
+            15,
+            FIFTEEN_DECIMALS,
+        );
+    }
+}
+
+#[test]
+fn precision_sets_the_number_of_decimals() {
+    let expected = rps_answers("rps-sample.out15");
+    for (precision, decimals) in [("0", 0), ("3", 3), ("17", 17)] {
+        let out = rps_ok(&["--precision", precision], &[data("rps-sample.in")]);
+        // Half a unit of the last decimal printed, plus the reference's own error.
+        let tolerance = 0.5 * 10f64.powi(-(decimals as i32)) + FIFTEEN_DECIMALS;
+        assert_answers(out.stdout_str(), &expected, decimals, tolerance);
+    }
+}
+
+/// The seed's `reference-rps`, when it and g++ are available.
+fn reference_rps() -> Option<PathBuf> {
+    let candidates = std::env::var_os("PATIENCE_REFERENCE_RPS")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            PathBuf::from("/work/shared/reference/reference-rps"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-rps"),
+        ]);
+    let script = candidates.into_iter().find(|p| p.is_file())?;
+    let gxx = Command::new("g++")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    gxx.is_ok_and(|s| s.success()).then_some(script)
+}
+
+fn reference_lines(reference: &Path, digits: &str, path: &str) -> Vec<String> {
+    let out = Command::new(reference)
+        .args(["--digits", digits, path])
+        .output()
+        .expect("run reference-rps");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn generated_cases_print_the_references_digits_where_it_prints_a_number() {
+    let Some(reference) = reference_rps() else {
+        eprintln!(
+            "note: skipping the comparison with reference-rps: the script \
+             (../shared/reference/reference-rps) or g++ is not available"
+        );
+        return;
+    };
+    let dir = Scratch::new("rps_reference");
+    let path = dir.write("generated.in", rps_random_cases(160, None, 2145));
+    let ten = reference_lines(&reference, "10", &path);
+    let fifteen = reference_lines(&reference, "15", &path);
+    let ours = rps_ok(&[], std::slice::from_ref(&path));
+    let ours: Vec<&str> = ours.stdout_str().lines().collect();
+    assert_eq!(ours.len(), 160);
+    assert_eq!(ten.len(), 160, "reference-rps answered every case");
+    let mut compared = 0;
+    for (i, ((ours, ten), fifteen)) in ours.iter().zip(&ten).zip(&fifteen).enumerate() {
+        let Ok(exact) = fifteen.parse::<f64>() else {
+            continue;
+        };
+        if !exact.is_finite() {
+            // The seed's division by zero (nan or inf): its value says nothing.
+            continue;
+        }
+        // Where the seed's own error (below 1e-13) could tip the 10th decimal, compare values.
+        let scaled = exact * 1e10;
+        if (scaled - scaled.floor() - 0.5).abs() < 1e-2 {
+            assert!(
+                (parse_number(ours) - exact).abs() <= TEN_DECIMALS,
+                "case {}",
+                i + 1
+            );
+            continue;
+        }
+        assert_eq!(ours, ten, "case {}", i + 1);
+        compared += 1;
+    }
+    assert!(
+        compared >= 140,
+        "only {compared} cases compared digit for digit"
+    );
+}
+
+#[test]
+fn maze_alone_always_showing_rock_wins_surely_where_the_seed_prints_nan() {
+    // Fat brother shows scissors: rock beats it, and Maze is the only one left.
+    let out = patience().arg("rps").stdin("1\n0\n1 0 0\n").output();
+    assert_eq!(out.stdout_str(), "1.0000000000\n", "{out:?}");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_game_that_can_only_draw_is_worth_0() {
+    // Rock, paper and scissors always show, whatever Fat brother does: the game never ends.
+    let out = patience()
+        .arg("rps")
+        .stdin("1\n2\n1 0 0\n0 1 0\n0 0 1\n")
+        .output();
+    assert_eq!(out.stdout_str(), "0.0000000000\n", "{out:?}");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn probabilities_that_do_not_sum_to_1_cost_their_case_only() {
+    assert_third_case_bad(
+        "2\n0.100 0.200 0.600\n0.538 0.154 0.308\n0.200 0.700 0.100\n",
+        1,
+        "Maze's probabilities sum to 0.9; they must sum to 1 (within 0.005)",
+    );
+}
+
+#[test]
+fn a_negative_probability_costs_its_case_only() {
+    assert_third_case_bad(
+        "2\n0.100 0.200 0.700\n0.538 -0.154 0.308\n0.200 0.700 0.100\n",
+        2,
+        "player 1's paper: \"-0.154\" is not a probability (want a number from 0 to 1)",
+    );
+}
+
+#[test]
+fn a_token_that_is_not_a_number_costs_its_case_only() {
+    assert_third_case_bad(
+        "2\n0.100 0.200 0.700\n0.538 0.154 0.308\n0.2OO 0.700 0.100\n",
+        3,
+        "player 2's rock: \"0.2OO\" is not a number",
+    );
+}
+
+#[test]
+fn more_than_15_other_players_cost_their_case_only() {
+    let bad = format!("16\n{}", "0.333 0.333 0.334\n".repeat(17));
+    assert_third_case_bad(&bad, 0, "16 other players; at most 15 are supported");
+}
+
+#[test]
+fn a_truncated_file_answers_the_cases_before_and_ends_with_an_error_line() {
+    // Six cases announced; the fifth (n = 4) stops after Maze's line, the sixth is missing.
+    let cases = sample_cases();
+    let fifth: String = cases[4].lines().take(2).map(|l| format!("{l}\n")).collect();
+    let mut file = case_file(6, &cases[..4]);
+    file.push_str(&fifth);
+    let last_line = file.lines().count();
+    let dir = Scratch::new("rps_truncated");
+    let path = dir.write("truncated.in", &file);
+
+    let out = patience().arg("rps").arg(&path).output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let mut expected = out10("rps-sample")[..4].to_vec();
+    expected.push(format!(
+        "error: {path}: case 5: the input ends after line {last_line}, before player 1's line; \
+         6 cases were announced"
+    ));
+    assert_eq!(out.stdout_str(), expected.join("\n") + "\n");
+}
+
+#[test]
+fn a_missing_file_exits_2_and_the_other_files_are_answered() {
+    let dir = Scratch::new("rps_missing");
+    let missing = dir.join("no-such-cases.in");
+    let out = patience()
+        .arg("rps")
+        .arg(data("rps-sample.in"))
+        .arg(&missing)
+        .arg(data("rps-sample.in"))
+        .output();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr_str().contains("no-such-cases.in"),
+        "stderr does not name the file: {:?}",
+        out.stderr_str()
+    );
+    assert_eq!(out.stdout_str(), text("rps-sample.out10").repeat(2));
+}
+
+#[test]
+fn several_files_are_answered_in_order_each_with_its_own_count() {
+    let out = rps_ok(
+        &[],
+        &[
+            data("rps-sample.in"),
+            data("rps-random120.in"),
+            data("rps-sample.in"),
+        ],
+    );
+    let sample = text("rps-sample.out10");
+    assert_eq!(
+        out.stdout_str(),
+        format!("{sample}{}{sample}", text("rps-random120.out10"))
+    );
+}
+
+#[test]
+fn standard_input_is_read_without_files_and_for_a_dash() {
+    let sample = text("rps-sample.in");
+    for args in [&[][..], &["-"][..]] {
+        let out = patience().arg("rps").args(args).stdin(&sample).output();
+        assert_eq!(out.status.code(), Some(0), "rps {args:?}: {out:?}");
+        assert_eq!(out.stdout_str(), text("rps-sample.out10"), "rps {args:?}");
+    }
+    // Between files, in the order given.
+    let out = patience()
+        .arg("rps")
+        .arg(data("rps-random120.in"))
+        .arg("-")
+        .stdin(&sample)
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout_str(),
+        text("rps-random120.out10") + &text("rps-sample.out10")
+    );
+}
+
+#[test]
+fn a_bad_case_on_standard_input_names_no_file() {
+    let out = patience()
+        .arg("rps")
+        .stdin("2\n0\n0.5 0.5 0.5\n0\n1 0 0\n")
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        out.stdout_str(),
+        "error: case 1 (line 3): Maze's probabilities sum to 1.5; they must sum to 1 \
+         (within 0.005)\n1.0000000000\n"
+    );
+}
+
+#[test]
+fn json_prints_one_object_per_case_and_line() {
+    let mut cases = sample_cases();
+    cases[1] = "1\n0.200 0.400 0.400\n0.545 0.091 x\n".to_string();
+    let input = case_file(cases.len(), &cases);
+    let text_out = patience().arg("rps").stdin(&input).output();
+    let out = patience()
+        .args(&["rps", "--format", "json"])
+        .stdin(&input)
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let expected = rps_answers("rps-sample.out15");
+    let lines: Vec<&str> = out.stdout_str().lines().collect();
+    let text_lines: Vec<&str> = text_out.stdout_str().lines().collect();
+    assert_eq!(lines.len(), 6);
+    for (i, line) in lines.iter().enumerate() {
+        let value: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        let object = value.as_object().expect("an object");
+        assert_eq!(object["index"], i as u64, "{line}");
+        assert_eq!(object.len(), 2, "index and one more field: {line}");
+        if i == 1 {
+            // The same message as the text format's error line.
+            let message = object["error"].as_str().expect("an error message");
+            assert_eq!(format!("error: {message}"), text_lines[1]);
+            assert!(
+                message.starts_with("case 2 (line 6): player 1's scissors"),
+                "{message}"
+            );
+        } else {
+            let p = object["probability"].as_f64().expect("a probability");
+            assert!((p - expected[i]).abs() <= FIFTEEN_DECIMALS, "{line}");
+        }
+    }
+}
+
+#[test]
+fn one_and_two_workers_print_the_same_bytes() {
+    let dir = Scratch::new("rps_workers");
+    let generated = dir.write("generated.in", rps_random_cases(800, None, 4));
+    let files = [data("rps-random120.in"), generated];
+    let one = rps_ok(&["--workers", "1"], &files);
+    let two = rps_ok(&["--workers", "2"], &files);
+    assert!(
+        one.stdout == two.stdout,
+        "--workers 2 differs from --workers 1"
+    );
+    assert_eq!(one.stdout_str().lines().count(), 920);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["rps", "--no-such-flag"][..],
+        &["rps", "--precision", "18"],
+        &["rps", "--workers", "0"],
+        &["rps", "--format", "xml"],
+        &["rps", "--exact"],
+    ] {
+        let out = patience().args(args).arg(data("rps-sample.in")).output();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(!out.stderr_str().is_empty(), "{args:?}: {out:?}");
+        assert_eq!(out.stdout_str(), "", "{args:?}");
+    }
+}
+
+/// The examples of the README's `patience rps` section: each `$ COMMAND` line with the lines after
+/// it, up to the end of its block, as its expected standard output.
+fn readme_examples() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("## `patience rps`")
+        .expect("the README has a patience rps section");
+    let section = &readme[start..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 3)];
+    let mut examples = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.strip_prefix("$ ") else {
+            continue;
+        };
+        let output: String = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        examples.push((command.to_string(), output));
+    }
+    examples
+}
+
+#[test]
+fn the_readme_examples_print_what_the_readme_says() {
+    let examples = readme_examples();
+    assert!(examples.len() >= 3, "found {examples:?}");
+    let bin = Path::new(exe()).parent().expect("the binary's directory");
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    for (command, expected) in examples {
+        let mut sh = Command::new("sh");
+        without_patience_env(&mut sh);
+        let out = sh
+            .args(["-c", &command])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "README: $ {command}"
+        );
+    }
+}
