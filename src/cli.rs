@@ -18,7 +18,8 @@ mod solve;
 
 pub use output::Status;
 
-/// Exact win probabilities for Double Patience deals (UVa 1637).
+/// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
+/// cases, in-process or on a gRPC daemon.
 #[derive(Debug, Parser)]
 #[command(name = "patience", version, about, propagate_version = true)]
 pub struct Cli {
@@ -30,7 +31,8 @@ pub struct Cli {
 pub enum Command {
     /// Solve deal files in this process and print one probability per deal, in input order.
     Solve(SolveArgs),
-    /// Run the gRPC daemon (patience.v1.Solver, with health and reflection).
+    /// Run the gRPC daemon (patience.v1.Solver and patience.v1.RpsService, with health and
+    /// reflection).
     Serve(ServeArgs),
     /// Stream deal files to a running daemon; prints exactly what `solve` prints.
     Client(ClientArgs),
@@ -43,7 +45,8 @@ pub enum Command {
     /// gestures show, everyone showing the beaten one is out. Maze and the other players pick at
     /// random with their own probabilities, Fat brother by choice. A case file starts with the
     /// number of cases; each case is its number of other players n (at most 15), a line of Maze's
-    /// three probabilities (rock, paper, scissors), then n such lines.
+    /// three probabilities (rock, paper, scissors), then n such lines. With --addr the cases are
+    /// solved on daemons, with the same output.
     Rps(RpsArgs),
 }
 
@@ -202,6 +205,27 @@ pub struct ClientArgs {
     /// back.
     #[arg(long, default_value = "http://127.0.0.1:50051", value_delimiter = ',')]
     pub addr: Vec<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+    /// Deals per request message.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch: u32,
+    /// Decimals printed per probability (6 matches the UVa judge).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
+    pub precision: u8,
+    /// No progress bar (it is shown only when standard error is a terminal and standard output
+    /// is not).
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+    /// UVa-format deal files; standard input when none is given or for "-".
+    pub files: Vec<PathBuf>,
+}
+
+/// How `client` and `rps --addr` reach daemons, beside the addresses.
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
     /// How often dns:/// names are resolved again (also whenever one of their daemons fails),
     /// so that daemons that come and go are followed.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
@@ -218,26 +242,12 @@ pub struct ClientArgs {
     /// Send `authorization: Bearer <token>` with the token in this file.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
-    /// Deals per request message.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub batch: u32,
-    /// Decimals printed per probability (6 matches the UVa judge).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
-    pub precision: u8,
-    /// No progress bar (it is shown only when standard error is a terminal and standard output
-    /// is not).
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Give up (exit status 2) when deals wait for a daemon and none has been up for this long.
-    /// Failed daemons are retried meanwhile, so a rolling restart does not end the run; 0 gives up
+    /// Give up (exit status 2) when deals or cases wait for a daemon and none has been up for
+    /// this long. Failed daemons are retried meanwhile, so a rolling restart does not end the run; 0 gives up
     /// as soon as every daemon has failed. A run in which no daemon ever answered gives up at once
     /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
-    #[command(flatten)]
-    pub analysis: AnalysisArgs,
-    /// UVa-format deal files; standard input when none is given or for "-".
-    pub files: Vec<PathBuf>,
 }
 
 /// Reads a duration such as `30s`, `500ms`, `2m` or a plain number of seconds.
@@ -295,6 +305,15 @@ pub struct SolveArgs {
 /// Flags of `patience rps`.
 #[derive(Debug, Args)]
 pub struct RpsArgs {
+    /// Solve on daemons instead of in this process: an address as for `patience client`
+    /// (http://, https://, dns:///), several times or comma-separated. The output is the same.
+    #[arg(long, value_delimiter = ',')]
+    pub addr: Vec<String>,
+    /// Cases per request message (with --addr).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch: u32,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Decimals printed per probability (10 is what the original solution prints).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=17))]
     pub precision: u8,

@@ -525,3 +525,67 @@ fn the_readme_examples_print_what_the_readme_says() {
         );
     }
 }
+
+/// `patience rps` in-process and through daemons, on the same files: every byte and the exit
+/// status must match.
+fn assert_same_through_daemons(addrs: &[&str], args: &[&str], files: &[String]) {
+    let local = patience()
+        .arg("rps")
+        .args(args)
+        .args(&files_as_str(files))
+        .output();
+    let mut remote_cmd = patience();
+    remote_cmd.arg("rps").args(args);
+    for addr in addrs {
+        remote_cmd.args(&["--addr", addr]);
+    }
+    let remote = remote_cmd.args(&files_as_str(files)).output();
+    assert_eq!(remote.status.code(), local.status.code(), "{remote:?}");
+    assert_eq!(remote.stdout_str(), local.stdout_str());
+    assert_eq!(remote.stderr_str(), "", "{remote:?}");
+}
+
+#[test]
+fn through_a_daemon_the_output_is_byte_identical_to_in_process() {
+    let daemon = common::Daemon::start(&["--workers", "2"]);
+    let files = [data("rps-random120.in"), data("rps-sample.in")];
+    assert_same_through_daemons(&[&daemon.addr], &[], &files);
+    assert_same_through_daemons(&[&daemon.addr], &["--format", "json", "--batch", "3"], &files);
+}
+
+#[test]
+fn through_two_daemons_bad_cases_keep_their_place_and_the_exit_status() {
+    let a = common::Daemon::start(&["--workers", "1"]);
+    let b = common::Daemon::start(&["--workers", "1"]);
+    let mut cases = sample_cases();
+    cases[2] = "2\n0.5 0.5 0.5\n1 0 0\n0 1 0\n".to_string();
+    let dir = Scratch::new("rps_remote_bad");
+    let path = dir.write("bad.in", case_file(cases.len(), &cases));
+    let out = patience()
+        .args(&["rps", "--addr", &a.addr, "--addr", &b.addr, "--batch", "1"])
+        .arg(&path)
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let lines: Vec<&str> = out.stdout_str().lines().collect();
+    let expected = out10("rps-sample");
+    assert_eq!(lines.len(), expected.len());
+    for (i, (got, want)) in lines.iter().zip(&expected).enumerate() {
+        if i == 2 {
+            assert!(got.starts_with("error: ") && got.contains("case 3"), "{got}");
+        } else {
+            assert_eq!(got, want, "case {}", i + 1);
+        }
+    }
+}
+
+#[test]
+fn with_no_daemon_up_the_run_fails_with_status_2() {
+    let port = common::free_ports(1)[0];
+    let addr = format!("http://127.0.0.1:{port}");
+    let out = patience()
+        .args(&["rps", "--addr", &addr, "--give-up-after", "0"])
+        .arg(data("rps-sample.in"))
+        .output();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stderr_str().contains(&addr), "{}", out.stderr_str());
+}

@@ -1,9 +1,9 @@
-//! `patience client`: streams deal files to one or more daemons through [`crate::client`] and
-//! prints exactly what `patience solve` would.
+//! `patience client` and `patience rps --addr`: stream deal or case files to one or more daemons
+//! through [`crate::client`] and print exactly what `patience solve` or `patience rps` would.
 //!
-//! The files are read here with the same reader as `solve`, so a deal the client cannot parse gets
-//! the same `error:` line in the same place without a round trip. Valid deals go out in chunks: one
-//! request message of up to `--batch` deals each. Three parts:
+//! The files are read here with the same reader as in-process, so an item the client cannot parse
+//! gets the same `error:` line in the same place without a round trip. Valid items go out in
+//! chunks: one request message of up to `--batch` items each. Three parts:
 //! - the *reader* (a thread) turns the files into printer slots and submissions;
 //! - the library's *session* answers the submissions, in order, from the daemons;
 //! - the *printer* prints slots in input order, waiting for each chunk's answers.
@@ -18,59 +18,138 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 
-use super::batches::{Event as Read, read_batches};
-use super::input::Input;
+use super::batches::{Event as Read, Items, read_items};
+use super::input::{Input, Reader};
 use super::output::{JsonAnalysis, Render, Status};
-use super::progress::Progress;
-use super::{ClientArgs, OutputFormat};
+use super::progress::{Progress, Unit};
+use super::{ClientArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
-    self, Answer, Answers, ClientConfig, Connector, Event, Submission, SystemResolver, Target,
-    TlsFiles,
+    self, Answer, Answers, ClientConfig, Connector, Deals, Event, Game, Rps, Submission,
+    SystemResolver, Target, TlsFiles,
 };
+use crate::deal::{Deal, DealReader};
 use crate::proto::{self, SolveRequest};
+use crate::rps::{Case, CaseReader};
+use crate::solver::Options;
 
 /// Fewest printer slots read ahead, whatever the number of daemons.
 const AHEAD: usize = 32;
 
+/// What a game's files become on their way to the daemons.
+trait Remote: Game {
+    /// The game's file reader, the same as in-process.
+    type Items: Items;
+    const UNIT: Unit;
+    fn request(
+        items: Vec<<Self::Items as Items>::Item>,
+        analysis: Option<proto::AnalysisOptions>,
+    ) -> Self::Request;
+}
+
+impl Remote for Deals {
+    type Items = DealReader<Reader>;
+    const UNIT: Unit = Unit::DEALS;
+    fn request(deals: Vec<Deal>, analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
+        let deals = deals
+            .iter()
+            .map(|deal| proto::Deal {
+                id: String::new(),
+                cards: deal.to_string(),
+            })
+            .collect();
+        SolveRequest { deals, analysis }
+    }
+}
+
+impl Remote for Rps {
+    type Items = CaseReader<Reader>;
+    const UNIT: Unit = Unit::CASES;
+    fn request(
+        cases: Vec<Case>,
+        _: Option<proto::AnalysisOptions>,
+    ) -> proto::SolveRpsStreamRequest {
+        client::game::rps_request(&cases)
+    }
+}
+
+/// What one run reads and how it prints, from either command's flags.
+struct Job<'a> {
+    files: &'a [std::path::PathBuf],
+    batch: usize,
+    render: Render,
+    quiet: bool,
+}
+
 /// The flags, checked and turned into what the library runs with. Every address and flag is
 /// checked before anything is sent: a typo is a usage error.
-fn config(args: &ClientArgs) -> anyhow::Result<ClientConfig> {
-    let targets = args
-        .addr
+fn config(
+    addr: &[String],
+    remote: &RemoteArgs,
+    batch: u32,
+    asked: Option<Options>,
+) -> anyhow::Result<ClientConfig> {
+    let targets = addr
         .iter()
         .map(|addr| Target::parse(addr))
         .collect::<Result<Vec<_>, _>>()?;
     let files = TlsFiles {
-        ca: args.tls_ca.clone(),
-        cert: args.tls_cert.clone(),
-        key: args.tls_key.clone(),
+        ca: remote.tls_ca.clone(),
+        cert: remote.tls_cert.clone(),
+        key: remote.tls_key.clone(),
     };
     let connector = Connector::new(&targets, &files)?;
-    let token = args
+    let token = remote
         .auth_token_file
         .as_deref()
         .map(read_token_file)
         .transpose()?;
     let bearer =
         AddBearer::new(token.as_ref()).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
-    let asked = args.analysis.options()?;
     Ok(ClientConfig {
         targets,
         connector,
         bearer,
-        window: client::window(args.batch as usize),
-        // JSON always carries winnable and states, so it always asks the daemon for an analysis.
-        asked: (args.analysis.format == OutputFormat::Json).then_some(asked),
-        give_up_after: args.give_up_after,
-        dns_refresh: args.dns_refresh,
+        window: client::window(batch as usize),
+        asked,
+        give_up_after: remote.give_up_after,
+        dns_refresh: remote.dns_refresh,
         hedge_floor: client::HEDGE_FLOOR,
         resolver: Arc::new(SystemResolver),
     })
 }
 
 pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
-    let config = config(args)?;
+    let asked = args.analysis.options()?;
+    // JSON always carries winnable and states, so it always asks the daemon for an analysis.
+    let wanted = (args.analysis.format == OutputFormat::Json).then_some(asked);
+    let config = config(&args.addr, &args.remote, args.batch, wanted)?;
+    let job = Job {
+        files: &args.files,
+        batch: args.batch as usize,
+        render: Render {
+            format: args.analysis.format,
+            precision: args.precision,
+            asked,
+        },
+        quiet: args.quiet,
+    };
+    on_runtime(stream_files::<Deals>(job, config))
+}
+
+/// `patience rps --addr`: the cases go to the daemons, and print as in-process.
+pub fn run_rps(args: &RpsArgs) -> anyhow::Result<Status> {
+    let config = config(&args.addr, &args.remote, args.batch, None)?;
+    let job = Job {
+        files: &args.files,
+        batch: args.batch as usize,
+        render: super::rps::render(args),
+        quiet: args.quiet,
+    };
+    on_runtime(stream_files::<Rps>(job, config))
+}
+
+fn on_runtime(run: impl Future<Output = anyhow::Result<Status>>) -> anyhow::Result<Status> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -79,7 +158,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
     // The reader may be blocked reading standard input (a terminal, a pipe kept open) when the
     // run ends early; it is a plain thread, so nothing waits for it: the process is about to
     // exit.
-    runtime.block_on(stream_files(args, config))
+    runtime.block_on(run)
 }
 
 /// What the printer does for one batch, in input order.
@@ -95,23 +174,18 @@ enum Slot {
     Unreadable(String),
 }
 
-async fn stream_files(args: &ClientArgs, config: ClientConfig) -> anyhow::Result<Status> {
-    let asked = args.analysis.options()?;
-    let render = Render {
-        format: args.analysis.format,
-        precision: args.precision,
-        asked,
-    };
+async fn stream_files<G: Remote>(job: Job<'_>, config: ClientConfig) -> anyhow::Result<Status> {
+    let render = job.render;
     let wire_options = config.asked.map(proto::AnalysisOptions::from);
-    let batch = args.batch as usize;
-    let inputs = Input::from_args(&args.files);
-    let progress = Progress::new(args.quiet, &inputs);
+    let batch = job.batch;
+    let inputs = Input::from_args(job.files);
+    let progress = Progress::counting(G::UNIT, job.quiet, &inputs);
     let ahead = AHEAD.max(2 * config.window * config.targets.len());
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
-    let (submit, submissions) = mpsc::channel::<Submission>(1);
+    let (submit, submissions) = mpsc::channel::<Submission<G>>(1);
     std::thread::Builder::new()
         .name("reader".into())
-        .spawn(move || read(&inputs, batch, wire_options, &slots_tx, &submit))
+        .spawn(move || read::<G>(&inputs, batch, wire_options, &slots_tx, &submit))
         .context("cannot start the reader")?;
 
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -181,33 +255,30 @@ fn joined(
 /// Reads every input into slots and submissions. The slot goes first: a chunk exists only once
 /// the printer is bound to wait for it, which is what bounds the chunks alive to the slots read
 /// ahead.
-fn read(
+fn read<G: Remote>(
     inputs: &[Input],
     batch: usize,
     analysis: Option<proto::AnalysisOptions>,
     slots: &mpsc::Sender<Slot>,
-    submit: &mpsc::Sender<Submission>,
+    submit: &mpsc::Sender<Submission<G>>,
 ) {
-    read_batches(inputs, batch, |event| {
+    read_items::<G::Items>(inputs, batch, |event| {
         let (entries, at) = match event {
             Read::Batch(entries, at) => (entries, at),
             Read::Unreadable(msg) => return slots.blocking_send(Slot::Unreadable(msg)).is_ok(),
         };
-        let mut deals = Vec::new();
+        let mut items = Vec::new();
         let lines = entries
             .into_iter()
             .map(|entry| match entry {
-                Ok(deal) => {
-                    deals.push(proto::Deal {
-                        id: String::new(),
-                        cards: deal.to_string(),
-                    });
+                Ok(item) => {
+                    items.push(item);
                     None
                 }
                 Err(msg) => Some(msg),
             })
             .collect();
-        if deals.is_empty() {
+        if items.is_empty() {
             let slot = Slot::Lines {
                 lines,
                 answers: None,
@@ -224,7 +295,7 @@ fn read(
         if slots.blocking_send(slot).is_err() {
             return false;
         }
-        let request = SolveRequest { deals, analysis };
+        let request = G::request(items, analysis);
         submit.blocking_send(Submission { request, reply }).is_ok()
     });
 }

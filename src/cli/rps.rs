@@ -41,6 +41,9 @@ enum Piece {
 }
 
 pub fn run(args: &RpsArgs) -> anyhow::Result<Status> {
+    if !args.addr.is_empty() {
+        return super::client::run_rps(args);
+    }
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
@@ -61,13 +64,17 @@ pub fn run(args: &RpsArgs) -> anyhow::Result<Status> {
 /// The printer for `args`' format and precision. Every path that prints rps answers starts here,
 /// so that they all print the same bytes.
 pub fn printer<'a, W: Write>(args: &RpsArgs, out: W, progress: &'a Progress) -> Printer<'a, W> {
-    let render = Render {
+    Printer::new(out, render(args), progress)
+}
+
+/// How each case's line is rendered, in-process and through daemons alike.
+pub fn render(args: &RpsArgs) -> Render {
+    Render {
         format: args.format,
         precision: args.precision,
         // No analysis for this game: JSON lines hold the index and the probability or error.
         asked: crate::solver::Options::default(),
-    };
-    Printer::new(out, render, progress)
+    }
 }
 
 /// Prints the answers of consecutive cases, in order, and counts them on the progress bar: `at`
