@@ -97,14 +97,22 @@ impl tonic::service::Interceptor for RequireBearer {
         if bool::from(given.ct_eq(expected)) {
             Ok(request)
         } else {
-            let status = Status::unauthenticated(
-                "this server requires `authorization: Bearer <token>` metadata with its token \
-                 (patience client: --auth-token-file)",
-            );
-            let what = if given.is_empty() {
-                "no token"
+            let (what, status) = if given.is_empty() {
+                (
+                    "no token",
+                    Status::unauthenticated(
+                        "this server requires `authorization: Bearer <token>` metadata, and the \
+                         call has none",
+                    ),
+                )
             } else {
-                "a wrong token"
+                (
+                    "a wrong token",
+                    Status::unauthenticated(
+                        "the call's `authorization` metadata is not `Bearer` with this server's \
+                         token",
+                    ),
+                )
             };
             self.metrics
                 .call_refused("unauthenticated", request.remote_addr(), what);

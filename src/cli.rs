@@ -108,8 +108,9 @@ impl AnalysisArgs {
 /// Flags of `patience serve`. Each can also come from the environment variable named beside it.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on; port 0 picks a free port (the log says which).
-    #[arg(long, env = "PATIENCE_ADDR", default_value = "127.0.0.1:50051")]
+    /// Address to listen on: IP:PORT, or HOST:PORT resolved once at start (an IPv4 address
+    /// first, so `localhost:50051` is 127.0.0.1); port 0 picks a free port (the log says which).
+    #[arg(long, env = "PATIENCE_ADDR", default_value = "127.0.0.1:50051", value_parser = parse_listen_addr)]
     pub addr: std::net::SocketAddr,
     /// Solver threads, each with its own table [default: the number of cores].
     #[arg(long, env = "PATIENCE_WORKERS")]
@@ -188,7 +189,7 @@ pub struct ServeArgs {
     pub auth_token_file: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which)
     /// [default: off].
-    #[arg(long, env = "PATIENCE_METRICS_ADDR")]
+    #[arg(long, env = "PATIENCE_METRICS_ADDR", value_parser = parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -248,6 +249,28 @@ pub struct RemoteArgs {
     /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
+}
+
+/// An address to listen on: an IP address and port, or a host name and port, resolved now.
+fn parse_listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let example = "use HOST:PORT or IP:PORT, such as localhost:50051, 0.0.0.0:50051 or [::]:50051";
+    if !text.contains(':') {
+        return Err(format!("{text:?} has no port; {example}"));
+    }
+    let found: Vec<std::net::SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?} ({e}); {example}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| found.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address; {example}"))
 }
 
 /// Reads a duration such as `30s`, `500ms`, `2m` or a plain number of seconds.

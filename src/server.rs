@@ -152,6 +152,18 @@ pub enum ServerError {
     Tls(#[from] TlsError),
 }
 
+/// Binds the metrics endpoint's listener, when there is one: done before the daemon says it is
+/// listening, so a port in use is an error at start, not after a success was announced.
+pub async fn bind_metrics(addr: Option<SocketAddr>) -> Result<Option<TcpListener>, ServerError> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    TcpListener::bind(addr)
+        .await
+        .map(Some)
+        .map_err(|e| ServerError::Metrics(addr, e))
+}
+
 /// Serves until `shutdown` completes, then drains: health turns NOT_SERVING, the listener closes
 /// and new calls are refused, every connection gets GOAWAY, calls in flight may finish within
 /// `drain_timeout`, and whatever is still running after that ends with `UNAVAILABLE`.
@@ -160,14 +172,36 @@ pub async fn run(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    let metrics = bind_metrics(config.metrics_addr).await?;
+    run_bound(listener, metrics, config, shutdown).await
+}
+
+/// [`run`] with the metrics listener (for `config.metrics_addr`) already bound.
+pub async fn run_bound(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
     let pool = Pool::new(config.workers, 2 * config.workers).map_err(ServerError::Pool)?;
-    run_with_pool(listener, Arc::new(pool), config, shutdown).await
+    serve(listener, metrics_listener, Arc::new(pool), config, shutdown).await
 }
 
 /// [`run`] on a pool the caller made, for callers (and tests) that watch the pool's counters.
 /// `config.workers` is ignored.
 pub async fn run_with_pool(
     listener: TcpListener,
+    pool: Arc<Pool>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let metrics = bind_metrics(config.metrics_addr).await?;
+    serve(listener, metrics, pool, config, shutdown).await
+}
+
+async fn serve(
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     pool: Arc<Pool>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -182,13 +216,10 @@ pub async fn run_with_pool(
         metrics.clone(),
     );
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
-    if let Some(addr) = config.metrics_addr {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|e| ServerError::Metrics(addr, e))?;
+    if let Some(listener) = metrics_listener {
         let bound = listener
             .local_addr()
-            .map_err(|e| ServerError::Metrics(addr, e))?;
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
         let (metrics, pool) = (metrics.clone(), pool.clone());
         tokio::spawn(async move {

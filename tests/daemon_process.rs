@@ -281,3 +281,46 @@ async fn with_drain_cut_after_sigterm_cuts_a_stream_still_sending_at_a_boundary(
         "{log:#?}"
     );
 }
+
+#[test]
+fn serve_listens_on_a_host_name_resolved_at_start() {
+    let daemon = Daemon::start_at("localhost:0", &["--workers", "1"], &[]);
+    assert!(daemon.socket.ip().is_loopback(), "{}", daemon.socket);
+    let out = patience()
+        .args(&["client", "--addr", &daemon.addr])
+        .arg(data("sample.in"))
+        .output();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn serve_without_a_port_says_what_an_address_looks_like() {
+    let out = run(&["serve", "--addr", "localhost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stderr_str().contains("has no port") && out.stderr_str().contains("localhost:50051"),
+        "{}",
+        out.stderr_str()
+    );
+}
+
+/// Every listener is bound before the daemon says it is listening, and the cause is said once.
+#[test]
+fn a_metrics_port_in_use_stops_the_daemon_before_it_claims_to_listen() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let out = run(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--metrics-addr",
+        &port,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = out.stderr_str();
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    assert_eq!(stderr.matches("in use").count(), 1, "{stderr}");
+    assert!(stderr.contains(&port), "{stderr}");
+}

@@ -550,7 +550,11 @@ fn through_a_daemon_the_output_is_byte_identical_to_in_process() {
     let daemon = common::Daemon::start(&["--workers", "2"]);
     let files = [data("rps-random120.in"), data("rps-sample.in")];
     assert_same_through_daemons(&[&daemon.addr], &[], &files);
-    assert_same_through_daemons(&[&daemon.addr], &["--format", "json", "--batch", "3"], &files);
+    assert_same_through_daemons(
+        &[&daemon.addr],
+        &["--format", "json", "--batch", "3"],
+        &files,
+    );
 }
 
 #[test]
@@ -571,7 +575,10 @@ fn through_two_daemons_bad_cases_keep_their_place_and_the_exit_status() {
     assert_eq!(lines.len(), expected.len());
     for (i, (got, want)) in lines.iter().zip(&expected).enumerate() {
         if i == 2 {
-            assert!(got.starts_with("error: ") && got.contains("case 3"), "{got}");
+            assert!(
+                got.starts_with("error: ") && got.contains("case 3"),
+                "{got}"
+            );
         } else {
             assert_eq!(got, want, "case {}", i + 1);
         }

@@ -293,3 +293,21 @@ async fn the_rps_service_requires_the_bearer_token_too() {
     );
     server.stop().await;
 }
+
+/// The refusal says once what the daemon wants and once which flag sends it.
+#[test]
+fn a_client_without_the_token_is_told_once_what_to_give() {
+    let dir = common::Scratch::new("missing_token");
+    let token = dir.write("token", "correct horse battery staple\n");
+    let daemon = Daemon::start(&["--workers", "1", "--auth-token-file", &token]);
+    let out = patience()
+        .args(&["client", "--addr", &daemon.addr])
+        .arg(data("sample.in"))
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("authorization").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("--auth-token-file").count(), 1, "{stderr}");
+    assert!(stderr.contains("the call has none"), "{stderr}");
+}

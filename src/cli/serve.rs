@@ -61,6 +61,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
         let bound = listener
             .local_addr()
             .context("cannot read the bound address")?;
+        // Every listener is bound before the daemon says it is listening.
+        let metrics_listener = server::bind_metrics(config.metrics_addr).await?;
+        let metrics_bound = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
         // The whole effective configuration in one line (never the token itself), so that what a
         // daemon ran with can be read from its log whether flags, environment or defaults set it.
         tracing::info!(
@@ -84,7 +87,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             drain_cut_after = %shown(config.limits.drain_cut_after),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
-            metrics_addr = %config.metrics_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
+            metrics_addr = %metrics_bound.map_or_else(|| "off".to_string(), |a| a.to_string()),
             log_format = match args.log_format {
                 LogFormat::Text => "text",
                 LogFormat::Json => "json",
@@ -92,7 +95,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             version = env!("CARGO_PKG_VERSION"),
             "listening on {bound}"
         );
-        server::run(listener, config, shutdown_signal()).await?;
+        server::run_bound(listener, metrics_listener, config, shutdown_signal()).await?;
         tracing::info!("stopped");
         Ok(Status::Ok)
     })

@@ -77,9 +77,8 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
         Code::ResourceExhausted | Code::OutOfRange => {
             "the request messages are too large for the daemon: lower --batch"
         }
-        Code::Unauthenticated => {
-            "give the daemon's token with --auth-token-file (sent as `authorization: Bearer <token>`)"
-        }
+        // The daemon's message says what it wants on the wire; this says which flag sends it.
+        Code::Unauthenticated => "give the daemon's token with --auth-token-file",
         Code::PermissionDenied => {
             "check the token (--auth-token-file) and the client certificate (--tls-cert)"
         }
@@ -144,7 +143,7 @@ mod tests {
         assert!(reason.contains("INVALID_ARGUMENT") && reason.contains("lower --batch"));
         let token = tonic::Status::unauthenticated("this server requires a token");
         let reason = rejected(&token).unwrap_or_default();
-        assert!(reason.contains("UNAUTHENTICATED") && reason.contains("authorization"));
+        assert!(reason.contains("UNAUTHENTICATED") && reason.contains("--auth-token-file"));
         for status in [
             tonic::Status::resource_exhausted("too large"),
             tonic::Status::permission_denied("no"),
