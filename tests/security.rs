@@ -297,7 +297,7 @@ async fn the_rps_service_requires_the_bearer_token_too() {
 /// The refusal says once what the daemon wants and once which flag sends it.
 #[test]
 fn a_client_without_the_token_is_told_once_what_to_give() {
-    let dir = common::Scratch::new("missing_token");
+    let dir = Scratch::new("missing_token");
     let token = dir.write("token", "correct horse battery staple\n");
     let daemon = Daemon::start(&["--workers", "1", "--auth-token-file", &token]);
     let out = patience()
