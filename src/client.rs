@@ -86,11 +86,13 @@ pub fn window(batch: usize) -> usize {
 /// What happened to the daemons, for the user to read; nothing in it changes the answers.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    /// A daemon failed; `resent` of its chunks went to the others.
+    /// A daemon failed; `resent` of its chunks went to the others (`others` daemons up now;
+    /// with none they wait for one to come back).
     Failed {
         daemon: Daemon,
         reason: String,
         resent: usize,
+        others: usize,
     },
     /// A failed daemon is back.
     Back { daemon: Daemon },
@@ -109,7 +111,7 @@ pub enum ClientError {
     #[error("daemon {daemon} {reason}")]
     Rejected { daemon: Daemon, reason: String },
     /// No daemon was up for `give_up_after` with deals waiting.
-    #[error("every daemon failed ({}){}; giving up with deals unanswered", list(.daemons), waited_for(.waited))]
+    #[error("every daemon failed ({}){}", list(.daemons), waited_for(.waited))]
     GaveUp {
         daemons: Vec<Daemon>,
         /// `None` when no daemon ever answered, so the run did not wait.
@@ -140,7 +142,13 @@ fn list(daemons: &[Daemon]) -> String {
 }
 
 fn waited_for(waited: &Option<Duration>) -> String {
-    waited.map_or_else(String::new, |d| format!(" and none came back within {d:?}"))
+    match waited {
+        Some(d) => format!(" and none came back within {d:?}; giving up with work unanswered"),
+        // Nothing ever answered: most likely nothing is listening there.
+        None => "; none ever answered: is `patience serve` running at that address, and \
+                 reachable from here?"
+            .to_string(),
+    }
 }
 
 /// Waits until `at`, or forever without one: the one helper for optional deadlines.

@@ -307,11 +307,18 @@ fn tell(progress: &Progress, event: &Event) {
             daemon,
             reason,
             resent,
+            others,
         } => {
-            let what = match resent {
-                0 => String::new(),
-                1 => "; its unanswered request goes to the other daemons".to_string(),
-                n => format!("; its {n} unanswered requests go to the other daemons"),
+            let requests = match resent {
+                1 => "its unanswered request".to_string(),
+                n => format!("its {n} unanswered requests"),
+            };
+            let what = match (resent, others) {
+                (0, _) => String::new(),
+                (1, 0) => format!("; {requests} waits for a daemon to be back (it is retried)"),
+                (_, 0) => format!("; {requests} wait for a daemon to be back (it is retried)"),
+                (1, _) => format!("; {requests} goes to the other daemons"),
+                _ => format!("; {requests} go to the other daemons"),
             };
             progress.eprintln(format_args!(
                 "patience: warning: {daemon} failed: {reason}{what}"

@@ -170,6 +170,7 @@ pub async fn run<G: Game>(
                     daemon,
                     reason,
                     resent: 0,
+                    others: 0,
                 });
             }
         }
@@ -259,6 +260,12 @@ impl<G: Game> Session<G> {
             }
             Report::Failed { lane, reason } => {
                 let resent = self.dispatcher.failed(lane, now);
+                let others = self
+                    .lanes
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, l)| *i != lane && l.inbox.is_some())
+                    .count();
                 if let Some(l) = self.lanes.get_mut(lane) {
                     l.inbox = None;
                     if let Some(again) = &l.again {
@@ -268,6 +275,7 @@ impl<G: Game> Session<G> {
                         daemon: l.daemon.clone(),
                         reason,
                         resent,
+                        others,
                     });
                 }
             }

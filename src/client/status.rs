@@ -47,7 +47,7 @@ pub fn code_name(code: Code) -> &'static str {
 /// proxy as `UNKNOWN`, without a source.
 pub fn verdict(status: &tonic::Status) -> Verdict {
     let code = status.code();
-    let text = format!("{}: {}", code_name(code), status.message());
+    let text = format!("{}: {}", code_name(code), own_words(status.message()));
     let unwell = matches!(
         code,
         Code::Unavailable
@@ -86,6 +86,14 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
         _ => "check the client's flags against the daemon's",
     };
     Verdict::Rejected(format!("rejected the requests with {text}; {hint}"))
+}
+
+/// A daemon's message without its advice to resend from a stream index: the client resends by
+/// itself, and the index counts the call's deals, not the lines of any file.
+fn own_words(message: &str) -> &str {
+    message
+        .find("; results before index")
+        .map_or(message, |cut| &message[..cut])
 }
 
 /// An error and its sources, each once: transport errors repeat their source's message.
@@ -144,6 +152,14 @@ mod tests {
         let token = tonic::Status::unauthenticated("this server requires a token");
         let reason = rejected(&token).unwrap_or_default();
         assert!(reason.contains("UNAUTHENTICATED") && reason.contains("--auth-token-file"));
+        let drained = tonic::Status::unavailable(
+            "the server is shutting down; results before index 40 were sent, resend the deals \
+             from index 40 on",
+        );
+        assert_eq!(
+            verdict(&drained),
+            Verdict::Failed("UNAVAILABLE: the server is shutting down".into())
+        );
         for status in [
             tonic::Status::resource_exhausted("too large"),
             tonic::Status::permission_denied("no"),
