@@ -9,6 +9,7 @@
 
 import argparse
 import sys
+from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "gen"))
@@ -36,10 +37,12 @@ def read_deals(path):
         yield " ".join(pending)  # an incomplete last deal: the server says what is wrong
 
 
-def requests(paths, batch):
+def requests(paths, batch, sent):
+    """Yields SolveRequests of `batch` deals; appends each deal's (file, number in file) to `sent`."""
     deals = []
     for path in paths:
-        for cards in read_deals(path):
+        for number, cards in enumerate(read_deals(path), 1):
+            sent.append((path, number))
             deals.append(patience_pb2.Deal(cards=cards))
             if len(deals) == batch:
                 yield patience_pb2.SolveRequest(deals=deals)
@@ -57,14 +60,19 @@ def main():
     args = parser.parse_args()
 
     status = 0
+    # Results come back in the order deals were sent: the oldest entry names the next result's deal.
+    sent = deque()
     with grpc.insecure_channel(args.addr) as channel:
         solver = patience_pb2_grpc.SolverStub(channel)
-        for response in solver.SolveStream(requests(args.files, args.batch)):
+        for response in solver.SolveStream(requests(args.files, args.batch, sent)):
             for result in response.results:
+                path, number = sent.popleft()
                 if result.WhichOneof("outcome") == "probability":
                     print(f"{result.probability:.{args.precision}f}")
                 else:
-                    print(f"error: deal {result.index + 1}: {result.error.message}")
+                    # Like `patience solve`'s line, without its "(line N)"; the message is the
+                    # server's, which counts cards where `solve` names the pile that is short.
+                    print(f"error: {path}: deal {number}: {result.error.message}")
                     status = 1
     return status
 

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Runs the README's "Calling it" examples against a real daemon and checks what they print.
+
+    scripts/interop.py --grpcurl PATH --buf PATH --venv DIR [--patience target/release/patience]
+
+Starts `patience serve` on 127.0.0.1:0 and, from the README's "### Calling it" section:
+- runs every `grpcurl` command of its ```sh blocks (backslash continuations joined, 127.0.0.1:50051
+  rewritten to the daemon's address) and compares its output with the ```text or ```json block
+  that follows it: text line by line, a `...` line standing for any lines; JSON parsed, so
+  formatting is free but every field and value must be equal;
+- makes the same call with `buf curl` (list: --list-services, with reflection v1 where grpcurl
+  says v1alpha; describe: --list-methods, which must list the rpcs the describe block shows) and
+  compares its output with the same block; every `buf curl` command in the section must be one
+  of these;
+- runs the ```sh block that generates the Python stubs (`.venv` read as --venv) and then the
+  ```python snippet, which must print the id and the probability the README says it prints
+  (within 1e-6).
+Exits non-zero, saying what differs, on any mismatch; stops the daemon in every case.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README_ADDR = "127.0.0.1:50051"
+TIMEOUT = 60  # seconds for one command; only catches a hang
+
+
+class Mismatch(Exception):
+    pass
+
+
+def section(readme, title):
+    """The text of the `### title` section, up to the next heading of level 1 to 3."""
+    match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#{{1,3}} )", readme, re.M | re.S)
+    if not match:
+        raise Mismatch(f"README.md has no '### {title}' section")
+    return match.group(1)
+
+
+def blocks(text):
+    """The fenced blocks of `text` in order, as (language, body)."""
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
+
+
+def commands(body):
+    """The shell commands of a ```sh block: continuations joined, comments and blanks dropped."""
+    joined = re.sub(r"\\\n\s*", " ", body)
+    return [line.strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def run(argv, **kwargs):
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, **kwargs)
+    if out.returncode != 0:
+        raise Mismatch(f"`{shlex.join(argv)}` exited {out.returncode}:\n{out.stderr}{out.stdout}")
+    return out.stdout
+
+
+def text_matches(expected, actual):
+    """Whether `actual` has the lines of `expected` in order, a `...` line matching any lines."""
+    pattern = ""
+    for line in expected.rstrip("\n").splitlines():
+        pattern += r"(?:.*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"[ \t]*\n"
+    return re.fullmatch(pattern, actual.rstrip("\n") + "\n") is not None
+
+
+def check(what, lang, expected, actual):
+    if lang == "json":
+        try:
+            got = json.loads(actual)
+        except json.JSONDecodeError as e:
+            raise Mismatch(f"{what}: printed no JSON ({e}):\n{actual}")
+        if got != json.loads(expected):
+            raise Mismatch(f"{what}: printed\n{json.dumps(got)}\nbut the README says\n{expected}")
+    elif not text_matches(expected, actual):
+        raise Mismatch(f"{what}: printed\n{actual}but the README says\n{expected}")
+    print(f"  ok: {what}")
+
+
+def start_daemon(patience, log):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATIENCE_")}
+    env["RUST_LOG"] = "info"
+    daemon = subprocess.Popen(
+        [patience, "serve", "--addr", "127.0.0.1:0", "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=log, env=env,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        match = re.search(r"listening on (127\.0\.0\.1:\d+)", Path(log.name).read_text())
+        if match:
+            return daemon, match.group(1)
+        if daemon.poll() is not None:
+            break
+        time.sleep(0.1)
+    daemon.kill()
+    raise Mismatch(f"the daemon did not log 'listening on':\n{Path(log.name).read_text()}")
+
+
+def buf_curl_argv(grpcurl_argv, buf, addr):
+    """The `buf curl` call equivalent to a README grpcurl call, and what kind of call it is."""
+    args = grpcurl_argv[1:]
+    if args[0] != "-plaintext":
+        raise Mismatch(f"unexpected grpcurl command: {shlex.join(grpcurl_argv)}")
+    args = args[1:]
+    data = None
+    if args[0] == "-d":
+        data, args = args[1], args[2:]
+    target, verb, rest = args[0], args[1], args[2:]
+    flags = ["curl", "--protocol", "grpc", "--http2-prior-knowledge"]
+    url = f"http://{target}"
+    if verb == "list":
+        return [buf, *flags, "--list-services", url], "list"
+    if verb == "describe":
+        return [buf, *flags, "--list-methods", url], ("describe", rest[0])
+    return [buf, *flags, *(["-d", data] if data is not None else []), f"{url}/{verb}"], "call"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patience", default=str(ROOT / "target/release/patience"))
+    parser.add_argument("--grpcurl", required=True)
+    parser.add_argument("--buf", required=True)
+    parser.add_argument("--venv", required=True, help="a venv with examples/python/requirements.txt")
+    parser.add_argument("--readme", default=str(ROOT / "README.md"))
+    args = parser.parse_args()
+
+    calling = section(Path(args.readme).read_text(encoding="utf-8"), "Calling it")
+    found = blocks(calling)
+    work = tempfile.TemporaryDirectory(prefix="interop.")
+    log = open(Path(work.name) / "daemon.log", "w")
+    daemon, addr = start_daemon(args.patience, log)
+    print(f"interop: daemon on {addr}")
+    checked = 0
+    try:
+        buf_commands_run = set()
+        readme_buf_commands = []
+        python_setup = python_code = None
+        for i, (lang, body) in enumerate(found):
+            if lang == "python":
+                python_code = body
+            if lang != "sh":
+                continue
+            cmds = commands(body)
+            if any("grpc_tools.protoc" in c for c in cmds):
+                python_setup = cmds
+            readme_buf_commands += [c for c in cmds if c.startswith("buf curl ")]
+            grpcurls = [c for c in cmds if c.startswith("grpcurl ")]
+            if not grpcurls:
+                continue
+            if len(grpcurls) != 1 or i + 1 >= len(found) or found[i + 1][0] not in ("text", "json"):
+                raise Mismatch(f"each grpcurl command needs its own ```sh block followed by a ```text or"
+                               f" ```json block of what it prints:\n{body}")
+            exp_lang, expected = found[i + 1]
+            argv = shlex.split(grpcurls[0])
+            name = "list" if argv[-1] == "list" else " ".join(argv[-2:]) if argv[-2] == "describe" else argv[-1]
+            readme_argv = list(argv)
+            argv = [args.grpcurl] + [a.replace(README_ADDR, addr) for a in argv[1:]]
+            check(f"grpcurl {name}", exp_lang, expected, run(argv))
+            checked += 1
+
+            buf_argv, kind = buf_curl_argv(argv, args.buf, addr)
+            buf_commands_run.add(shlex.join(["buf", *buf_argv[1:]]).replace(addr, README_ADDR))
+            out = run(buf_argv)
+            if kind == "list":
+                check("buf curl --list-services", exp_lang,
+                      expected.replace("grpc.reflection.v1alpha.", "grpc.reflection.v1."), out)
+            elif kind == "call":
+                check(f"buf curl {readme_argv[-1]}", exp_lang, expected, out)
+            else:
+                service = kind[1]
+                rpcs = re.findall(r"^\s*rpc (\w+) ", expected, re.M)
+                listed = sorted(m for m in out.split() if m.startswith(service + "/"))
+                if not rpcs or sorted(f"{service}/{r}" for r in rpcs) != listed:
+                    raise Mismatch(f"buf curl --list-methods lists {listed} for {service}; the README's"
+                                   f" describe shows rpcs {rpcs}")
+                print(f"  ok: buf curl --list-methods ({service}: {', '.join(rpcs)})")
+            checked += 1
+
+        for cmd in readme_buf_commands:
+            if shlex.join(shlex.split(cmd)) not in buf_commands_run:
+                raise Mismatch(f"the README's `{cmd}` is not the buf curl form of one of its grpcurl"
+                               f" calls (checked: {sorted(buf_commands_run)})")
+            print(f"  ok: README's {cmd[:60]}... is one of the calls above")
+            checked += 1
+
+        if python_setup is None or python_code is None:
+            raise Mismatch("the 'Calling it' section has no Python snippet or no stub generation block")
+        said = re.search(r"```\n\nprints `(\S+) ([0-9.]+)`", calling)
+        if not said:
+            raise Mismatch("the README does not say what the Python snippet prints (`prints `ID P``)")
+        venv = os.path.relpath(args.venv, ROOT)
+        snippet = Path(work.name) / "sample.py"
+        snippet.write_text(python_code.replace(README_ADDR, addr))
+        for cmd in python_setup:
+            cmd = re.sub(r"(^|[ /=])\.venv/", rf"\g<1>{venv}/", cmd)
+            cmd = cmd.replace("-m venv .venv", f"-m venv {venv}").replace(" sample.py", f" {snippet}")
+            out = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode != 0:
+                raise Mismatch(f"`{cmd}` exited {out.returncode}:\n{out.stderr}{out.stdout}")
+        printed = out.stdout.split()
+        if (len(printed) != 2 or printed[0] != said.group(1)
+                or abs(float(printed[1]) - float(said.group(2))) > 1e-6):
+            raise Mismatch(f"the Python snippet printed {out.stdout!r}; the README says"
+                           f" `{said.group(1)} {said.group(2)}`")
+        print(f"  ok: python snippet prints {out.stdout.strip()}")
+        checked += 1
+    except (Mismatch, subprocess.TimeoutExpired) as e:
+        print(f"interop: FAILED: {e}", file=sys.stderr)
+        print(f"interop: {checked} passed, 1 failed")
+        return 1
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        work.cleanup()
+    print(f"interop: {checked} passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
