@@ -45,6 +45,13 @@ pub enum DealError {
     /// A pile line that does not hold four cards.
     #[error("pile {pile} has {found} {}; a pile has 4", cards(*found))]
     PileSize { pile: usize, found: usize },
+    /// A `/` among a pile line's cards: slashes separate piles only in the one-line position
+    /// form, so this is a typo, and the slash is not counted as a card.
+    #[error(
+        "pile {pile}'s line has a `/` beside {found} {}; a slash separates piles only in a one-line position (nine piles, eight slashes)",
+        cards(*found)
+    )]
+    StraySlash { pile: usize, found: usize },
     /// A position (`/` form) that does not have nine piles.
     #[error("the position has {found} piles; a position has 9, separated by 8 slashes")]
     PileCount { found: usize },
@@ -79,7 +86,7 @@ impl DealError {
     /// The error's kind: a wrong pile size is a card-count problem.
     pub fn kind(&self) -> DealErrorKind {
         match self {
-            DealError::BadCard { .. } => DealErrorKind::BadCard,
+            DealError::BadCard { .. } | DealError::StraySlash { .. } => DealErrorKind::BadCard,
             DealError::PileSize { .. }
             | DealError::CardCount { .. }
             | DealError::PileCount { .. }

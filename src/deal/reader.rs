@@ -110,13 +110,14 @@ impl<R: BufRead> DealReader<R> {
         for (pile, pile_line) in pile_lines.iter_mut().enumerate() {
             if pile > 0 {
                 if !self.next_line()? {
-                    let error = first_error.map_or(
+                    // A problem found on an earlier line is reported where it is.
+                    let (line, error) = first_error.unwrap_or((
+                        self.line_no,
                         DealError::CardCount {
                             found: builder.count(),
                         },
-                        |(_, e)| e,
-                    );
-                    return Err(bad(self.line_no, error));
+                    ));
+                    return Err(bad(line, error));
                 }
                 *pile_line = self.line_no;
             }
@@ -132,6 +133,21 @@ impl<R: BufRead> DealReader<R> {
                 continue;
             }
             let found = count_tokens(&self.line);
+            let slashes = self
+                .line
+                .split(|&b| is_space(b))
+                .filter(|t| *t == b"/")
+                .count();
+            if slashes > 0 {
+                first_error = Some((
+                    self.line_no,
+                    DealError::StraySlash {
+                        pile: pile + 1,
+                        found: found - slashes,
+                    },
+                ));
+                continue;
+            }
             if found != PILE_HEIGHT {
                 first_error = Some((
                     self.line_no,
@@ -249,6 +265,30 @@ mod tests {
         DealReader::new(text.as_bytes())
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
+    }
+
+    /// Rough edge 3: the typo is on line 4; the input ends on line 5.
+    #[test]
+    fn a_typo_in_an_incomplete_last_deal_is_reported_on_its_own_line() {
+        let text = "KS QS JS TS\n9S 8S 7S 6S\nKC QC JC TC\n9X 8C 7C 6C\nKD QD JD TD\n";
+        let got = read(text);
+        assert_eq!(got.len(), 1);
+        let error = got[0].as_ref().unwrap_err();
+        assert!(error.starts_with("deal 1 (line 4): pile 4, position 1"), "{error}");
+    }
+
+    /// Rough edge 4: a stray slash is named, and not counted as a card.
+    #[test]
+    fn a_lone_slash_in_a_pile_line_is_named_not_counted() {
+        let text = SAMPLE.replacen("AS 9S 6C KS\n", "AS 9S 6C KS / JC QH AC KH\n", 1);
+        let text = text.replacen("JC QH AC KH\n", "", 1);
+        let got = read(&format!("{text}{SAMPLE}"));
+        let error = got[0].as_ref().unwrap_err();
+        assert!(
+            error.starts_with("deal 1 (line 1): pile 1's line has a `/` beside 8 cards"),
+            "{error}"
+        );
+        assert!(!error.contains("9 cards"), "{error}");
     }
 
     #[test]
