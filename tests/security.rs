@@ -311,3 +311,54 @@ fn a_client_without_the_token_is_told_once_what_to_give() {
     assert_eq!(stderr.matches("--auth-token-file").count(), 1, "{stderr}");
     assert!(stderr.contains("the call has none"), "{stderr}");
 }
+
+/// Rough edge 6: a TLS mismatch is said in words, with the flags that fix it.
+#[test]
+fn tls_mismatches_tell_the_client_what_to_use() {
+    let dir = Scratch::new("tls_hints");
+    let server_ca = Authority::new();
+    let client_ca = Authority::new();
+    let (cert, key) = server_ca.issue(&["localhost", "127.0.0.1"]);
+    let cert = dir.write("server.pem", &cert);
+    let key = dir.write("server.key", &key);
+    let trust = dir.write("server-ca.pem", server_ca.pem());
+    let clients = dir.write("client-ca.pem", client_ca.pem());
+    let input = data("sample.in");
+    let client = |args: &[&str]| {
+        let out = patience()
+            .args(&["client", "--give-up-after", "0"])
+            .args(args)
+            .arg(&input)
+            .output();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    let tls = Daemon::start(&["--workers", "1", "--tls-cert", &cert, "--tls-key", &key]);
+    let plain = client(&["--addr", &format!("http://{}", tls.socket)]);
+    assert!(
+        plain.contains("use an https:// address with --tls-ca"),
+        "{plain}"
+    );
+
+    let mutual = Daemon::start(&[
+        "--workers",
+        "1",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &clients,
+    ]);
+    let anonymous = client(&[
+        "--addr",
+        &format!("https://{}", mutual.socket),
+        "--tls-ca",
+        &trust,
+    ]);
+    assert!(
+        anonymous.contains("give --tls-cert and --tls-key"),
+        "{anonymous}"
+    );
+}

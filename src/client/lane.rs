@@ -16,7 +16,7 @@ use tonic::transport::Endpoint;
 use super::answers::Answers;
 use super::dispatch::{LaneId, Seq};
 use super::game::{Deals, Game};
-use super::status::{Verdict, causes, verdict};
+use super::status::{Verdict, causes, verdict, with_hint};
 use crate::auth::AddBearer;
 use crate::solver::Options;
 
@@ -112,7 +112,7 @@ impl<G: Game> Lane<G> {
                 Err(Verdict::Failed(reason)) => {
                     let _ = self.reports.send(Report::Failed {
                         lane: self.id,
-                        reason,
+                        reason: with_hint(reason, self.endpoint.uri().scheme_str()),
                     });
                 }
             }

@@ -88,6 +88,29 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
     Verdict::Rejected(format!("rejected the requests with {text}; {hint}"))
 }
 
+/// What a failure most likely means when it is a TLS mismatch, said in words, for a lane whose
+/// address has `scheme`. tonic reports plain HTTP/2 to a TLS daemon as an h2 protocol error, and a
+/// mutual-TLS daemon's refusal of a client without a certificate as a cancelled call.
+pub fn with_hint(reason: String, scheme: Option<&str>) -> String {
+    let hint = match scheme {
+        Some("http")
+            if !reason.contains("cannot connect")
+                && (reason.contains("h2 protocol error") || reason.contains("transport error")) =>
+        {
+            "; if the daemon serves TLS, use an https:// address with --tls-ca"
+        }
+        Some("https")
+            if !reason.contains("cannot connect")
+                && (reason.contains("CANCELLED") || reason.contains("transport error")) =>
+        {
+            "; if the daemon requires mutual TLS (it ends calls from clients without a \
+             certificate), give --tls-cert and --tls-key"
+        }
+        _ => "",
+    };
+    reason + hint
+}
+
 /// A daemon's message without its advice to resend from a stream index: the client resends by
 /// itself, and the index counts the call's deals, not the lines of any file.
 fn own_words(message: &str) -> &str {
@@ -101,7 +124,7 @@ pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut next = Some(error);
     while let Some(e) = next {
-        let text = e.to_string();
+        let text = in_words(e.to_string());
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
         }
@@ -110,10 +133,45 @@ pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// rustls's certificate errors print as Rust debug output; the one a hand-made certificate most
+/// often hits is said in words.
+fn in_words(text: String) -> String {
+    if text.contains("UnsupportedCertVersion") {
+        return "a certificate is not X.509 version 3 (it has no v3 extensions, which TLS here \
+                requires): issue it again with extensions such as subjectAltName"
+            .to_string();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn tls_mismatches_get_hints_in_words() {
+        let plain = with_hint(
+            "INTERNAL: h2 protocol error: http2 error".into(),
+            Some("http"),
+        );
+        assert!(
+            plain.contains("https://") && plain.contains("--tls-ca"),
+            "{plain}"
+        );
+        let mutual = with_hint("CANCELLED: operation was canceled".into(), Some("https"));
+        assert!(mutual.contains("--tls-cert"), "{mutual}");
+        let other = with_hint("UNAVAILABLE: draining".into(), Some("https"));
+        assert_eq!(other, "UNAVAILABLE: draining");
+        let v1 = std::io::Error::other(
+            "invalid peer certificate: Other(OtherError(UnsupportedCertVersion))",
+        );
+        let said = causes(&v1);
+        assert!(
+            said.contains("X.509 version 3") && !said.contains("Other("),
+            "{said}"
+        );
+    }
 
     fn rejected(status: &tonic::Status) -> Option<String> {
         match verdict(status) {

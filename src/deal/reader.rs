@@ -274,7 +274,10 @@ mod tests {
         let got = read(text);
         assert_eq!(got.len(), 1);
         let error = got[0].as_ref().unwrap_err();
-        assert!(error.starts_with("deal 1 (line 4): pile 4, position 1"), "{error}");
+        assert!(
+            error.starts_with("deal 1 (line 4): pile 4, position 1"),
+            "{error}"
+        );
     }
 
     /// Rough edge 4: a stray slash is named, and not counted as a card.
