@@ -402,7 +402,7 @@ async fn print(
         for line in lines {
             let line = match line {
                 Some(error) => {
-                    status = status.max(Status::BadDeal);
+                    status = status.max(Status::BadInput);
                     render.failed(index, &error)
                 }
                 // The session checked the response: one answer per deal sent, each printable.
@@ -417,7 +417,7 @@ async fn print(
                         render.solved(index, probability, analysis)
                     }
                     Some(Answer::Failed(message)) => {
-                        status = status.max(Status::BadDeal);
+                        status = status.max(Status::BadInput);
                         render.failed(index, &format!("server: {message}"))
                     }
                     None => bail!("a chunk's answers ran short (a bug in this client)"),

@@ -10,10 +10,10 @@ use super::progress::Progress;
 /// The outcome of a whole run, as an exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
-    /// Every deal was answered.
+    /// Every deal or case was answered.
     Ok = 0,
-    /// Some deal was bad; every good one was answered.
-    BadDeal = 1,
+    /// Some deal or case (or a case file's framing) was bad; every good one was answered.
+    BadInput = 1,
     /// Usage or I/O trouble: some input could not be read at all.
     Trouble = 2,
 }
@@ -185,9 +185,9 @@ impl<'a, W: Write> Printer<'a, W> {
         self.line(&line)
     }
 
-    /// The next item's `error:` line; the run will end with [`Status::BadDeal`].
+    /// The next item's `error:` line; the run will end with [`Status::BadInput`].
     pub fn failed(&mut self, message: &str) -> io::Result<()> {
-        self.status = self.status.max(Status::BadDeal);
+        self.status = self.status.max(Status::BadInput);
         let line = self.render.failed(self.index, message);
         self.line(&line)
     }
