@@ -7,8 +7,7 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use patience::deal::Deal;
-use patience::proto::SolveRequest;
-use patience::service::deal_error;
+use patience::proto::{self, SolveRequest};
 use patience::solver::Solver;
 use prost::Message as _;
 
@@ -27,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!((0.0..=1.0).contains(&p));
             }
             Err(e) => {
-                let wire = deal_error(&e);
+                let wire = proto::DealError::from(&e);
                 assert!(wire.code != 0 && !wire.message.is_empty());
                 assert!(wire.message.len() < 300, "{} bytes", wire.message.len());
             }
