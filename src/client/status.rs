@@ -92,17 +92,16 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
 /// address has `scheme`. tonic reports plain HTTP/2 to a TLS daemon as an h2 protocol error, and a
 /// mutual-TLS daemon's refusal of a client without a certificate as a cancelled call.
 pub fn with_hint(reason: String, scheme: Option<&str>) -> String {
+    // Only a call that could not be opened: a mismatch never gets as far as an answer.
+    let mismatch = reason.starts_with("the stream was refused")
+        && ["h2 protocol error", "transport error", "CANCELLED"]
+            .iter()
+            .any(|sign| reason.contains(sign));
     let hint = match scheme {
-        Some("http")
-            if !reason.contains("cannot connect")
-                && (reason.contains("h2 protocol error") || reason.contains("transport error")) =>
-        {
+        Some("http") if mismatch => {
             "; if the daemon serves TLS, use an https:// address with --tls-ca"
         }
-        Some("https")
-            if !reason.contains("cannot connect")
-                && (reason.contains("CANCELLED") || reason.contains("transport error")) =>
-        {
+        Some("https") if mismatch => {
             "; if the daemon requires mutual TLS (it ends calls from clients without a \
              certificate), give --tls-cert and --tls-key"
         }
@@ -151,18 +150,19 @@ mod tests {
 
     #[test]
     fn tls_mismatches_get_hints_in_words() {
-        let plain = with_hint(
-            "INTERNAL: h2 protocol error: http2 error".into(),
-            Some("http"),
-        );
+        let refused = |s: &str| format!("the stream was refused: {s}");
+        let plain = with_hint(refused("INTERNAL: h2 protocol error"), Some("http"));
         assert!(
             plain.contains("https://") && plain.contains("--tls-ca"),
             "{plain}"
         );
-        let mutual = with_hint("CANCELLED: operation was canceled".into(), Some("https"));
+        let mutual = with_hint(refused("CANCELLED: operation was canceled"), Some("https"));
         assert!(mutual.contains("--tls-cert"), "{mutual}");
-        let other = with_hint("UNAVAILABLE: draining".into(), Some("https"));
-        assert_eq!(other, "UNAVAILABLE: draining");
+        // A call that was open and then cancelled is not a mismatch.
+        let midway = with_hint("CANCELLED: operation was canceled".into(), Some("https"));
+        assert!(!midway.contains("--tls-cert"), "{midway}");
+        let other = with_hint(refused("UNAVAILABLE: draining"), Some("https"));
+        assert!(!other.contains("TLS"), "{other}");
         let v1 = std::io::Error::other(
             "invalid peer certificate: Other(OtherError(UnsupportedCertVersion))",
         );
