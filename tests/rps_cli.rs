@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{
-    Output, Scratch, data, exe, patience, rps_answers, rps_random_cases, text, without_patience_env,
+    Output, Scratch, assert_answers, data, exe, parse_number, patience, rps_answers,
+    rps_random_cases, text, without_patience_env,
 };
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
@@ -20,28 +21,6 @@ const TEN_DECIMALS: f64 = 1e-9 + 5e-11;
 /// Against `.out15`: the seed's own error in its 15th decimal is up to 8.4e-14 (see
 /// `tests/data/README.md`), so 1e-12 leaves room and still checks every printed digit we claim.
 const FIFTEEN_DECIMALS: f64 = 1e-12;
-
-fn parse_number(line: &str) -> f64 {
-    line.parse()
-        .unwrap_or_else(|e| panic!("{line:?} is not a number: {e}"))
-}
-
-/// Checks printed probabilities against reference values, within `tolerance`, and that each is
-/// printed with exactly `decimals` decimals.
-fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f64) {
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), expected.len(), "one line per case:\n{out}");
-    for (i, (line, want)) in lines.iter().zip(expected).enumerate() {
-        let shown = line.split_once('.').map_or(0, |(_, frac)| frac.len());
-        assert_eq!(shown, decimals, "case {}: {line:?}", i + 1);
-        let got = parse_number(line);
-        assert!(
-            (got - want).abs() <= tolerance,
-            "case {}: printed {line}, reference {want}",
-            i + 1
-        );
-    }
-}
 
 /// `patience rps ARGS FILES...`, expected to answer every case.
 fn rps_ok(args: &[&str], files: &[String]) -> Output {

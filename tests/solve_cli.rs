@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Scratch, TestCommand, answers, data, patience};
+use common::{Scratch, TestCommand, answers, assert_answers, data, parse_number, patience};
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES};
 
 /// A printed 9-decimal value is within 5e-10 of ours and the reference within 5e-10 of the exact
@@ -29,28 +29,6 @@ fn deal_texts(name: &str) -> Vec<Vec<String>> {
         .collect();
     assert_eq!(lines.len() % PILES, 0);
     lines.chunks(PILES).map(<[String]>::to_vec).collect()
-}
-
-fn parse_number(line: &str) -> f64 {
-    line.parse()
-        .unwrap_or_else(|e| panic!("{line:?} is not a number: {e}"))
-}
-
-/// Checks printed probabilities against reference values, within `tolerance`, and that each is
-/// printed with exactly `decimals` decimals.
-fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f64) {
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), expected.len(), "one line per deal:\n{out}");
-    for (i, (line, want)) in lines.iter().zip(expected).enumerate() {
-        let shown = line.split_once('.').map_or(0, |(_, frac)| frac.len());
-        assert_eq!(shown, decimals, "deal {}: {line:?}", i + 1);
-        let got = parse_number(line);
-        assert!(
-            (got - want).abs() <= tolerance,
-            "deal {}: printed {line}, reference {want}",
-            i + 1
-        );
-    }
 }
 
 /// True when `text` contains `word` followed by the number `n` (and not by a longer number).

@@ -343,3 +343,26 @@ impl Typed {
         (stdout, status.code(), stderr.join("\n"))
     }
 }
+
+/// A printed probability as a number; the line itself when it is not one.
+pub fn parse_number(line: &str) -> f64 {
+    line.parse()
+        .unwrap_or_else(|e| panic!("{line:?} is not a number: {e}"))
+}
+
+/// Checks printed probabilities, one per line, against reference values within `tolerance`, and
+/// that each is printed with exactly `decimals` decimals.
+pub fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f64) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), expected.len(), "one line per answer:\n{out}");
+    for (i, (line, want)) in lines.iter().zip(expected).enumerate() {
+        let shown = line.split_once('.').map_or(0, |(_, frac)| frac.len());
+        assert_eq!(shown, decimals, "answer {}: {line:?}", i + 1);
+        let got = parse_number(line);
+        assert!(
+            (got - want).abs() <= tolerance,
+            "answer {}: printed {line}, reference {want}",
+            i + 1
+        );
+    }
+}
