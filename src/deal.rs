@@ -96,28 +96,13 @@ impl DealError {
     }
 }
 
-/// A token quoted in an error message, made safe to print: control characters are escaped and a
-/// long token is cut, so a hostile 10 MB token costs a short line, not a flooded log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Token(String);
+pub use crate::token::Token;
 
-impl Token {
-    const MAX_CHARS: usize = 16;
+/// A card token is two characters; 16 shows a typo in context without quoting a whole line.
+const TOKEN_CHARS: usize = 16;
 
-    fn new(raw: &str) -> Token {
-        let mut shown: String = raw.chars().take(Self::MAX_CHARS).collect();
-        if raw.chars().nth(Self::MAX_CHARS).is_some() {
-            shown.push('…');
-        }
-        Token(shown)
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Debug formatting quotes the token and escapes control and invisible characters.
-        write!(f, "{:?}", self.0)
-    }
+fn quote(raw: &str) -> Token {
+    Token::cut(raw, TOKEN_CHARS)
 }
 
 /// A validated deal, or a mid-game position: nine piles of up to four distinct cards, each pile
@@ -275,7 +260,7 @@ impl Deal {
                         pile: p + 1,
                         position: i + 1,
                     },
-                    token: Token::new(token),
+                    token: quote(token),
                 })?;
             }
             heights[p] = found;
@@ -341,7 +326,7 @@ impl DealBuilder {
         if self.count < CARDS {
             let card = token.parse::<Card>().map_err(|()| DealError::BadCard {
                 place,
-                token: Token::new(token),
+                token: quote(token),
             })?;
             self.cards[self.count] = Some(card);
         }
@@ -418,7 +403,7 @@ mod tests {
                     pile: 3,
                     position: 2
                 },
-                token: Token::new("QX")
+                token: quote("QX")
             }
         );
         let msg = err.to_string();

@@ -39,4 +39,5 @@ pub mod rps;
 pub mod server;
 pub mod service;
 pub mod solver;
+mod token;
 pub mod wire;

@@ -113,29 +113,13 @@ impl fmt::Display for Who {
     }
 }
 
-/// Text quoted in an error message, made safe to print: control characters are escaped and long
-/// text is cut, so a hostile megabyte-long token costs a short line, not a flooded log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Token(String);
+pub use crate::token::Token;
 
-impl Token {
-    /// Long enough for a whole line of three probabilities with some slack.
-    const MAX_CHARS: usize = 24;
+/// Long enough for a whole line of three probabilities with some slack.
+const TOKEN_CHARS: usize = 24;
 
-    fn new(raw: &str) -> Token {
-        let mut shown: String = raw.chars().take(Self::MAX_CHARS).collect();
-        if raw.chars().nth(Self::MAX_CHARS).is_some() {
-            shown.push('…');
-        }
-        Token(shown)
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Debug formatting quotes the text and escapes control and invisible characters.
-        write!(f, "{:?}", self.0)
-    }
+pub(crate) fn quote(raw: &str) -> Token {
+    Token::cut(raw, TOKEN_CHARS)
 }
 
 /// A sum shown in an error: rounded to nine decimals, so that 0.1 + 0.2 + 0.6 reads as 0.9 and
@@ -256,14 +240,14 @@ fn probability(who: Who, gesture: Gesture, token: &str) -> Result<f64, CaseError
     let value: f64 = token.parse().map_err(|_| CaseError::NotANumber {
         who,
         gesture,
-        token: Token::new(token),
+        token: quote(token),
     })?;
     // `contains` is false for NaN and the infinities too.
     if !(0.0..=1.0).contains(&value) {
         return Err(CaseError::NotAProbability {
             who,
             gesture,
-            token: Token::new(token),
+            token: quote(token),
         });
     }
     Ok(value)
@@ -276,7 +260,7 @@ fn parse_triple(who: Who, line: &str) -> Result<[f64; 3], CaseError> {
         return Err(CaseError::Tokens {
             who,
             found,
-            line: Token::new(line.trim()),
+            line: quote(line.trim()),
         });
     }
     let mut triple = [0.0; 3];
@@ -298,7 +282,7 @@ fn check_triple(who: Who, triple: [f64; 3]) -> Result<(), CaseError> {
             return Err(CaseError::NotAProbability {
                 who,
                 gesture,
-                token: Token::new(&value.to_string()),
+                token: quote(&value.to_string()),
             });
         }
     }
@@ -386,10 +370,7 @@ mod tests {
     #[test]
     fn long_and_hostile_tokens_print_short_and_escaped() {
         let long = "9".repeat(1000);
-        assert_eq!(
-            Token::new(&long).to_string(),
-            format!("\"{}…\"", "9".repeat(24))
-        );
-        assert_eq!(Token::new("a\u{1b}[2J").to_string(), "\"a\\u{1b}[2J\"");
+        assert_eq!(quote(&long).to_string(), format!("\"{}…\"", "9".repeat(24)));
+        assert_eq!(quote("a\u{1b}[2J").to_string(), "\"a\\u{1b}[2J\"");
     }
 }

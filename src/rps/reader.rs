@@ -45,7 +45,7 @@
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
-use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple};
+use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple, quote};
 
 /// A case that could not be read, with where it is in the input.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -207,7 +207,7 @@ impl<R: BufRead> CaseReader<R> {
             (Some(Ok(count)), None) => Ok(count),
             _ => Err(ReadError::Count {
                 line: self.line_no,
-                token: Token::new(text.trim()),
+                token: quote(text.trim()),
             }),
         }
     }
@@ -268,7 +268,7 @@ impl<R: BufRead> CaseReader<R> {
             false => None,
         };
         let Some(n) = parsed else {
-            let token = Token::new(self.text().trim());
+            let token = quote(self.text().trim());
             let skipped = self.skip_to_start()?;
             return Err(bad(start, CaseError::Others { token, skipped }));
         };
