@@ -8,11 +8,14 @@
 //! - One [`Solver`] owns its index table for life and never clears it: the table maps a position
 //!   to a slot of a small dense array, and a slot is believed only when that array names the same
 //!   position there (`memo.rs`). Nothing is allocated or cleared per deal.
-//! - A position is a few machine words (`rules.rs`): which piles show each rank is one 128-bit
-//!   word, so a move is two lookups and two XORs, and the ranks that can pair are found with one
-//!   subtraction. The search runs on an explicit stack of such states (`search.rs`).
-//! - The index-table entries of all a position's children are requested together, so their
-//!   cache misses overlap instead of following each other.
+//! - A position is three machine words (`rules.rs`): the set of cards on top is one 36-bit word,
+//!   so every legal pair of every rank is found with a few shifts and ANDs, and a move is one XOR
+//!   of a mask worked out once per deal. The search runs on an explicit stack of such states
+//!   (`search.rs`), taking each position's children in order, so the next step never waits on a
+//!   memory load.
+//! - A deal's index-table entries sit in one half of the table (positions of one parity), and a
+//!   4 KiB filter of the positions this deal has seen answers "new" without touching the table at
+//!   all, so the probes that would miss the cache are mostly never made (`memo.rs`).
 //! - Positions that can no longer be won are not explored: a rank with more cards left in one pile
 //!   than in all the others together can never be paired off, and two ranks whose last two cards
 //!   cross in the same two piles wait on each other forever. Such moves still count when the

@@ -5,6 +5,13 @@
 //! positions finish. A slot is believed only if it is below the current deal's count *and* the
 //! dense array names the same position there (a "sparse set"), so starting a new deal is
 //! truncating the count: no stale slot can ever be believed and nothing is cleared.
+//!
+//! In front of the table, a 4 KiB bit filter (cleared per deal) records a hash of every position
+//! the deal has remembered. About one probe in five is for a position the deal has not seen, and
+//! that one's table entry is nowhere in the cache: the filter answers it from L1 instead (wrong
+//! only about one time in a hundred, and then the table answers). Every position a deal
+//! remembers is still written to the table, and every position it finds is found there.
+//! Measured: 1.2x faster (in-process A/B, 20,000 random deals).
 
 use ruint::aliases::U320;
 
@@ -17,6 +24,17 @@ pub(super) const SAME_PARITY_STATES: usize = STATES.div_ceil(2);
 
 /// Slots a two-byte index entry can name.
 pub(super) const NARROW_SLOTS: usize = 1 << 16;
+
+/// Words of [`Memo::seen`]: 32,768 bits, 4 KiB, small enough to stay in L1 beside the rest.
+const SEEN_WORDS: usize = 512;
+
+/// The word and bit of `position` in [`Memo::seen`], by a multiplicative hash: positions a deal
+/// reaches differ in any of their base-5 digits, so no plain slice of the index would spread them.
+#[inline(always)]
+fn seen_bit(position: u32) -> (usize, u64) {
+    let h = position.wrapping_mul(0x9E37_79B1) >> 17;
+    ((h >> 6) as usize & (SEEN_WORDS - 1), 1 << (h & 63))
+}
 
 pub(super) struct Memo {
     /// Position index -> slot. Two bytes per entry keep it half the size, which measurably cuts
@@ -35,6 +53,8 @@ pub(super) struct Memo {
     /// Exact values (`N`, see `exact.rs`) beside `values`, for exact searches only; grown to the
     /// largest deal an exact search has met, so plain solving never touches it.
     exact: Vec<U320>,
+    /// One bit per hash of a position the current deal has remembered (see [`Memo::find`]).
+    seen: Box<[u64; SEEN_WORDS]>,
     /// Slots the current deal has filled, and how many its index table can name.
     len: usize,
     limit: usize,
@@ -49,6 +69,7 @@ impl Memo {
             positions: vec![0u32; SAME_PARITY_STATES].into_boxed_slice(),
             values: vec![0.0f64; SAME_PARITY_STATES].into_boxed_slice(),
             exact: Vec::new(),
+            seen: Box::new([0; SEEN_WORDS]),
             len: 0,
             limit: 0,
         }
@@ -57,6 +78,7 @@ impl Memo {
     /// Starts a deal whose slots go through index table `I`: forgets every slot at once.
     pub fn start<I: IndexTable>(&mut self) {
         self.len = 0;
+        self.seen.fill(0);
         self.limit = I::slots(self).min(self.positions.len());
     }
 
@@ -76,15 +98,15 @@ impl Memo {
         }
     }
 
-    /// Whether `slot` records `position`, and its probability then (0 otherwise), without a
-    /// branch on the answer: the caller's next move depends on it anyway.
+    /// The slot recording `position` in the current deal and its probability, if there is one.
     #[inline(always)]
-    pub fn probe(&self, slot: u32, position: u32) -> (bool, f64) {
-        let slot = slot as usize;
-        let named = self.positions.get(slot).copied().unwrap_or(u32::MAX);
-        let value = self.values.get(slot).copied().unwrap_or(0.0);
-        let known = (slot < self.len) & (named == position);
-        (known, if known { value } else { 0.0 })
+    pub fn find<I: IndexTable>(&self, position: u32) -> Option<(u32, f64)> {
+        let (word, bit) = seen_bit(position);
+        if self.seen[word] & bit == 0 {
+            return None;
+        }
+        let slot = I::get(self, position);
+        self.lookup(slot, position).map(|value| (slot, value))
     }
 
     /// Records a finished position and returns its slot; `None` when the index table `I` can
@@ -101,6 +123,8 @@ impl Memo {
         self.positions[slot] = position;
         self.values[slot] = value;
         self.len += 1;
+        let (word, bit) = seen_bit(position);
+        self.seen[word] |= bit;
         Some(slot)
     }
 
@@ -151,16 +175,27 @@ pub(super) trait IndexTable {
 pub(super) struct Narrow;
 pub(super) struct Wide;
 
+/// Where `position`'s entry is in an index table: positions whose heights add up to an even number
+/// in the first half, odd in the second. Every move removes two cards, so one deal reaches
+/// positions of one parity only, and its entries are packed into half the table (1.9 MiB of the
+/// narrow one instead of 3.7, against a 2 MiB L2 here): 1.08x faster, measured. The parity of the
+/// heights' sum is the parity of the index, since every power of 5 is odd.
+#[inline(always)]
+fn entry(position: u32) -> usize {
+    let position = position as usize;
+    (position & 1) * SAME_PARITY_STATES + (position >> 1)
+}
+
 impl IndexTable for Narrow {
     #[inline(always)]
     fn get(memo: &Memo, position: u32) -> u32 {
         memo.narrow
-            .get(position as usize)
+            .get(entry(position))
             .map_or(0, |&s| u32::from(s))
     }
     #[inline(always)]
     fn set(memo: &mut Memo, position: u32, slot: usize) -> bool {
-        match (u16::try_from(slot), memo.narrow.get_mut(position as usize)) {
+        match (u16::try_from(slot), memo.narrow.get_mut(entry(position))) {
             (Ok(narrow), Some(entry)) => {
                 *entry = narrow;
                 true
@@ -176,11 +211,11 @@ impl IndexTable for Narrow {
 impl IndexTable for Wide {
     #[inline(always)]
     fn get(memo: &Memo, position: u32) -> u32 {
-        memo.wide.get(position as usize).copied().unwrap_or(0)
+        memo.wide.get(entry(position)).copied().unwrap_or(0)
     }
     #[inline(always)]
     fn set(memo: &mut Memo, position: u32, slot: usize) -> bool {
-        match (u32::try_from(slot), memo.wide.get_mut(position as usize)) {
+        match (u32::try_from(slot), memo.wide.get_mut(entry(position))) {
             (Ok(wide), Some(entry)) => {
                 *entry = wide;
                 true

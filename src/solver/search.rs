@@ -2,14 +2,16 @@
 //!
 //! A position's value is the average over all its legal moves of its children's values, where a
 //! child known to be lost counts 0 without being visited. Each frame of the stack holds a copy of
-//! its position's [`State`] and its children, so going back up is just popping a frame. When a
-//! frame is pushed, the memo is asked about all its children at once (their index-table loads
-//! overlap), without a branch on the answers; only the children it does not know are then visited,
-//! one by one.
+//! its position's [`State`] and its children, so going back up is just popping a frame. A frame's
+//! children are taken strictly in order, and the memo is asked about each only when its turn
+//! comes. Which child comes next then never waits on a memory load: the branch on the memo's answer
+//! is predicted, and the processor runs ahead into the child's own moves while the index-table
+//! entry is still on its way. (Asking about all children up front, and picking the next from the
+//! answers, made every step wait for the slowest of those loads.)
 //!
-//! A value is the sum of the children's values in a fixed order and grouping (`Frame::value`),
-//! divided by the number of moves, whichever children were found in the memo, so the answer does
-//! not depend on what the memo happened to know.
+//! A value is the sum of the children's values, added in child order (`Frame::sum`), divided by
+//! the number of moves; the order is fixed by the position alone, whichever children were found
+//! in the memo, so the answer does not depend on what the memo happened to know.
 //!
 //! With `EXACT` (a compile-time switch, so plain solving pays nothing for it) the search also
 //! keeps each position's exact value as an integer `N` (see `exact.rs`) beside its probability,
@@ -29,8 +31,8 @@ const DEPTH: usize = 19;
 struct Frame {
     state: State,
     kids: [u32; MAX_MOVES],
-    /// Each child's value once known; 0 past the children listed.
-    vals: [f64; MAX_MOVES],
+    /// The sum of the values of the children so far, in order.
+    sum: f64,
     /// Each child's slot in the dense array once known (kept by exact searches only).
     slots: [u32; MAX_MOVES],
     /// Legal moves, pruned ones included: what the sum is divided by.
@@ -39,44 +41,26 @@ struct Frame {
     n: u8,
     /// The child being evaluated below this frame.
     current: u8,
-    /// Children still to evaluate, bit `i` for child `i`.
-    todo: u16,
+    /// The next child to consider.
+    next: u8,
 }
 
 impl Frame {
-    /// Lists the children of the frame's state, takes the values of those the memo knows and
-    /// marks the others to evaluate. False when no child can be won.
+    /// Lists the children of the frame's state. False when no child can be won.
     #[inline(always)]
-    fn expand<I: IndexTable, const EXACT: bool>(&mut self, tables: &Tables, memo: &Memo) -> bool {
+    fn expand(&mut self, tables: &Tables) -> bool {
         let (n, moves) = tables.expand(&self.state, &mut self.kids);
         self.moves = moves;
         self.n = n as u8;
-        self.vals = [0.0; MAX_MOVES];
-        let mut todo = 0;
-        for (i, (val, &kid)) in self.vals[..n].iter_mut().zip(&self.kids[..n]).enumerate() {
-            let slot = I::get(memo, kid & CHILD);
-            let (known, value) = memo.probe(slot, kid & CHILD);
-            *val = value;
-            todo |= u16::from(!known) << i;
-            if EXACT {
-                self.slots[i] = slot;
-            }
-        }
-        self.todo = todo;
+        self.next = 0;
+        self.sum = 0.0;
         n > 0
     }
 
-    /// The position's value once every child is known: their sum, always in the same order and
-    /// grouping whichever were found in the memo, over the number of moves.
+    /// The position's value once every child is known: their sum over the number of moves.
     #[inline(always)]
     fn value(&self) -> f64 {
-        let v = &self.vals;
-        let quads = [
-            (v[0] + v[1]) + (v[2] + v[3]),
-            (v[4] + v[5]) + (v[6] + v[7]),
-            (v[8] + v[9]) + (v[10] + v[11]),
-        ];
-        ((quads[0] + quads[1]) + quads[2]) / f64::from(self.moves)
+        self.sum / f64::from(self.moves)
     }
 
     /// The position's exact `N` from its children's, all known by now.
@@ -116,22 +100,29 @@ impl Search {
         memo.start::<I>();
         self.exact = U320::ZERO;
         self.frames[0].state = start;
-        if !self.frames[0].expand::<I, EXACT>(tables, memo) {
+        if !self.frames[0].expand(tables) {
             return Some(0.0);
         }
         let mut d = 0;
         loop {
             let frame = self.frames.get_mut(d)?;
-            if frame.todo != 0 {
-                let i = frame.todo.trailing_zeros() as usize;
-                frame.todo &= frame.todo - 1;
-                frame.current = i as u8;
+            if frame.next < frame.n {
+                let i = usize::from(frame.next);
+                frame.next += 1;
                 let kid = frame.kids[i];
                 let child = kid & CHILD;
+                if let Some((slot, value)) = memo.find::<I>(child) {
+                    frame.sum += value;
+                    if EXACT {
+                        frame.slots[i] = slot;
+                    }
+                    continue;
+                }
+                frame.current = i as u8;
                 if child == 0 {
                     // The table is cleared: won.
                     let slot = memo.remember::<I>(0, 1.0)?;
-                    frame.vals[i] = 1.0;
+                    frame.sum += 1.0;
                     if EXACT {
                         frame.slots[i] = slot as u32;
                         memo.set_exact(slot, U320::from(1u64));
@@ -141,11 +132,11 @@ impl Search {
                 let (above, below) = self.frames.split_at_mut(d + 1);
                 let (frame, next) = (above.last_mut()?, below.first_mut()?);
                 tables.play_into(&frame.state, kid, &mut next.state);
-                if next.expand::<I, EXACT>(tables, memo) {
+                if next.expand(tables) {
                     d += 1;
                     continue;
                 }
-                // Stuck, or every move is known lost: worth the 0 already in `vals`.
+                // Stuck, or every move is known lost: worth 0, nothing to add.
                 let slot = memo.remember::<I>(child, 0.0)?;
                 if EXACT {
                     frame.slots[i] = slot as u32;
@@ -166,7 +157,7 @@ impl Search {
                 let slot = memo.remember::<I>(frame.state.position, value)?;
                 d -= 1;
                 let parent = &mut self.frames[d];
-                parent.vals[usize::from(parent.current)] = value;
+                parent.sum += value;
                 if EXACT {
                     parent.slots[usize::from(parent.current)] = slot as u32;
                     memo.set_exact(slot, exact);
