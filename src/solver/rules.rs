@@ -5,10 +5,11 @@
 //! # Representation
 //! - A position's index is the nine pile heights in base 5 (pile 0 lowest), below 5^9.
 //! - The search does not look at piles at all. Each rank's cards are numbered 0 to 3 in deal
-//!   order, so card `4 * rank + k` is one bit of a 36-bit word, and a position carries the set of
-//!   cards on top. A move is a pair of a rank's cards, numbered `8 * rank + k` for the `k`-th of
+//!   order, and card `k` of rank `r` is bit `6 * r + k` of a word: a position carries the set of
+//!   cards on top. A move is a pair of a rank's cards, numbered `6 * r + k` for the `k`-th of
 //!   [`PAIRS`], and it is legal exactly when both its cards are on top: a handful of shifts and
-//!   ANDs find every legal pair of every rank at once ([`legal_pairs`]).
+//!   ANDs find every legal pair of every rank at once, as one word whose bit numbers are the pair
+//!   numbers ([`legal_pairs`]), so listing moves is one loop with no arithmetic on the numbers.
 //! - Everything a move changes is worked out once per deal and per pair: which top bits flip (the
 //!   two cards go, the cards under them show), how much the index drops, and which pruning bits
 //!   it sets. Playing a move is three loads and a few XORs, with no branch; listing a position's
@@ -31,10 +32,13 @@ pub(super) const MAX_MOVES: usize = 12;
 const RANKS: usize = 9;
 const PER_RANK: usize = 4;
 
-/// Entries of the per-pair tables: pair numbers are `8 * rank + k` with `k < 6`, so below 72;
+/// Bits per rank in a set of cards and in a set of pairs: six, one per pair of its four cards.
+const FIELD: usize = 6;
+
+/// Entries of the per-pair tables: pair numbers are `6 * rank + k` with `k < 6`, so below 54;
 /// rounded up to a power of two so that a number masked with `PAIR_CODES - 1` needs no bounds
 /// check in the hot loop.
-const PAIR_CODES: usize = 128;
+const PAIR_CODES: usize = 64;
 
 /// A child in a move list: its position index in the low 21 bits (5^9 < 2^21), its pair's number
 /// in the bits above.
@@ -45,8 +49,16 @@ const PAIR_SHIFT: u32 = 21;
 /// `5 - k`.
 const PAIRS: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
 
-/// Bit 0 of each rank's four bits in a set of cards.
-const NIBBLES: u64 = 0x1_1111_1111;
+/// Bit 0 of each rank's field in a set of cards.
+const FIELDS: u64 = {
+    let mut m = 0;
+    let mut r = 0;
+    while r < RANKS {
+        m |= 1 << (FIELD * r);
+        r += 1;
+    }
+    m
+};
 
 /// The 36 pairs of piles `(a, b)`, `a < b`, lower pile first, then upper pile: the order in which
 /// moves are listed to people.
@@ -95,27 +107,22 @@ const PAIRS_OF: [PairList; 512] = {
     t
 };
 
-/// Every legal pair of `tops` (a set of cards, bit `4 * rank + k`), as two words: bit
-/// `4 * rank + k` of the first is pair `k` (0 to 3) of the rank, of the second pair `4 + k`.
-/// Each of the six pairs is one AND of two shifted copies of the word, for all nine ranks at once.
+/// Every legal pair of `tops` (a set of cards, bit `6 * rank + k`), as a set of pair numbers:
+/// each of the six pairs is one AND of two shifted copies of the word, for all nine ranks at once.
 #[inline(always)]
-fn legal_pairs(tops: u64) -> (u64, u64) {
+fn legal_pairs(tops: u64) -> u64 {
     let c = [
-        tops & NIBBLES,
-        tops >> 1 & NIBBLES,
-        tops >> 2 & NIBBLES,
-        tops >> 3 & NIBBLES,
+        tops & FIELDS,
+        tops >> 1 & FIELDS,
+        tops >> 2 & FIELDS,
+        tops >> 3 & FIELDS,
     ];
-    let low = (c[0] & c[1]) | (c[0] & c[2]) << 1 | (c[0] & c[3]) << 2 | (c[1] & c[2]) << 3;
-    let high = (c[1] & c[3]) | (c[2] & c[3]) << 1;
-    (low, high)
-}
-
-/// The pair number of bit `bit` of one of [`legal_pairs`]'s words (`offset` 0 for the first, 4
-/// for the second): `8 * rank + k + offset`.
-#[inline(always)]
-fn pair_code(bit: usize, offset: usize) -> usize {
-    (bit + (bit & !3) + offset) & (PAIR_CODES - 1)
+    (c[0] & c[1])
+        | (c[0] & c[2]) << 1
+        | (c[0] & c[3]) << 2
+        | (c[1] & c[2]) << 3
+        | (c[1] & c[3]) << 4
+        | (c[2] & c[3]) << 5
 }
 
 /// Bit 63 of `remaining` is always set, so a prune entry with it set prunes whatever is left.
@@ -125,7 +132,7 @@ const ALWAYS: u64 = 1 << 63;
 /// going back up needs no undo.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct State {
-    /// The cards on top of their piles, bit `4 * rank + k` for the rank's card `k`.
+    /// The cards on top of their piles, bit `6 * rank + k` for the rank's card `k`.
     pub tops: u64,
     /// For each rank with two cards left, the bit `6 * rank + k`, `k` naming which two remain;
     /// and [`ALWAYS`].
@@ -162,8 +169,8 @@ pub(super) struct Tables {
     /// Per pair: its rank's bits in `remaining`. None is set while the rank has all four cards,
     /// so a pair is its rank's first exactly when `remaining` has none of them.
     own: [u64; PAIR_CODES],
-    /// The pile of each card, `4 * rank + k`, for listing moves by pile.
-    pile_of: [u8; RANKS * PER_RANK],
+    /// The pile of each card, `6 * rank + k`, for listing moves by pile.
+    pile_of: [u8; PAIR_CODES],
     /// `crossing[6 * rank + k]`: the `remaining` bits of the other ranks whose last two cards
     /// would deadlock with this rank's last two cards `k`.
     crossing: [u64; 54],
@@ -177,7 +184,7 @@ impl Tables {
             prune: [0; PAIR_CODES],
             named: [0; PAIR_CODES],
             own: [0; PAIR_CODES],
-            pile_of: [0; RANKS * PER_RANK],
+            pile_of: [0; PAIR_CODES],
             crossing: [0; 54],
         }
     }
@@ -190,7 +197,7 @@ impl Tables {
         let mut piles_of = [[0u8; PER_RANK]; RANKS];
         let mut levels_of = [[0u8; PER_RANK]; RANKS];
         // Per card: the bit of the card under it (0 at the bottom of its pile).
-        let mut under = [0u64; RANKS * PER_RANK];
+        let mut under = [0u64; PAIR_CODES];
         let mut in_pile = [[0u8; PILES]; RANKS];
         let mut state = State::default();
         for (p, pile) in deal.piles().enumerate() {
@@ -199,7 +206,7 @@ impl Tables {
                 let r = card.rank.index();
                 // A deal holds each card once, so no rank has more than four.
                 let k = usize::from(seen[r] & 3);
-                let id = PER_RANK * r + k;
+                let id = FIELD * r + k;
                 piles_of[r][k] = p as u8;
                 levels_of[r][k] = i as u8 + 1;
                 self.pile_of[id] = p as u8;
@@ -215,8 +222,8 @@ impl Tables {
         for r in 0..RANKS {
             let count = usize::from(seen[r]);
             for (k, &(x, y)) in PAIRS.iter().enumerate() {
-                let code = 8 * r + k;
-                let (cx, cy) = (PER_RANK * r + x, PER_RANK * r + y);
+                let code = FIELD * r + k;
+                let (cx, cy) = (FIELD * r + x, FIELD * r + y);
                 let (px, py) = (usize::from(piles_of[r][x]), usize::from(piles_of[r][y]));
                 self.delta[code] = POW5[px] + POW5[py];
                 self.flip[code] = (1 << cx) | under[cx] | (1 << cy) | under[cy];
@@ -317,25 +324,21 @@ impl Tables {
     /// them, so a pruned move still counts, as a child worth 0).
     #[inline(always)]
     pub(super) fn expand(&self, state: &State, kids: &mut [u32; MAX_MOVES]) -> (usize, u32) {
-        let (low, high) = legal_pairs(state.tops);
+        let mut legal = legal_pairs(state.tops);
         let mut n = 0;
         // Counted in the loop: without a popcnt instruction in the baseline x86-64 target,
         // `count_ones` is a dozen instructions.
         let mut moves = 0;
-        for (mut legal, offset) in [(low, 0), (high, 4)] {
-            while legal != 0 {
-                let bit = legal.trailing_zeros() as usize;
-                legal &= legal - 1;
-                moves += 1;
-                let code = pair_code(bit, offset);
-                // Only a rank's first pair can be hopeless; the test is branch-free.
-                let first = state.remaining & self.own[code] == 0;
-                let hopeless = first & (state.remaining & self.prune[code] != 0);
-                kids[n.min(MAX_MOVES - 1)] = (state.position.wrapping_sub(self.delta[code])
-                    & CHILD)
-                    | (code as u32) << PAIR_SHIFT;
-                n += usize::from(!hopeless);
-            }
+        while legal != 0 {
+            let code = legal.trailing_zeros() as usize & (PAIR_CODES - 1);
+            legal &= legal - 1;
+            moves += 1;
+            // Only a rank's first pair can be hopeless; the test is branch-free.
+            let first = state.remaining & self.own[code] == 0;
+            let hopeless = first & (state.remaining & self.prune[code] != 0);
+            kids[n.min(MAX_MOVES - 1)] = (state.position.wrapping_sub(self.delta[code]) & CHILD)
+                | (code as u32) << PAIR_SHIFT;
+            n += usize::from(!hopeless);
         }
         (n, moves)
     }
@@ -347,8 +350,8 @@ impl Tables {
         let mut n = 0;
         for r in 0..RANKS {
             let piles = (0..PER_RANK)
-                .filter(|&k| state.tops >> (PER_RANK * r + k) & 1 != 0)
-                .fold(0, |set, k| set | 1 << self.pile_of[PER_RANK * r + k]);
+                .filter(|&k| state.tops >> (FIELD * r + k) & 1 != 0)
+                .fold(0, |set, k| set | 1 << self.pile_of[FIELD * r + k]);
             let list = &PAIRS_OF[piles & 0x1FF];
             for &code in &list.codes[..usize::from(list.count)] {
                 let (a, b) = PAIR_PILES[usize::from(code)];
@@ -387,7 +390,7 @@ impl Tables {
     pub(super) fn play_piles(&self, state: &State, a: usize, b: usize, r: usize) -> State {
         let on_top = |pile: usize| {
             (0..PER_RANK).find(|&k| {
-                let id = PER_RANK * r + k;
+                let id = FIELD * r + k;
                 state.tops >> id & 1 != 0 && usize::from(self.pile_of[id]) == pile
             })
         };
@@ -396,7 +399,7 @@ impl Tables {
         };
         let pair = (x.min(y), x.max(y));
         let k = PAIRS.iter().position(|&p| p == pair).unwrap_or(0);
-        let code = 8 * r + k;
+        let code = FIELD * r + k;
         let kid =
             (state.position.wrapping_sub(POW5[a] + POW5[b]) & CHILD) | (code as u32) << PAIR_SHIFT;
         self.play(state, kid)
@@ -424,20 +427,15 @@ mod tests {
     fn legal_pairs_are_the_pairs_of_one_rank_both_on_top() {
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..2000 {
-            let tops = rng.u64(..1 << 36);
-            let (low, high) = legal_pairs(tops);
-            let mut found = Vec::new();
-            for (word, offset) in [(low, 0), (high, 4)] {
-                for bit in (0..64).filter(|b| word >> b & 1 != 0) {
-                    found.push(pair_code(bit, offset));
-                }
-            }
-            found.sort_unstable();
+            // Four cards per rank: the two spare bits of each field are never set.
+            let tops = rng.u64(..) & (FIELDS * 0b1111);
+            let word = legal_pairs(tops);
+            let found: Vec<usize> = (0..64).filter(|b| word >> b & 1 != 0).collect();
             let mut expected = Vec::new();
             for r in 0..RANKS {
                 for (k, &(x, y)) in PAIRS.iter().enumerate() {
-                    if tops >> (4 * r + x) & 1 != 0 && tops >> (4 * r + y) & 1 != 0 {
-                        expected.push(8 * r + k);
+                    if tops >> (FIELD * r + x) & 1 != 0 && tops >> (FIELD * r + y) & 1 != 0 {
+                        expected.push(FIELD * r + k);
                     }
                 }
             }
