@@ -156,8 +156,10 @@ impl State {
 
 /// What the search needs to know about one deal, computed once when the deal is loaded.
 pub(super) struct Tables {
-    /// Per pair: how much playing it lowers the position index.
-    delta: [u32; PAIR_CODES],
+    /// Per pair: what turns a position index into the entry for its child in a move list (the
+    /// child's index, the pair's number above it), added with one instruction. A legal pair's
+    /// piles both have a card, so the child's index never wraps below 0.
+    kid: [u32; PAIR_CODES],
     /// Per pair: the top bits it flips (its two cards off, the cards under them on).
     flip: [u64; PAIR_CODES],
     /// Per pair, when it is its rank's first: the `remaining` bits that make it hopeless.
@@ -179,7 +181,7 @@ pub(super) struct Tables {
 impl Tables {
     pub(super) fn new() -> Tables {
         Tables {
-            delta: [0; PAIR_CODES],
+            kid: [0; PAIR_CODES],
             flip: [0; PAIR_CODES],
             prune: [0; PAIR_CODES],
             named: [0; PAIR_CODES],
@@ -225,7 +227,7 @@ impl Tables {
                 let code = FIELD * r + k;
                 let (cx, cy) = (FIELD * r + x, FIELD * r + y);
                 let (px, py) = (usize::from(piles_of[r][x]), usize::from(piles_of[r][y]));
-                self.delta[code] = POW5[px] + POW5[py];
+                self.kid[code] = ((code as u32) << PAIR_SHIFT).wrapping_sub(POW5[px] + POW5[py]);
                 self.flip[code] = (1 << cx) | under[cx] | (1 << cy) | under[cy];
                 let (ox, oy) = PAIRS[5 - k];
                 // Only a rank with all four cards has a first pair to prune.
@@ -336,8 +338,7 @@ impl Tables {
             // Only a rank's first pair can be hopeless; the test is branch-free.
             let first = state.remaining & self.own[code] == 0;
             let hopeless = first & (state.remaining & self.prune[code] != 0);
-            kids[n.min(MAX_MOVES - 1)] = (state.position.wrapping_sub(self.delta[code]) & CHILD)
-                | (code as u32) << PAIR_SHIFT;
+            kids[n.min(MAX_MOVES - 1)] = state.position.wrapping_add(self.kid[code]);
             n += usize::from(!hopeless);
         }
         (n, moves)
