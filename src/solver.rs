@@ -103,7 +103,7 @@ impl Solver {
         self.wide_in_use = false;
         self.memo.start::<Narrow>();
         let pairs = start.cards() / 2;
-        if start.position == 0 {
+        if start.key == 0 {
             let won = Solution {
                 probability: 1.0,
                 states: 1,

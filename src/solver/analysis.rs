@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use super::Solver;
 use super::exact::Fraction;
-use super::rules::{POW5, State};
+use super::rules::State;
 use crate::deal::{Deal, Rank};
 
 /// What to work out beyond the probability. Each costs extra time only when set.
@@ -84,7 +84,7 @@ impl Solver {
                 .iter()
                 .map(|&(a, b, r)| MoveOdds {
                     play: public_move(a, b, r),
-                    probability: self.known(root.position - POW5[a] - POW5[b]),
+                    probability: self.known(root.child_key(a, b)),
                 })
                 .collect();
             // Best first; equal odds in pile order (the rank follows from the piles).
@@ -103,11 +103,11 @@ impl Solver {
     /// The probability of a position reached from the last solve's start. Only meaningful for a
     /// child of a position the search evaluated: such a child is in the table unless the search
     /// skipped it as lost.
-    fn known(&self, position: u32) -> f64 {
-        if position == 0 {
+    fn known(&self, key: u32) -> f64 {
+        if key == 0 {
             return 1.0;
         }
-        self.memo.known(self.wide_in_use, position).unwrap_or(0.0)
+        self.memo.known(self.wide_in_use, key).unwrap_or(0.0)
     }
 
     /// The winning line a random player is most likely to follow: among all sequences of moves
@@ -117,8 +117,8 @@ impl Solver {
         self.likeliest(&root, &mut best);
         let mut line = Vec::new();
         let mut state = root;
-        while state.position != 0 {
-            let Some(&(_, choice)) = best.get(&state.position) else {
+        while state.key != 0 {
+            let Some(&(_, choice)) = best.get(&state.key) else {
                 break;
             };
             let (legal, n) = self.tables.legal(&state);
@@ -134,16 +134,16 @@ impl Solver {
     /// The largest chance of following one winning line from `state` (0 when lost); records the
     /// move that achieves it (index into the legal moves) per position in `best`.
     fn likeliest(&self, state: &State, best: &mut HashMap<u32, (f64, u8)>) -> f64 {
-        if state.position == 0 {
+        if state.key == 0 {
             return 1.0;
         }
-        if let Some(&(chance, _)) = best.get(&state.position) {
+        if let Some(&(chance, _)) = best.get(&state.key) {
             return chance;
         }
         let (legal, n) = self.tables.legal(state);
         let mut top = (0.0, u8::MAX);
         for (i, &(a, b, r)) in legal[..n].iter().enumerate() {
-            let child = state.position - POW5[a] - POW5[b];
+            let child = state.child_key(a, b);
             if self.known(child) > 0.0 {
                 let chance = self.likeliest(&self.tables.play_piles(state, a, b, r), best);
                 // Strictly greater: ties go to the first move in rank and pile order.
@@ -153,7 +153,7 @@ impl Solver {
             }
         }
         let chance = if n == 0 { 0.0 } else { top.0 / n as f64 };
-        best.insert(state.position, (chance, top.1));
+        best.insert(state.key, (chance, top.1));
         chance
     }
 }

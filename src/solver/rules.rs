@@ -19,6 +19,7 @@
 //! - Piles come back only where a person reads moves (the analysis), through [`Tables::legal`]
 //!   and [`Tables::play_piles`], which list moves in rank order and then pile order.
 
+use super::memo;
 use crate::deal::{Deal, PILES};
 
 /// Place value of each pile's height in a position index.
@@ -125,6 +126,12 @@ fn legal_pairs(tops: u64) -> u64 {
         | (c[2] & c[3]) << 5
 }
 
+/// How much removing a card from each of piles `a` and `b` lowers a key: half the drop in the
+/// index, which is even (two odd powers of 5), so the key keeps its parity half.
+fn pair_drop(a: usize, b: usize) -> u32 {
+    (POW5.get(a).copied().unwrap_or(0) + POW5.get(b).copied().unwrap_or(0)) / 2
+}
+
 /// Bit 63 of `remaining` is always set, so a prune entry with it set prunes whatever is left.
 const ALWAYS: u64 = 1 << 63;
 
@@ -137,15 +144,20 @@ pub(super) struct State {
     /// For each rank with two cards left, the bit `6 * rank + k`, `k` naming which two remain;
     /// and [`ALWAYS`].
     pub remaining: u64,
-    /// The position index.
-    pub position: u32,
+    /// The position's key (`memo::key`): its index, folded by parity.
+    pub key: u32,
 }
 
 impl State {
     /// Cards left on pile `p`.
     pub fn height(&self, p: usize) -> u8 {
         POW5.get(p)
-            .map_or(0, |&place| (self.position / place % 5) as u8)
+            .map_or(0, |&place| (memo::position(self.key) / place % 5) as u8)
+    }
+
+    /// The key of the child that removes the tops of piles `a` and `b`.
+    pub fn child_key(&self, a: usize, b: usize) -> u32 {
+        self.key.wrapping_sub(pair_drop(a, b))
     }
 
     /// Cards left on the table.
@@ -202,6 +214,7 @@ impl Tables {
         let mut under = [0u64; PAIR_CODES];
         let mut in_pile = [[0u8; PILES]; RANKS];
         let mut state = State::default();
+        let mut position = 0;
         for (p, pile) in deal.piles().enumerate() {
             let mut below = 0u64;
             for (i, card) in pile.iter().enumerate() {
@@ -218,8 +231,9 @@ impl Tables {
                 seen[r] += 1;
             }
             state.tops |= below;
-            state.position += pile.len().min(4) as u32 * POW5[p];
+            position += pile.len().min(4) as u32 * POW5[p];
         }
+        state.key = memo::key(position);
         self.find_crossings(&seen, &piles_of, &levels_of);
         for r in 0..RANKS {
             let count = usize::from(seen[r]);
@@ -227,7 +241,7 @@ impl Tables {
                 let code = FIELD * r + k;
                 let (cx, cy) = (FIELD * r + x, FIELD * r + y);
                 let (px, py) = (usize::from(piles_of[r][x]), usize::from(piles_of[r][y]));
-                self.kid[code] = ((code as u32) << PAIR_SHIFT).wrapping_sub(POW5[px] + POW5[py]);
+                self.kid[code] = ((code as u32) << PAIR_SHIFT).wrapping_sub(pair_drop(px, py));
                 self.flip[code] = (1 << cx) | under[cx] | (1 << cy) | under[cy];
                 let (ox, oy) = PAIRS[5 - k];
                 // Only a rank with all four cards has a first pair to prune.
@@ -338,7 +352,7 @@ impl Tables {
             // Only a rank's first pair can be hopeless; the test is branch-free.
             let first = state.remaining & self.own[code] == 0;
             let hopeless = first & (state.remaining & self.prune[code] != 0);
-            kids[n.min(MAX_MOVES - 1)] = state.position.wrapping_add(self.kid[code]);
+            kids[n.min(MAX_MOVES - 1)] = state.key.wrapping_add(self.kid[code]);
             n += usize::from(!hopeless);
         }
         (n, moves)
@@ -384,7 +398,7 @@ impl Tables {
         let first = u64::from(state.remaining & own == 0).wrapping_neg();
         next.tops = state.tops ^ self.flip[code];
         next.remaining = (state.remaining | (self.named[code] & first)) & (!own | first);
-        next.position = kid & CHILD;
+        next.key = kid & CHILD;
     }
 
     /// The state after removing the tops of piles `a < b`, which show rank `r`.
@@ -401,8 +415,7 @@ impl Tables {
         let pair = (x.min(y), x.max(y));
         let k = PAIRS.iter().position(|&p| p == pair).unwrap_or(0);
         let code = FIELD * r + k;
-        let kid =
-            (state.position.wrapping_sub(POW5[a] + POW5[b]) & CHILD) | (code as u32) << PAIR_SHIFT;
+        let kid = (state.child_key(a, b) & CHILD) | (code as u32) << PAIR_SHIFT;
         self.play(state, kid)
     }
 }

@@ -154,7 +154,7 @@ impl Search {
                     self.exact = exact;
                     return Some(value);
                 }
-                let slot = memo.remember::<I>(frame.state.position, value)?;
+                let slot = memo.remember::<I>(frame.state.key, value)?;
                 d -= 1;
                 let parent = &mut self.frames[d];
                 parent.sum += value;
