@@ -278,6 +278,9 @@ impl Tables {
         let mut candidates = [(0u8, 0u8, 0u8, 0u8); 54];
         let mut next = [NONE; 54];
         let mut head = [NONE; 81];
+        // The pairs of piles that have a candidate: most of the 81 have none, and walking them
+        // all was most of the time spent loading a deal.
+        let mut used = 0u128;
         let mut n = 0;
         for (r, rank_piles) in piles.iter().enumerate() {
             // A position may start with fewer than four cards of a rank: only real cards count.
@@ -293,11 +296,14 @@ impl Tables {
                 let bucket = usize::from(pc.min(pd)) * 9 + usize::from(pc.max(pd));
                 next[n] = head[bucket];
                 head[bucket] = n as u8;
+                used |= 1 << bucket;
                 n += 1;
             }
         }
-        for &first in &head {
-            let mut i = first;
+        while used != 0 {
+            let bucket = used.trailing_zeros() as usize;
+            used &= used - 1;
+            let mut i = head.get(bucket).copied().unwrap_or(NONE);
             while let Some(&(r, k, x1, x2)) = candidates.get(usize::from(i)) {
                 let mut j = next[usize::from(i)];
                 while let Some(&(y, ky, y1, y2)) = candidates.get(usize::from(j)) {
