@@ -341,27 +341,23 @@ impl Tables {
             })
     }
 
-    /// Lists the children of `state` that can still be won into `kids`, and returns how many it
-    /// listed and how many legal moves there are in all (the random player picks among all of
-    /// them, so a pruned move still counts, as a child worth 0).
+    /// The legal pairs of `state`, as a set of pair numbers, for [`Tables::kid`] to take one by
+    /// one. The random player picks among all of them, so a hopeless one still counts, as a
+    /// child worth 0.
     #[inline(always)]
-    pub(super) fn expand(&self, state: &State, kids: &mut [u32; MAX_MOVES]) -> (usize, u32) {
-        let mut legal = legal_pairs(state.tops);
-        let mut n = 0;
-        // Counted in the loop: without a popcnt instruction in the baseline x86-64 target,
-        // `count_ones` is a dozen instructions.
-        let mut moves = 0;
-        while legal != 0 {
-            let code = legal.trailing_zeros() as usize & (PAIR_CODES - 1);
-            legal &= legal - 1;
-            moves += 1;
-            // Only a rank's first pair can be hopeless; the test is branch-free.
-            let first = state.remaining & self.own[code] == 0;
-            let hopeless = first & (state.remaining & self.prune[code] != 0);
-            kids[n.min(MAX_MOVES - 1)] = state.key.wrapping_add(self.kid[code]);
-            n += usize::from(!hopeless);
-        }
-        (n, moves)
+    pub(super) fn pairs(&self, state: &State) -> u64 {
+        legal_pairs(state.tops)
+    }
+
+    /// The move list entry for legal pair `code` of `state`, and whether the pair is hopeless
+    /// (its child can never be won). Both without a branch.
+    #[inline(always)]
+    pub(super) fn kid(&self, state: &State, code: usize) -> (u32, bool) {
+        let code = code & (PAIR_CODES - 1);
+        // Only a rank's first pair can be hopeless.
+        let first = state.remaining & self.own[code] == 0;
+        let hopeless = first & (state.remaining & self.prune[code] != 0);
+        (state.key.wrapping_add(self.kid[code]), hopeless)
     }
 
     /// Every legal move of `state`, pruned or not, as `(pile a, pile b, rank)`, `a < b`, in rank

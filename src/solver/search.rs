@@ -2,14 +2,19 @@
 //!
 //! A position's value is the average over all its legal moves of its children's values, where a
 //! child known to be lost counts 0 without being visited. Each frame of the stack holds a copy of
-//! its position's [`State`] and its children, so going back up is just popping a frame. A frame's
-//! children are taken strictly in order, and the memo is asked about each only when its turn
-//! comes. Which child comes next then never waits on a memory load: the branch on the memo's answer
-//! is predicted, and the processor runs ahead into the child's own moves while the index-table
-//! entry is still on its way. (Asking about all children up front, and picking the next from the
-//! answers, made every step wait for the slowest of those loads.)
+//! its position's [`State`] and the set of its legal pairs not taken yet, so going back up is just
+//! popping a frame. A frame takes its pairs strictly in order, one per step of the loop: the next
+//! pair is the lowest bit of a word, the child and its pruning test are a few loads from per-deal
+//! tables, and the memo is asked about the child only then. Which child comes next never waits on
+//! a memory load: the branches on the pruning test and on the memo's answer are predicted, and the
+//! processor runs ahead into the child's own moves while its index-table entry is on its way.
+//! Measured against the alternatives (in-process A/B, 20,000 random deals): listing all children
+//! first and then visiting them is 1.09x slower (one more loop, one more exit to mispredict per
+//! position); asking the memo about all children up front and picking the next from the answers
+//! made each step wait for the slowest of those loads; deciding "skip or go down" with one
+//! branch-free test for both the pruning and the memo was no faster than two branches.
 //!
-//! A value is the sum of the children's values, added in child order (`Frame::sum`), divided by
+//! A value is the sum of the children's values, added in pair order (`Frame::sum`), divided by
 //! the number of moves; the order is fixed by the position alone, whichever children were found
 //! in the memo, so the answer does not depend on what the memo happened to know.
 //!
@@ -30,37 +35,33 @@ const DEPTH: usize = 19;
 #[derive(Clone, Copy, Debug, Default)]
 struct Frame {
     state: State,
-    kids: [u32; MAX_MOVES],
+    /// Legal pairs not taken yet.
+    pairs: u64,
     /// The sum of the values of the children so far, in order.
     sum: f64,
-    /// Each child's slot in the dense array once known (kept by exact searches only).
-    slots: [u32; MAX_MOVES],
-    /// Legal moves, pruned ones included: what the sum is divided by.
+    /// Legal moves taken so far, hopeless ones included: what the sum is divided by.
     moves: u32,
-    /// Children listed.
+    /// Children taken so far that are not hopeless.
     n: u8,
-    /// The child being evaluated below this frame.
-    current: u8,
-    /// The next child to consider.
-    next: u8,
+    /// Each such child's slot in the dense array once known (kept by exact searches only).
+    slots: [u32; MAX_MOVES],
 }
 
 impl Frame {
-    /// Lists the children of the frame's state. False when no child can be won.
+    /// Starts evaluating the frame's state.
     #[inline(always)]
-    fn expand(&mut self, tables: &Tables) -> bool {
-        let (n, moves) = tables.expand(&self.state, &mut self.kids);
-        self.moves = moves;
-        self.n = n as u8;
-        self.next = 0;
+    fn start(&mut self, tables: &Tables) {
+        self.pairs = tables.pairs(&self.state);
         self.sum = 0.0;
-        n > 0
+        self.moves = 0;
+        self.n = 0;
     }
 
-    /// The position's value once every child is known: their sum over the number of moves.
+    /// The position's value once every child is known: their sum over the number of moves (0
+    /// for a position with no move left, which is stuck).
     #[inline(always)]
     fn value(&self) -> f64 {
-        self.sum / f64::from(self.moves)
+        self.sum / f64::from(self.moves.max(1))
     }
 
     /// The position's exact `N` from its children's, all known by now.
@@ -100,25 +101,29 @@ impl Search {
         memo.start::<I>();
         self.exact = U320::ZERO;
         self.frames[0].state = start;
-        if !self.frames[0].expand(tables) {
-            return Some(0.0);
-        }
+        self.frames[0].start(tables);
         let mut d = 0;
         loop {
             let frame = self.frames.get_mut(d)?;
-            if frame.next < frame.n {
-                let i = usize::from(frame.next);
-                frame.next += 1;
-                let kid = frame.kids[i];
+            if frame.pairs != 0 {
+                let code = frame.pairs.trailing_zeros() as usize;
+                frame.pairs &= frame.pairs - 1;
+                frame.moves += 1;
+                let (kid, hopeless) = tables.kid(&frame.state, code);
                 let child = kid & CHILD;
+                if hopeless {
+                    continue;
+                }
+                let i = usize::from(frame.n).min(MAX_MOVES - 1);
                 if let Some((slot, value)) = memo.find::<I>(child) {
                     frame.sum += value;
                     if EXACT {
                         frame.slots[i] = slot;
+                        frame.n += 1;
                     }
                     continue;
                 }
-                frame.current = i as u8;
+                frame.n += 1;
                 if child == 0 {
                     // The table is cleared: won.
                     let slot = memo.remember::<I>(0, 1.0)?;
@@ -132,16 +137,8 @@ impl Search {
                 let (above, below) = self.frames.split_at_mut(d + 1);
                 let (frame, next) = (above.last_mut()?, below.first_mut()?);
                 tables.play_into(&frame.state, kid, &mut next.state);
-                if next.expand(tables) {
-                    d += 1;
-                    continue;
-                }
-                // Stuck, or every move is known lost: worth 0, nothing to add.
-                let slot = memo.remember::<I>(child, 0.0)?;
-                if EXACT {
-                    frame.slots[i] = slot as u32;
-                    memo.set_exact(slot, U320::ZERO);
-                }
+                next.start(tables);
+                d += 1;
             } else {
                 let value = frame.value();
                 let exact = if EXACT {
@@ -159,7 +156,8 @@ impl Search {
                 let parent = &mut self.frames[d];
                 parent.sum += value;
                 if EXACT {
-                    parent.slots[usize::from(parent.current)] = slot as u32;
+                    let i = usize::from(parent.n).clamp(1, MAX_MOVES) - 1;
+                    parent.slots[i] = slot as u32;
                     memo.set_exact(slot, exact);
                 }
             }
