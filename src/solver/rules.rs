@@ -132,6 +132,30 @@ fn pair_drop(a: usize, b: usize) -> u32 {
     (POW5.get(a).copied().unwrap_or(0) + POW5.get(b).copied().unwrap_or(0)) / 2
 }
 
+/// Per pair, when it is its rank's first: the `remaining` bit naming the two cards it leaves.
+const NAMED: [u64; PAIR_CODES] = {
+    let mut t = [0; PAIR_CODES];
+    let mut code = 0;
+    while code < FIELD * RANKS {
+        let (r, k) = (code / FIELD, code % FIELD);
+        t[code] = 1 << (FIELD * r + 5 - k);
+        code += 1;
+    }
+    t
+};
+
+/// Per pair: its rank's bits in `remaining`. None is set while the rank has all four cards, so a
+/// pair is its rank's first exactly when `remaining` has none of them.
+const OWN: [u64; PAIR_CODES] = {
+    let mut t = [0; PAIR_CODES];
+    let mut code = 0;
+    while code < FIELD * RANKS {
+        t[code] = 0b11_1111 << (FIELD * (code / FIELD));
+        code += 1;
+    }
+    t
+};
+
 /// Bit 63 of `remaining` is always set, so a prune entry with it set prunes whatever is left.
 const ALWAYS: u64 = 1 << 63;
 
@@ -178,11 +202,6 @@ pub(super) struct Tables {
     /// [`ALWAYS`] when it leaves the rank's other two cards in one pile, which can never be
     /// paired; otherwise the ranks whose last two cards would deadlock with the two it leaves.
     prune: [u64; PAIR_CODES],
-    /// Per pair, when it is its rank's first: the `remaining` bit naming the two cards it leaves.
-    named: [u64; PAIR_CODES],
-    /// Per pair: its rank's bits in `remaining`. None is set while the rank has all four cards,
-    /// so a pair is its rank's first exactly when `remaining` has none of them.
-    own: [u64; PAIR_CODES],
     /// The pile of each card, `6 * rank + k`, for listing moves by pile.
     pile_of: [u8; PAIR_CODES],
     /// `crossing[6 * rank + k]`: the `remaining` bits of the other ranks whose last two cards
@@ -196,8 +215,6 @@ impl Tables {
             kid: [0; PAIR_CODES],
             flip: [0; PAIR_CODES],
             prune: [0; PAIR_CODES],
-            named: [0; PAIR_CODES],
-            own: [0; PAIR_CODES],
             pile_of: [0; PAIR_CODES],
             crossing: [0; 54],
         }
@@ -252,8 +269,6 @@ impl Tables {
                 } else {
                     self.crossing[6 * r + 5 - k]
                 };
-                self.named[code] = 1 << (6 * r + 5 - k);
-                self.own[code] = 0b11_1111 << (6 * r);
             }
         }
         // A full deal starts with four cards of every rank; a position may start with a rank's
@@ -277,10 +292,10 @@ impl Tables {
         // ordered by pile), chained per pair of piles.
         let mut candidates = [(0u8, 0u8, 0u8, 0u8); 54];
         let mut next = [NONE; 54];
-        let mut head = [NONE; 81];
-        // The pairs of piles that have a candidate: most of the 81 have none, and walking them
+        let mut head = [NONE; 36];
+        // The pairs of piles that have a candidate: most of the 36 have none, and walking them
         // all was most of the time spent loading a deal.
-        let mut used = 0u128;
+        let mut used = 0u64;
         let mut n = 0;
         for (r, rank_piles) in piles.iter().enumerate() {
             // A position may start with fewer than four cards of a rank: only real cards count.
@@ -293,7 +308,8 @@ impl Tables {
                 let (lc, ld) = (levels[r][c], levels[r][d]);
                 let (low, high) = if pc < pd { (lc, ld) } else { (ld, lc) };
                 candidates[n] = (r as u8, k as u8, low, high);
-                let bucket = usize::from(pc.min(pd)) * 9 + usize::from(pc.max(pd));
+                let (low_pile, high_pile) = (usize::from(pc.min(pd)), usize::from(pc.max(pd)));
+                let bucket = high_pile * (high_pile - 1) / 2 + low_pile;
                 next[n] = head[bucket];
                 head[bucket] = n as u8;
                 used |= 1 << bucket;
@@ -355,7 +371,7 @@ impl Tables {
     pub(super) fn kid(&self, state: &State, code: usize) -> (u32, bool) {
         let code = code & (PAIR_CODES - 1);
         // Only a rank's first pair can be hopeless.
-        let first = state.remaining & self.own[code] == 0;
+        let first = state.remaining & OWN[code] == 0;
         let hopeless = first & (state.remaining & self.prune[code] != 0);
         (state.key.wrapping_add(self.kid[code]), hopeless)
     }
@@ -395,11 +411,11 @@ impl Tables {
     #[inline(always)]
     pub(super) fn play_into(&self, state: &State, kid: u32, next: &mut State) {
         let code = (kid >> PAIR_SHIFT) as usize & (PAIR_CODES - 1);
-        let own = self.own[code];
+        let own = OWN[code];
         // A rank's first pair leaves two cards, which `remaining` names; its second leaves none.
         let first = u64::from(state.remaining & own == 0).wrapping_neg();
         next.tops = state.tops ^ self.flip[code];
-        next.remaining = (state.remaining | (self.named[code] & first)) & (!own | first);
+        next.remaining = (state.remaining | (NAMED[code] & first)) & (!own | first);
         next.key = kid & CHILD;
     }
 
