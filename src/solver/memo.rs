@@ -236,3 +236,56 @@ impl IndexTable for Wide {
         memo.positions.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The filter may say "maybe" for a key the deal never saw, but never "no" for one it did:
+    /// every remembered key is found with its value, through either table, and a new deal finds
+    /// none of the last one's.
+    #[test]
+    fn the_filter_never_hides_a_remembered_key() {
+        let mut memo = Memo::new();
+        let mut rng = fastrand::Rng::with_seed(9);
+        for (round, wide) in [(0, false), (1, true), (2, false)] {
+            if wide {
+                memo.start::<Wide>();
+            } else {
+                memo.start::<Narrow>();
+            }
+            // One parity half of the keys, as a deal reaches; sometimes more than the filter has
+            // bits, so that it is crowded.
+            let count = if round == 2 { 40_000 } else { 3_000 };
+            let mut keys: Vec<u32> = (0..count)
+                .map(|_| rng.u32(..SAME_PARITY_STATES as u32))
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for (i, &k) in keys.iter().enumerate() {
+                let slot = if wide {
+                    memo.remember::<Wide>(k, i as f64)
+                } else {
+                    memo.remember::<Narrow>(k, i as f64)
+                };
+                assert_eq!(slot, Some(i));
+            }
+            for (i, &k) in keys.iter().enumerate() {
+                let found = if wide {
+                    memo.find::<Wide>(k)
+                } else {
+                    memo.find::<Narrow>(k)
+                };
+                assert_eq!(found, Some((i as u32, i as f64)), "key {k}");
+                assert_eq!(memo.known(wide, k), Some(i as f64));
+            }
+            let missing = (0..SAME_PARITY_STATES as u32)
+                .find(|k| keys.binary_search(k).is_err())
+                .unwrap_or(0);
+            assert_eq!(memo.find::<Narrow>(missing), None);
+        }
+        memo.start::<Narrow>();
+        assert_eq!(memo.len(), 0);
+        assert!((0..1000).all(|k| memo.find::<Narrow>(k).is_none()));
+    }
+}
