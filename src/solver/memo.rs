@@ -59,7 +59,7 @@ fn seen_bit(key: u32) -> (usize, u64) {
 }
 
 pub(super) struct Memo {
-    /// Position index -> slot. Two bytes per entry keep it half the size, which measurably cuts
+    /// Key ([`key`]) -> slot. Two bytes per entry keep it half the size, which measurably cuts
     /// cache misses; it serves every deal that reaches fewer than 65,536 positions (random deals
     /// reach a few thousand at most).
     pub narrow: Box<[u16]>,
@@ -68,8 +68,8 @@ pub(super) struct Memo {
     pub wide: Box<[u32]>,
     /// Slots `narrow` may hold: 65,536, lowered by tests to exercise the `wide` path.
     pub narrow_limit: usize,
-    /// The dense array: the position finished in each slot, and its probability. Allocated
-    /// zeroed and touched only as far as the largest deal so far needed.
+    /// The dense array: the key of the position finished in each slot, and its probability.
+    /// Allocated zeroed and touched only as far as the largest deal so far needed.
     positions: Box<[u32]>,
     values: Box<[f64]>,
     /// Exact values (`N`, see `exact.rs`) beside `values`, for exact searches only; grown to the
