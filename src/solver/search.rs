@@ -41,7 +41,8 @@ struct Frame {
     sum: f64,
     /// Legal moves taken so far, hopeless ones included: what the sum is divided by.
     moves: u32,
-    /// Children taken so far that are not hopeless.
+    /// Children taken so far that are not hopeless (counted by exact searches only, which keep
+    /// their slots).
     n: u8,
     /// Each such child's slot in the dense array once known (kept by exact searches only).
     slots: [u32; MAX_MOVES],
@@ -123,7 +124,9 @@ impl Search {
                     }
                     continue;
                 }
-                frame.n += 1;
+                if EXACT {
+                    frame.n += 1;
+                }
                 if child == 0 {
                     // The table is cleared: won.
                     let slot = memo.remember::<I>(0, 1.0)?;
