@@ -109,9 +109,9 @@ impl Memo {
         self.len
     }
 
-    /// The probability `slot` records for `position`, if it does.
+    /// The probability `slot` records for `key`, if it does.
     #[inline(always)]
-    pub fn lookup(&self, slot: u32, key: u32) -> Option<f64> {
+    fn lookup(&self, slot: u32, key: u32) -> Option<f64> {
         let slot = slot as usize;
         if slot < self.len && self.positions.get(slot) == Some(&key) {
             self.values.get(slot).copied()
@@ -167,15 +167,15 @@ impl Memo {
         &self.exact
     }
 
-    /// The probability of `position` if the current deal evaluated it, reading the table the
-    /// deal was solved with.
+    /// The probability of the position `key` names if the current deal evaluated it, found as the
+    /// search finds it, through the table the deal was solved with.
     pub fn known(&self, wide: bool, key: u32) -> Option<f64> {
-        let slot = if wide {
-            Wide::get(self, key)
+        let found = if wide {
+            self.find::<Wide>(key)
         } else {
-            Narrow::get(self, key)
+            self.find::<Narrow>(key)
         };
-        self.lookup(slot, key)
+        found.map(|(_, value)| value)
     }
 
     /// Dense slots reserved: enough for every position one deal can reach.
