@@ -32,6 +32,7 @@ pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod deal;
+mod lines;
 pub mod metrics;
 pub mod pool;
 pub mod proto;

@@ -18,6 +18,8 @@
 
 use std::io::{self, BufRead};
 
+use crate::lines::Lines;
+
 use super::{CARDS, Card, Deal, DealBuilder, DealError, PILE_HEIGHT, PILES};
 
 /// A deal that could not be read, with where it is in the file.
@@ -45,9 +47,7 @@ pub enum ReadError {
 /// Iterates over the deals of a UVa-format input. Holds one line at a time.
 #[derive(Debug)]
 pub struct DealReader<R> {
-    input: R,
-    line: Vec<u8>,
-    line_no: u64,
+    lines: Lines<R>,
     deal_no: u64,
     failed: bool,
 }
@@ -55,9 +55,7 @@ pub struct DealReader<R> {
 impl<R: BufRead> DealReader<R> {
     pub fn new(input: R) -> Self {
         DealReader {
-            input,
-            line: Vec::new(),
-            line_no: 0,
+            lines: Lines::new(input),
             deal_no: 0,
             failed: false,
         }
@@ -65,41 +63,23 @@ impl<R: BufRead> DealReader<R> {
 
     /// The underlying input, for example to see whether it has more data buffered.
     pub fn get_ref(&self) -> &R {
-        &self.input
-    }
-
-    /// Reads the next non-blank line into `self.line`; false at end of input.
-    fn next_line(&mut self) -> io::Result<bool> {
-        loop {
-            self.line.clear();
-            if self.input.read_until(b'\n', &mut self.line)? == 0 {
-                return Ok(false);
-            }
-            self.line_no += 1;
-            // Some Windows editors start a UTF-8 file with a byte-order mark.
-            if self.line_no == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
-                self.line.drain(..3);
-            }
-            if !self.line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(true);
-            }
-        }
+        self.lines.get_ref()
     }
 
     fn read_deal(&mut self) -> Result<Option<Deal>, ReadError> {
-        if !self.next_line()? {
+        if !self.lines.advance()? {
             return Ok(None);
         }
         self.deal_no += 1;
         let deal = self.deal_no;
-        let first_line = self.line_no;
+        let first_line = self.lines.number();
         let bad = |line, error| ReadError::Deal(BadDeal { deal, line, error });
 
         // A position has eight slashes; one stray slash in a pile line must not turn that line
         // into a position and shift the framing of the eight pile lines after it.
-        let slashes = self.line.iter().filter(|&&b| b == b'/').count();
-        if slashes >= 2 || count_tokens(&self.line) == CARDS {
-            let text = String::from_utf8_lossy(&self.line).into_owned();
+        let slashes = self.lines.line().iter().filter(|&&b| b == b'/').count();
+        if slashes >= 2 || count_tokens(self.lines.line()) == CARDS {
+            let text = String::from_utf8_lossy(self.lines.line()).into_owned();
             return Deal::parse(&text).map(Some).map_err(|e| bad(first_line, e));
         }
 
@@ -109,38 +89,39 @@ impl<R: BufRead> DealReader<R> {
         let mut first_error: Option<(u64, DealError)> = None;
         for (pile, pile_line) in pile_lines.iter_mut().enumerate() {
             if pile > 0 {
-                if !self.next_line()? {
+                if !self.lines.advance()? {
                     // A problem found on an earlier line is reported where it is.
                     let (line, error) = first_error.unwrap_or((
-                        self.line_no,
+                        self.lines.number(),
                         DealError::CardCount {
                             found: builder.count(),
                         },
                     ));
                     return Err(bad(line, error));
                 }
-                *pile_line = self.line_no;
+                *pile_line = self.lines.number();
             }
             if first_error.is_some() {
                 continue;
             }
             // Nearly every pile line is four well-formed cards: read those byte by byte. Anything
             // else takes the general path below, which names what is wrong.
-            if let Some(cards) = four_cards(&self.line) {
+            if let Some(cards) = four_cards(self.lines.line()) {
                 for card in cards {
                     builder.push_card(card);
                 }
                 continue;
             }
-            let found = count_tokens(&self.line);
+            let found = count_tokens(self.lines.line());
             let slashes = self
-                .line
+                .lines
+                .line()
                 .split(|&b| is_space(b))
                 .filter(|t| *t == b"/")
                 .count();
             if slashes > 0 {
                 first_error = Some((
-                    self.line_no,
+                    self.lines.number(),
                     DealError::StraySlash {
                         pile: pile + 1,
                         found: found - slashes,
@@ -150,7 +131,7 @@ impl<R: BufRead> DealReader<R> {
             }
             if found != PILE_HEIGHT {
                 first_error = Some((
-                    self.line_no,
+                    self.lines.number(),
                     DealError::PileSize {
                         pile: pile + 1,
                         found,
@@ -158,10 +139,10 @@ impl<R: BufRead> DealReader<R> {
                 ));
                 continue;
             }
-            let text = String::from_utf8_lossy(&self.line);
+            let text = String::from_utf8_lossy(self.lines.line());
             for token in text.split_whitespace() {
                 if let Err(e) = builder.push(token) {
-                    first_error = Some((self.line_no, e));
+                    first_error = Some((self.lines.number(), e));
                     break;
                 }
             }

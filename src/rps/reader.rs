@@ -45,6 +45,8 @@
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
+use crate::lines::Lines;
+
 use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple, quote};
 
 /// A case that could not be read, with where it is in the input.
@@ -129,11 +131,9 @@ impl From<io::Error> for ReadError {
 /// Iterates over the cases of a case file. Holds one line at a time.
 #[derive(Debug)]
 pub struct CaseReader<R> {
-    input: R,
-    line: Vec<u8>,
-    line_no: u64,
-    /// `line` holds a start line that the case before found where it wanted one of its own lines;
-    /// the next read returns it again.
+    lines: Lines<R>,
+    /// The current line is a start line that the case before found where it wanted one of its
+    /// own lines; the next read returns it again.
     held: bool,
     /// `T`, once read.
     count: Option<u64>,
@@ -145,9 +145,7 @@ pub struct CaseReader<R> {
 impl<R: BufRead> CaseReader<R> {
     pub fn new(input: R) -> Self {
         CaseReader {
-            input,
-            line: Vec::new(),
-            line_no: 0,
+            lines: Lines::new(input),
             held: false,
             count: None,
             case_no: 0,
@@ -157,7 +155,7 @@ impl<R: BufRead> CaseReader<R> {
 
     /// The underlying input, for example to see whether it has more data buffered.
     pub fn get_ref(&self) -> &R {
-        &self.input
+        self.lines.get_ref()
     }
 
     /// The number of cases the input announced, once the first case has been asked for.
@@ -165,31 +163,17 @@ impl<R: BufRead> CaseReader<R> {
         self.count
     }
 
-    /// Reads the next non-blank line into `self.line`, or hands back the held one; false at the end
-    /// of the input.
+    /// Moves to the next non-blank line, or hands back the held one; false at the end of the input.
     fn next_line(&mut self) -> io::Result<bool> {
         if std::mem::take(&mut self.held) {
             return Ok(true);
         }
-        loop {
-            self.line.clear();
-            if self.input.read_until(b'\n', &mut self.line)? == 0 {
-                return Ok(false);
-            }
-            self.line_no += 1;
-            // Some Windows editors start a UTF-8 file with a byte-order mark.
-            if self.line_no == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
-                self.line.drain(..3);
-            }
-            if !self.line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(true);
-            }
-        }
+        self.lines.advance()
     }
 
     /// The current line as text. Invalid UTF-8 becomes U+FFFD, which no number contains.
     fn text(&self) -> Cow<'_, str> {
-        String::from_utf8_lossy(&self.line)
+        String::from_utf8_lossy(self.lines.line())
     }
 
     /// Whether the current line holds a single token, the shape of a start line.
@@ -206,7 +190,7 @@ impl<R: BufRead> CaseReader<R> {
         match (tokens.next().map(str::parse::<u64>), tokens.next()) {
             (Some(Ok(count)), None) => Ok(count),
             _ => Err(ReadError::Count {
-                line: self.line_no,
+                line: self.lines.number(),
                 token: quote(text.trim()),
             }),
         }
@@ -241,7 +225,7 @@ impl<R: BufRead> CaseReader<R> {
         self.done = true;
         match self.next_line()? {
             true => Err(ReadError::Trailing {
-                line: self.line_no,
+                line: self.lines.number(),
                 cases,
             }),
             false => Ok(None),
@@ -260,9 +244,9 @@ impl<R: BufRead> CaseReader<R> {
         let bad = |line, error| ReadError::Case(BadCase { case, line, error });
 
         if !self.next_line()? {
-            return Err(truncated(self.line_no, Expected::Start));
+            return Err(truncated(self.lines.number(), Expected::Start));
         }
-        let start = self.line_no;
+        let start = self.lines.number();
         let parsed = match self.is_start() {
             true => self.text().trim().parse::<u64>().ok(),
             false => None,
@@ -281,12 +265,12 @@ impl<R: BufRead> CaseReader<R> {
         for k in 0..=n {
             let who = if k == 0 { Who::Maze } else { Who::Player(k) };
             if !self.next_line()? {
-                return Err(truncated(self.line_no, Expected::Line(who)));
+                return Err(truncated(self.lines.number(), Expected::Line(who)));
             }
             if self.is_start() {
                 self.held = true;
                 let (line, error) =
-                    first_error.unwrap_or((self.line_no, CaseError::Missing { who }));
+                    first_error.unwrap_or((self.lines.number(), CaseError::Missing { who }));
                 return Err(bad(line, error));
             }
             if first_error.is_some() {
@@ -296,7 +280,7 @@ impl<R: BufRead> CaseReader<R> {
                 Ok(triple) if k == 0 => maze = triple,
                 // 1 <= k <= n <= MAX_OTHERS here, so every player has a row.
                 Ok(triple) => players[(k - 1) as usize] = triple,
-                Err(error) => first_error = Some((self.line_no, error)),
+                Err(error) => first_error = Some((self.lines.number(), error)),
             }
         }
         if let Some((line, error)) = first_error {

@@ -1,0 +1,91 @@
+//! The non-blank lines of a text input, numbered as an editor numbers them. Both games' files are
+//! framed by lines and their errors name lines, so both readers read through this one type and
+//! agree on what a line is and what its number is.
+
+use std::io::{self, BufRead};
+
+/// Reads one line at a time into a buffer it reuses, so reading a file of any size takes the
+/// memory of its longest line.
+#[derive(Debug)]
+pub(crate) struct Lines<R> {
+    input: R,
+    line: Vec<u8>,
+    number: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub(crate) fn new(input: R) -> Self {
+        Lines {
+            input,
+            line: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// Moves to the next line that is not blank (nor only whitespace); false at the end of the
+    /// input. Blank lines still count in the numbering.
+    pub(crate) fn advance(&mut self) -> io::Result<bool> {
+        loop {
+            self.line.clear();
+            if self.input.read_until(b'\n', &mut self.line)? == 0 {
+                return Ok(false);
+            }
+            self.number += 1;
+            // Some Windows editors start a UTF-8 file with a byte-order mark.
+            if self.number == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
+                self.line.drain(..3);
+            }
+            if !self.line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The current line's bytes, with its line ending.
+    pub(crate) fn line(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// The current line's 1-based number (0 before the first).
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub(crate) fn get_ref(&self) -> &R {
+        &self.input
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_lines_are_skipped_but_counted() {
+        let mut lines = Lines::new(&b"\xef\xbb\xbfa\n\n  \t\r\nb c\r\n\nd"[..]);
+        let mut seen = Vec::new();
+        while lines.advance().is_ok_and(|more| more) {
+            seen.push((
+                lines.number(),
+                String::from_utf8_lossy(lines.line()).into_owned(),
+            ));
+        }
+        assert_eq!(
+            seen,
+            [
+                (1, "a\n".to_owned()),
+                (4, "b c\r\n".to_owned()),
+                (6, "d".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_only_at_the_start() {
+        let mut lines = Lines::new(&b"x\n\xef\xbb\xbfy\n"[..]);
+        assert!(lines.advance().is_ok_and(|more| more));
+        assert!(lines.advance().is_ok_and(|more| more));
+        assert_eq!(lines.line(), b"\xef\xbb\xbfy\n");
+        assert!(lines.advance().is_ok_and(|more| !more));
+    }
+}
