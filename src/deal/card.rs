@@ -42,7 +42,11 @@ impl Rank {
 
     /// The rank's letter as the UVa format writes it (`6`..`9`, `T`, `J`, `Q`, `K`, `A`).
     pub fn symbol(self) -> char {
-        b"6789TJQKA"[self.index()] as char
+        char::from(self.byte())
+    }
+
+    pub(crate) fn byte(self) -> u8 {
+        b"6789TJQKA"[self.index()]
     }
 
     /// By table rather than by `match`: a file's cards come in random order, and the jump
@@ -73,7 +77,11 @@ impl Suit {
 
     /// The suit's letter as the UVa format writes it.
     pub fn symbol(self) -> char {
-        b"SCDH"[self.index()] as char
+        char::from(self.byte())
+    }
+
+    pub(crate) fn byte(self) -> u8 {
+        b"SCDH"[self.index()]
     }
 
     fn from_symbol(c: u8) -> Option<Suit> {
@@ -137,7 +145,9 @@ impl Card {
 
 impl fmt::Display for Card {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.rank.symbol(), self.suit.symbol())
+        f.write_str(
+            std::str::from_utf8(&[self.rank.byte(), self.suit.byte()]).map_err(|_| fmt::Error)?,
+        )
     }
 }
 
