@@ -10,6 +10,7 @@ mod batches;
 mod client;
 mod generate;
 mod input;
+mod local;
 mod output;
 mod progress;
 mod rps;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use common::{
     Output, Scratch, assert_answers, data, exe, parse_number, patience, rps_answers,
-    rps_random_cases, text, without_patience_env,
+    rps_random_cases, survives_a_closed_pipe, text, without_patience_env,
 };
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
@@ -382,6 +382,16 @@ fn a_bad_case_on_standard_input_names_no_file() {
         "error: case 1 (line 3): Maze's probabilities sum to 1.5; they must sum to 1 \
          (within 0.005)\n1.0000000000\n"
     );
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    // 200,000 cases answer in 2 MB, far more than a pipe holds, so `rps` is certain to write
+    // into the closed pipe.
+    let dir = Scratch::new("rps_broken_pipe");
+    let path = dir.join("big.in");
+    std::fs::write(&path, rps_random_cases(200_000, Some(0), 5)).unwrap();
+    survives_a_closed_pipe(patience().arg("rps").arg(&path));
 }
 
 #[test]

@@ -9,9 +9,10 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use common::{Scratch, TestCommand, answers, assert_answers, data, parse_number, patience};
+use common::{
+    Scratch, answers, assert_answers, data, parse_number, patience, survives_a_closed_pipe,
+};
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES};
 
 /// A printed 9-decimal value is within 5e-10 of ours and the reference within 5e-10 of the exact
@@ -544,18 +545,6 @@ fn generated_deals_are_solved_like_the_reference() {
         .output();
     assert_eq!(ours.status.code(), Some(0), "{ours:?}");
     assert_answers(ours.stdout_str(), &expected, 9, NINE_DECIMALS);
-}
-
-/// Reads one line of output, closes the pipe, and expects a quiet, successful exit.
-fn survives_a_closed_pipe(cmd: &mut TestCommand) {
-    let mut child = cmd.running();
-    let first = child.lines(1);
-    assert!(!first.trim().is_empty(), "no output before the pipe closed");
-    // The reader (and with it our end of the pipe) is gone now.
-    let (status, errors) = child.close_output(Duration::from_secs(60));
-    assert_eq!(status.code(), Some(0), "{status:?}, stderr: {errors:?}");
-    assert!(!errors.contains("patience:"), "{errors:?}");
-    assert_eq!(errors, "");
 }
 
 #[test]

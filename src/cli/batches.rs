@@ -76,11 +76,6 @@ impl Items for CaseReader<Reader> {
     }
 }
 
-/// [`read_items`] for deal files.
-pub fn read_batches(inputs: &[Input], max: usize, emit: impl FnMut(Event) -> bool) {
-    read_items::<DealReader<Reader>>(inputs, max, emit);
-}
-
 /// Reads every input in order with the game's reader `R` and calls `emit` with batches of at most
 /// `max` entries. A batch is also cut short whenever the input has nothing more buffered, so that
 /// someone typing items sees each answer without waiting for a full batch. Stops early when

@@ -366,3 +366,15 @@ pub fn assert_answers(out: &str, expected: &[f64], decimals: usize, tolerance: f
         );
     }
 }
+
+/// Reads one line of output, closes the pipe, and expects a quiet, successful exit.
+pub fn survives_a_closed_pipe(cmd: &mut TestCommand) {
+    let mut child = cmd.running();
+    let first = child.lines(1);
+    assert!(!first.trim().is_empty(), "no output before the pipe closed");
+    // The reader (and with it our end of the pipe) is gone now.
+    let (status, errors) = child.close_output(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{status:?}, stderr: {errors:?}");
+    assert!(!errors.contains("patience:"), "{errors:?}");
+    assert_eq!(errors, "");
+}

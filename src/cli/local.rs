@@ -1,0 +1,92 @@
+//! The in-process pipeline `solve` and `rps` share: a reader thread parses batches with the
+//! game's reader and queues each on the pool; this thread waits for the batches' tickets in input
+//! order and prints them. Both queues are bounded, so memory stays flat however large the input
+//! is, and a bad item travels with its batch as its error line, so it is printed in its place.
+
+use std::io::{self, Write};
+use std::sync::mpsc;
+use std::thread;
+
+use super::batches::{Entry, Event, Items, read_items};
+use super::input::Input;
+use super::output::{Printer, Status};
+use crate::pool::{BatchTicket, Engines, Pool};
+
+/// One item's answer, or the message of its `error:` line (already naming the file, item and
+/// line).
+pub type Answer<A> = Result<A, String>;
+
+/// What the reader hands the printer, in input order.
+enum Piece<A> {
+    /// A batch's answers to come, and the input bytes it and the batches before it span.
+    Answers(BatchTicket<Answer<A>>, u64),
+    Unreadable(String),
+}
+
+/// Reads every item of `inputs` with the game's reader `R`, solves it on `pool` with `solve`
+/// (`batch` items per job) and prints each answer in input order with `print`.
+pub fn run<R, A, W>(
+    inputs: &[Input],
+    pool: &Pool,
+    batch: usize,
+    solve: impl Fn(&mut Engines, Entry<R::Item>) -> Answer<A> + Clone + Send + 'static,
+    printer: Printer<'_, W>,
+    print: impl FnMut(&mut Printer<'_, W>, Answer<A>) -> io::Result<()>,
+) -> anyhow::Result<Status>
+where
+    R: Items,
+    R::Item: Send + 'static,
+    A: Send + 'static,
+    W: Write,
+{
+    let (tx, rx) = mpsc::sync_channel::<Piece<A>>(4 * pool.workers());
+    thread::scope(|scope| {
+        scope.spawn(move || {
+            read_items::<R>(inputs, batch, |event| {
+                let piece = match event {
+                    Event::Batch(items, at) => {
+                        match pool.submit_batch_blocking(items, solve.clone()) {
+                            Ok(ticket) => Piece::Answers(ticket, at),
+                            Err(e) => Piece::Unreadable(e.to_string()),
+                        }
+                    }
+                    Event::Unreadable(message) => Piece::Unreadable(message),
+                };
+                // Stops reading once the printer has gone.
+                tx.send(piece).is_ok()
+            });
+        });
+        // Dropping the receiver when printing stops (say, stdout closed) is what stops the reader.
+        print_in_order(rx, printer, print)
+    })
+}
+
+fn print_in_order<A, W: Write>(
+    pieces: mpsc::Receiver<Piece<A>>,
+    mut printer: Printer<'_, W>,
+    mut print: impl FnMut(&mut Printer<'_, W>, Answer<A>) -> io::Result<()>,
+) -> anyhow::Result<Status> {
+    loop {
+        let piece = match printer.receive(&pieces) {
+            Ok(Some(piece)) => piece,
+            Ok(None) => break,
+            Err(e) => return printer.write_failed(e),
+        };
+        match piece {
+            Piece::Answers(ticket, at) => {
+                // The pool lives until every ticket is answered, so a batch cannot be lost.
+                let answers = ticket.wait().map_err(|e| anyhow::anyhow!(e))?;
+                let count = answers.len() as u64;
+                for answer in answers {
+                    let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
+                    if let Err(e) = print(&mut printer, answer) {
+                        return printer.write_failed(e);
+                    }
+                }
+                printer.advance(count, at);
+            }
+            Piece::Unreadable(message) => printer.unreadable(&message),
+        }
+    }
+    printer.finish()
+}
