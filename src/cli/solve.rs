@@ -1,8 +1,5 @@
-//! `patience solve`: the engine in this process, streaming deal files through the pool.
-//!
-//! A reader thread parses batches and queues them on the pool; this thread waits for the batches'
-//! tickets in input order and prints. Both queues are bounded, so memory stays flat however large
-//! the input is.
+//! `patience solve`: the engine in this process, streaming deal files through the pool on the
+//! pipeline it shares with `rps` (`local.rs`).
 
 use std::io::{self, BufWriter};
 
