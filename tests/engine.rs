@@ -11,7 +11,7 @@ mod common;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use common::{answers as read_answers, data, deals as read_deals, patience};
+use common::{answers as read_answers, data, deals as read_deals, patience, text};
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES, Rank, Suit};
 use patience::solver::{Solution, Solver};
 use proptest::prelude::*;
@@ -169,6 +169,50 @@ fn extra12_matches_the_reference() {
 #[test]
 fn random1000_matches_the_reference() {
     assert_matches_reference("random1000.in", "random1000.out9");
+}
+
+/// `ties.in`: deals whose probability is exactly halfway between two 6-decimal numbers (the
+/// reference's 15 decimals end in `500000000`), for which the computed double used to miss the
+/// one nearest the exact value, so the 6th decimal printed depended on the sums' last bits. The
+/// solver settles them exactly: its answer is the double nearest the reference's decimal, bit for
+/// bit, plain and exact alike.
+#[test]
+fn probabilities_at_a_six_decimal_tie_are_the_double_nearest_the_exact_value() {
+    let deals = read_deals("ties.in");
+    let reference = text("ties.out15");
+    let lines: Vec<&str> = reference.lines().collect();
+    assert_eq!(deals.len(), lines.len());
+    let mut solver = Solver::new();
+    for (deal, line) in deals.iter().zip(&lines) {
+        // A tie at the 6th decimal: the 7th is 5 and nothing follows.
+        assert!(line.ends_with("500000000"), "{line} is not a 6-decimal tie");
+        let nearest: f64 = line.parse().expect("a number");
+        assert_eq!(
+            solver.solve(deal).probability,
+            nearest,
+            "reference {line}\n{deal}"
+        );
+        let (solution, fraction) = solver.solve_exact(deal);
+        assert_eq!(solution.probability, nearest, "reference {line}\n{deal}");
+        assert_eq!(fraction.value(), nearest, "{fraction}");
+    }
+}
+
+/// The same deals through `solve`: each line is that double printed to 6 decimals, which for a
+/// tie with a power of two below it (3/128 = 0.0234375) is the tie rounded to even.
+#[test]
+fn the_solve_command_prints_ties_from_the_exact_value() {
+    let out = patience().arg("solve").arg(data("ties.in")).output();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let reference = text("ties.out15");
+    let expected: Vec<String> = reference
+        .lines()
+        .map(|l| format!("{:.6}", l.parse::<f64>().expect("a number")))
+        .collect();
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
+    // Worked by hand: 0.0234375 is exactly a double, and its 6th decimal 7 rounds to even.
+    assert!(stdout.lines().any(|l| l == "0.023438"), "{stdout}");
 }
 
 #[test]

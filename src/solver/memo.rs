@@ -22,6 +22,9 @@ pub const STATES: usize = 5usize.pow(crate::deal::PILES as u32);
 /// since every move removes two cards.
 pub(super) const SAME_PARITY_STATES: usize = STATES.div_ceil(2);
 
+/// A 320-bit exact value as stored: its limbs, which (unlike `U320`) `vec!` allocates zeroed.
+type Limbs = [u64; 5];
+
 /// Slots a two-byte index entry can name.
 pub(super) const NARROW_SLOTS: usize = 1 << 16;
 
@@ -72,9 +75,11 @@ pub(super) struct Memo {
     /// Allocated zeroed and touched only as far as the largest deal so far needed.
     positions: Box<[u32]>,
     values: Box<[f64]>,
-    /// Exact values (`N`, see `exact.rs`) beside `values`, for exact searches only; grown to the
-    /// largest deal an exact search has met, so plain solving never touches it.
-    exact: Vec<U320>,
+    /// Exact values (`N`, see `exact.rs`, as its five 64-bit limbs) beside `values`, for exact
+    /// searches only. Allocated zeroed like the dense array, so only the slots exact searches
+    /// have reached take memory, and an exact search (which a plain solve runs near a rounding
+    /// tie) allocates nothing.
+    exact: Box<[Limbs]>,
     /// One bit per hash of a position the current deal has remembered (see [`Memo::find`]).
     seen: Box<[u64; SEEN_WORDS]>,
     /// Slots the current deal has filled, and how many its index table can name.
@@ -90,7 +95,7 @@ impl Memo {
             narrow_limit: NARROW_SLOTS,
             positions: vec![0u32; SAME_PARITY_STATES].into_boxed_slice(),
             values: vec![0.0f64; SAME_PARITY_STATES].into_boxed_slice(),
-            exact: Vec::new(),
+            exact: vec![[0; 5]; SAME_PARITY_STATES].into_boxed_slice(),
             seen: Box::new([0; SEEN_WORDS]),
             len: 0,
             limit: 0,
@@ -150,21 +155,20 @@ impl Memo {
         Some(slot)
     }
 
-    /// Records the exact value of the position just remembered in `slot`. A deal's slots are
-    /// filled in order, so the array grows one slot at a time, only as far as the largest exact
-    /// search so far has reached, and then stops allocating.
+    /// Records the exact value of the position just remembered in `slot`.
     #[inline(always)]
     pub fn set_exact(&mut self, slot: usize, n: U320) {
         if let Some(e) = self.exact.get_mut(slot) {
-            *e = n;
-        } else {
-            self.exact.resize(slot, U320::ZERO);
-            self.exact.push(n);
+            *e = n.into_limbs();
         }
     }
 
-    pub fn exact(&self) -> &[U320] {
-        &self.exact
+    /// The exact value recorded in `slot` (0 for a slot out of range, which a search never asks).
+    #[inline(always)]
+    pub fn exact(&self, slot: u32) -> U320 {
+        self.exact
+            .get(slot as usize)
+            .map_or(U320::ZERO, |&limbs| U320::from_limbs(limbs))
     }
 
     /// The probability of the position `key` names if the current deal evaluated it, found as the

@@ -66,11 +66,11 @@ impl Frame {
     }
 
     /// The position's exact `N` from its children's, all known by now.
-    fn numerator(&self, exact: &[U320]) -> U320 {
+    fn numerator(&self, memo: &Memo) -> U320 {
         let n = usize::from(self.n);
-        let sum = self.slots[..n].iter().fold(U320::ZERO, |sum, &slot| {
-            sum + exact.get(slot as usize).copied().unwrap_or(U320::ZERO)
-        });
+        let sum = self.slots[..n]
+            .iter()
+            .fold(U320::ZERO, |sum, &slot| sum + memo.exact(slot));
         sum * U320::from(LCM / u64::from(self.moves.max(1)))
     }
 }
@@ -145,7 +145,7 @@ impl Search {
             } else {
                 let value = frame.value();
                 let exact = if EXACT {
-                    frame.numerator(memo.exact())
+                    frame.numerator(memo)
                 } else {
                     U320::ZERO
                 };
