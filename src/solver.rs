@@ -60,7 +60,8 @@ fn near_a_tie(p: f64) -> bool {
 }
 
 /// A reusable solver. Allocates its tables once and never again: a 4 MiB index table, plus a wide
-/// one and a dense array that are only touched as far as the largest deal so far needed them.
+/// one, a dense array and its exact values that are only touched as far as the largest deal so
+/// far needed them.
 pub struct Solver {
     memo: Memo,
     tables: Tables,
