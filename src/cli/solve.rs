@@ -14,7 +14,7 @@ use crate::deal::DealReader;
 use crate::pool::{Engines, Pool, default_workers};
 
 /// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible
-/// against ~25 µs of solving per deal, small enough to keep every worker busy.
+/// against ~20 µs of solving per deal, small enough to keep every worker busy.
 const BATCH: usize = 32;
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
