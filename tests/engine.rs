@@ -171,6 +171,15 @@ fn random1000_matches_the_reference() {
     assert_matches_reference("random1000.in", "random1000.out9");
 }
 
+/// `patience solve` on a file of `tests/data`: what it printed, once it has exited with 0 and
+/// printed nothing on standard error.
+fn solved(input: &str) -> String {
+    let out = patience().arg("solve").arg(data(input)).output();
+    assert_eq!(out.status.code(), Some(0), "{input}: {out:?}");
+    assert!(out.stderr.is_empty(), "{input}: {out:?}");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// `ties.in`: deals whose probability is exactly halfway between two 6-decimal numbers (the
 /// reference's 15 decimals end in `500000000`), for which the computed double used to miss the
 /// one nearest the exact value, so the 6th decimal printed depended on the sums' last bits. The
@@ -202,14 +211,12 @@ fn probabilities_at_a_six_decimal_tie_are_the_double_nearest_the_exact_value() {
 /// tie with a power of two below it (3/128 = 0.0234375) is the tie rounded to even.
 #[test]
 fn the_solve_command_prints_ties_from_the_exact_value() {
-    let out = patience().arg("solve").arg(data("ties.in")).output();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
     let reference = text("ties.out15");
     let expected: Vec<String> = reference
         .lines()
         .map(|l| format!("{:.6}", l.parse::<f64>().expect("a number")))
         .collect();
-    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let stdout = solved("ties.in");
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected);
     // Worked by hand: 0.0234375 is exactly a double, and its 6th decimal 7 rounds to even.
     assert!(stdout.lines().any(|l| l == "0.023438"), "{stdout}");
@@ -220,12 +227,7 @@ fn the_solve_command_prints_ties_from_the_exact_value() {
 #[test]
 fn the_solve_command_prints_the_corpus_answers_byte_for_byte() {
     for name in ["sample", "extra12", "random1000"] {
-        let out = patience()
-            .arg("solve")
-            .arg(data(&format!("{name}.in")))
-            .output();
-        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
-        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let stdout = solved(&format!("{name}.in"));
         assert!(
             stdout == text(&format!("{name}.out6")),
             "{name}: output differs"
@@ -236,13 +238,7 @@ fn the_solve_command_prints_the_corpus_answers_byte_for_byte() {
 #[test]
 fn the_solve_command_matches_the_six_decimal_reference() {
     for name in ["sample", "extra12", "random1000"] {
-        let out = patience()
-            .arg("solve")
-            .arg(data(&format!("{name}.in")))
-            .output();
-        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
-        assert!(out.stderr.is_empty(), "{name}: {out:?}");
-        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let stdout = solved(&format!("{name}.in"));
         let ref6 = read_answers(&format!("{name}.out6"));
         let ref9 = read_answers(&format!("{name}.out9"));
         let lines: Vec<&str> = stdout.lines().collect();
