@@ -53,7 +53,7 @@ pub(super) const fn position(key: u32) -> u32 {
 /// Words of [`Memo::seen`]: 32,768 bits, 4 KiB, small enough to stay in L1 beside the rest.
 const SEEN_WORDS: usize = 512;
 
-/// The word and bit of `position` in [`Memo::seen`], by a multiplicative hash: positions a deal
+/// The word and bit of `key` in [`Memo::seen`], by a multiplicative hash: positions a deal
 /// reaches differ in any of their base-5 digits, so no plain slice of the index would spread them.
 #[inline(always)]
 fn seen_bit(key: u32) -> (usize, u64) {
@@ -125,7 +125,7 @@ impl Memo {
         }
     }
 
-    /// The slot recording `position` in the current deal and its probability, if there is one.
+    /// The slot recording the position `key` names in the current deal and its probability, if there is one.
     #[inline(always)]
     pub fn find<I: IndexTable>(&self, key: u32) -> Option<(u32, f64)> {
         let (word, bit) = seen_bit(key);

@@ -399,7 +399,7 @@ impl Tables {
         (legal, n)
     }
 
-    /// The state after the move that `kid` (from [`Tables::expand`]) describes.
+    /// The state after the move that `kid` (from [`Tables::kid`]) describes.
     #[inline(always)]
     pub(super) fn play(&self, state: &State, kid: u32) -> State {
         let mut next = State::default();
