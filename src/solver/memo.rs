@@ -125,7 +125,8 @@ impl Memo {
         }
     }
 
-    /// The slot recording the position `key` names in the current deal and its probability, if there is one.
+    /// The slot recording the position `key` names in the current deal, and its probability, if
+    /// there is one.
     #[inline(always)]
     pub fn find<I: IndexTable>(&self, key: u32) -> Option<(u32, f64)> {
         let (word, bit) = seen_bit(key);
