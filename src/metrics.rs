@@ -184,7 +184,8 @@ impl Metrics {
         let open_calls = Gauge::default();
         registry.register(
             "open_calls",
-            "Calls of any rpc in progress, counted against --max-open-streams",
+            "Solving calls in progress (SolveStream and SolveRpsStream against --max-open-streams, Solve \
+             and SolveRps against --max-open-unary; health and reflection are not counted)",
             open_calls.clone(),
         );
         let connections_refused = Family::<ReasonLabels, Counter>::default();
@@ -205,8 +206,8 @@ impl Metrics {
         let calls_refused = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "calls_refused",
-            "Calls refused before any work, by reason: max_open_streams, max_deals_in_flight \
-             (RESOURCE_EXHAUSTED), unauthenticated, shutting_down (UNAVAILABLE)",
+            "Calls refused before any work, by reason: max_open_streams, max_open_unary, \
+             max_deals_in_flight (RESOURCE_EXHAUSTED), unauthenticated, shutting_down (UNAVAILABLE)",
             calls_refused.clone(),
         );
         let limits = Family::<LimitLabels, Gauge>::default();

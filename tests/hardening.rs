@@ -305,7 +305,7 @@ async fn an_endless_sender_is_cut_at_the_drain_timeout_with_the_exact_resume_ind
     assert_eq!(code, Some(0), "{log:#?}");
 }
 
-/// The bound address is on the first line even when `RUST_LOG` asks only for warnings: a caller
+/// The bound address is on the start line even when `RUST_LOG` asks only for warnings: a caller
 /// that asked for port 0 needs it.
 #[test]
 fn the_listening_line_shows_with_rust_log_warn() {
