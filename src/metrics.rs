@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,7 @@ pub struct Metrics {
     accept_pauses: Family<ReasonLabels, Counter>,
     calls_refused: Family<ReasonLabels, Counter>,
     limits: Family<LimitLabels, Gauge>,
+    limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
     /// When each kind of refusal was last logged, and how many went unlogged since.
     refusal_log: Arc<Mutex<HashMap<&'static str, (Instant, u64)>>>,
 }
@@ -216,6 +218,12 @@ impl Metrics {
             "The value of each limit this daemon runs with, by flag",
             limits.clone(),
         );
+        let limit_seconds = Family::<LimitLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "limit_seconds",
+            "The value of each time limit this daemon runs with, by flag, in seconds (0: off)",
+            limit_seconds.clone(),
+        );
         registry.register(
             "build",
             "The running version",
@@ -240,6 +248,7 @@ impl Metrics {
             accept_pauses,
             calls_refused,
             limits,
+            limit_seconds,
             refusal_log: Arc::default(),
         }
     }
@@ -308,6 +317,13 @@ impl Metrics {
         self.limits
             .get_or_create(&LimitLabels { flag })
             .set(i64::try_from(value).unwrap_or(i64::MAX));
+    }
+
+    /// Publishes the value a time limit runs with; `None` (off) as 0.
+    pub fn limit_seconds(&self, flag: &'static str, value: Option<Duration>) {
+        self.limit_seconds
+            .get_or_create(&LimitLabels { flag })
+            .set(value.map_or(0.0, |d| d.as_secs_f64()));
     }
 
     /// Counts one answered item of `game` (one of [`GAMES`]); `outcome` is `solved` or an error

@@ -360,9 +360,9 @@ async fn serve(
     Ok(())
 }
 
-/// Every limit in the metrics, so that what a daemon runs with can be read where it is watched.
+/// Every limit in the metrics, by the flag that sets it, so that what a daemon runs with can be
+/// read where it is watched.
 fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
-    let secs = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
     let l = &config.limits;
     for (flag, value) in [
         ("workers", config.workers as u64),
@@ -377,25 +377,20 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
             u64::from(config.max_concurrent_streams),
         ),
         ("max_connections", config.max_connections as u64),
-        (
-            "handshake_timeout_seconds",
-            config.handshake_timeout.as_secs(),
-        ),
-        (
-            "max_connection_idle_seconds",
-            secs(config.max_connection_idle),
-        ),
-        (
-            "max_connection_age_seconds",
-            secs(config.max_connection_age),
-        ),
-        (
-            "max_connection_age_grace_seconds",
-            secs(config.max_connection_age_grace),
-        ),
-        ("drain_timeout_seconds", config.drain_timeout.as_secs()),
     ] {
         metrics.limit(flag, value);
+    }
+    for (flag, value) in [
+        ("handshake_timeout", Some(config.handshake_timeout)),
+        ("max_connection_idle", config.max_connection_idle),
+        ("max_connection_age", config.max_connection_age),
+        ("max_connection_age_grace", config.max_connection_age_grace),
+        ("keepalive_interval", Some(config.keepalive_interval)),
+        ("keepalive_timeout", Some(config.keepalive_timeout)),
+        ("drain_timeout", Some(config.drain_timeout)),
+        ("drain_cut_after", l.drain_cut_after),
+    ] {
+        metrics.limit_seconds(flag, value);
     }
 }
 

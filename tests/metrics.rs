@@ -98,3 +98,37 @@ fn serve_exposes_metrics_on_its_own_address() {
         "{after}"
     );
 }
+
+/// Every limit shows in the metrics with the value it was given, by flag or environment
+/// variable, durations in seconds and a limit that is off as 0.
+#[test]
+fn every_limit_is_published_by_its_flag() {
+    let daemon = Daemon::start_with(
+        &[
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--max-open-unary",
+            "7",
+            "--handshake-timeout",
+            "1500ms",
+            "--keepalive-interval",
+            "45s",
+            "--drain-cut-after",
+            "2s",
+        ],
+        &[("RUST_LOG", "info"), ("PATIENCE_MAX_IN_FLIGHT", "333")],
+        None,
+    );
+    let text = scrape(&daemon.metrics_addr());
+    let limit = |flag: &str| sample(&text, &format!("patience_limit{{flag=\"{flag}\"}}"));
+    let seconds = |flag: &str| sample(&text, &format!("patience_limit_seconds{{flag=\"{flag}\"}}"));
+    assert_eq!(limit("max_open_unary"), Some(7.0), "{text}");
+    assert_eq!(limit("max_in_flight"), Some(333.0), "{text}");
+    assert_eq!(limit("max_open_streams"), Some(1024.0), "{text}");
+    assert_eq!(seconds("handshake_timeout"), Some(1.5), "{text}");
+    assert_eq!(seconds("keepalive_interval"), Some(45.0), "{text}");
+    assert_eq!(seconds("keepalive_timeout"), Some(20.0), "{text}");
+    assert_eq!(seconds("drain_cut_after"), Some(2.0), "{text}");
+    assert_eq!(seconds("drain_timeout"), Some(30.0), "{text}");
+    assert_eq!(seconds("max_connection_age"), Some(0.0), "{text}");
+}
