@@ -63,6 +63,7 @@ use deadline::deadline;
 use deals::Deals;
 use game::Game;
 use rps::Rps;
+use start::Answered;
 use stream::Outgoing;
 
 use crate::metrics::Metrics;
@@ -125,7 +126,9 @@ impl SolverService {
         Ok(Response::new(Box::pin(responses)))
     }
 
-    /// One unary call of game `G`: the same checks, budget and deadline as a stream's request.
+    /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
+    /// and one log line at its end however it ends past admission (a refused call is logged as
+    /// refused), so an operator looking into a client's failed calls finds them.
     async fn unary<G: Game>(
         &self,
         request: Request<G::Request>,
@@ -133,6 +136,51 @@ impl SolverService {
         let peer = request.remote_addr();
         self.admit(peer)?;
         let started = Instant::now();
+        let items = G::items(request.get_ref());
+        let answered = self.answer_unary::<G>(request).await;
+        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (errors, end, status) = match &answered {
+            Ok(answered) => (answered.errors, "completed", None),
+            Err(status) if status.code() == tonic::Code::DeadlineExceeded => {
+                (0, "deadline exceeded", Some(status))
+            }
+            Err(status) => (0, "ended with an error", Some(status)),
+        };
+        let code = status.map(|s| format!("{:?}", s.code()));
+        let message = status.map(|s| s.message());
+        if G::ITEMS == "deals" {
+            tracing::info!(
+                rpc = G::UNARY_RPC,
+                peer = %display_peer(peer),
+                deals = items,
+                errors,
+                duration_ms,
+                end,
+                code,
+                message,
+                "call finished"
+            );
+        } else {
+            tracing::info!(
+                rpc = G::UNARY_RPC,
+                game = G::LABEL,
+                peer = %display_peer(peer),
+                cases = items,
+                errors,
+                duration_ms,
+                end,
+                code,
+                message,
+                "call finished"
+            );
+        }
+        answered.map(|answered| Response::new(answered.response))
+    }
+
+    async fn answer_unary<G: Game>(
+        &self,
+        request: Request<G::Request>,
+    ) -> Result<Answered<G::Response>, Status> {
         let deadline = deadline(request.metadata())?;
         let request = request.into_inner();
         G::check_size(self, &request)?;
@@ -148,34 +196,12 @@ impl SolverService {
                 .ok_or_else(|| Status::internal("no response was produced"))
         };
         // Past the deadline the work is dropped, and with it the pool tickets.
-        let answered = match deadline {
+        match deadline {
             Some(at) => tokio::time::timeout_at(at, work)
                 .await
-                .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))??,
-            None => work.await?,
-        };
-        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-        if G::ITEMS == "deals" {
-            tracing::info!(
-                rpc = G::UNARY_RPC,
-                peer = %display_peer(peer),
-                deals = items,
-                errors = answered.errors,
-                duration_ms,
-                "call finished"
-            );
-        } else {
-            tracing::info!(
-                rpc = G::UNARY_RPC,
-                game = G::LABEL,
-                peer = %display_peer(peer),
-                cases = items,
-                errors = answered.errors,
-                duration_ms,
-                "call finished"
-            );
+                .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))?,
+            None => work.await,
         }
-        Ok(Response::new(answered.response))
     }
 }
 

@@ -324,3 +324,58 @@ fn a_metrics_port_in_use_stops_the_daemon_before_it_claims_to_listen() {
     assert_eq!(stderr.matches("in use").count(), 1, "{stderr}");
     assert!(stderr.contains(&port), "{stderr}");
 }
+
+/// A unary call that fails past admission still gets its one log line, with how it ended and the
+/// status code, so a client's failed calls can be found in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_unary_call_is_logged_with_its_code() {
+    let daemon = Daemon::start(&["--max-deals-per-request", "2"]);
+    let (deals, _) = corpus("sample");
+    let mut client = daemon.client().await;
+    let three = common::request(&[deals[0], deals[0], deals[0]], 0);
+    let status = client.solve(three).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    let line = daemon.line_with("call finished", Duration::from_secs(10));
+    assert!(
+        line.contains("rpc=\"Solve\"") || line.contains("rpc=Solve"),
+        "{line}"
+    );
+    assert!(line.contains("ended with an error"), "{line}");
+    assert!(line.contains("InvalidArgument"), "{line}");
+
+    client.solve(common::request(&deals, 0)).await.unwrap();
+    let line = daemon.line_with("call finished", Duration::from_secs(10));
+    assert!(
+        line.contains("end=\"completed\"") || line.contains("end=completed"),
+        "{line}"
+    );
+}
+
+/// `--log-format json` (the container image's default) writes one JSON object per line, the start
+/// line's address and the calls' fields among its keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_per_line() {
+    let daemon = Daemon::start(&["--log-format", "json"]);
+    let start: serde_json::Value = serde_json::from_str(&daemon.start_line)
+        .unwrap_or_else(|e| panic!("{e}: {}", daemon.start_line));
+    assert_eq!(
+        start["addr"].as_str(),
+        Some(daemon.socket.to_string().as_str())
+    );
+    assert_eq!(start["level"].as_str(), Some("INFO"));
+    let (deals, _) = corpus("sample");
+    let mut client = daemon.client().await;
+    client.solve(common::request(&deals, 0)).await.unwrap();
+    let line = daemon.line_with("call finished", Duration::from_secs(10));
+    let call: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(call["rpc"].as_str(), Some("Solve"), "{line}");
+    assert_eq!(call["deals"].as_u64(), Some(deals.len() as u64), "{line}");
+    assert_eq!(call["end"].as_str(), Some("completed"), "{line}");
+    daemon.signal("TERM");
+    let (code, log) = daemon.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{log:#?}");
+    for line in log {
+        serde_json::from_str::<serde_json::Value>(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+}

@@ -163,7 +163,8 @@ impl Daemon {
         let bound = start_line
             .split("listening on ")
             .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
+            // A text line goes on after a space, a JSON one (`--log-format json`) after a quote.
+            .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '"').next())
             .expect("an address after \"listening on\"");
         daemon.socket = bound.parse().expect("a socket address");
         daemon.addr = format!("http://{bound}");
