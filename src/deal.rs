@@ -240,16 +240,16 @@ impl Deal {
         builder.finish()
     }
 
+    /// Counts the groups before splitting and collects nothing: a client's text may be megabytes
+    /// of slashes, and parsing must not cost memory in proportion.
     fn parse_position(text: &str) -> Result<Deal, DealError> {
-        let groups: Vec<&str> = text.split('/').collect();
-        if groups.len() != PILES {
-            return Err(DealError::PileCount {
-                found: groups.len(),
-            });
+        let found = text.bytes().filter(|&b| b == b'/').count() + 1;
+        if found != PILES {
+            return Err(DealError::PileCount { found });
         }
         let mut piles = [[Deal::FILLER; PILE_HEIGHT]; PILES];
         let mut heights = [0usize; PILES];
-        for (p, group) in groups.iter().enumerate() {
+        for (p, group) in text.split('/').enumerate().take(PILES) {
             let found = group.split_whitespace().count();
             if found > PILE_HEIGHT {
                 return Err(DealError::PileTooHigh { pile: p + 1, found });

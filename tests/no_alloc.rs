@@ -295,3 +295,26 @@ fn the_counter_sees_an_rps_solver_being_built() {
     assert!(heap.allocs >= 3, "{heap:?}");
     drop(black_box(solver));
 }
+
+/// Parsing a position allocates nothing, whatever its text: four megabytes of slashes (as much
+/// as one message may carry) are refused by their count, not collected first.
+#[test]
+fn parsing_a_position_allocates_nothing() {
+    let slashes = "/".repeat(4 << 20);
+    let position = "7S 6S / 6C 6H / / / / / / / 9D";
+    let (results, heap) = counted(|| {
+        (
+            Deal::parse(black_box(&slashes)).map(|_| ()),
+            Deal::parse(black_box(position)).map(|_| ()),
+        )
+    });
+    assert_eq!(heap, NONE);
+    assert_eq!(
+        results.0.map_err(|e| e.to_string()),
+        Err(format!(
+            "the position has {} piles; a position has 9, separated by 8 slashes",
+            (4 << 20) + 1
+        ))
+    );
+    assert!(results.1.is_ok(), "{:?}", results.1);
+}
