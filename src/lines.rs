@@ -2,10 +2,15 @@
 //! framed by lines and their errors name lines, so both readers read through this one type and
 //! agree on what a line is and what its number is.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read as _};
+
+/// The longest line read, with its line ending: far beyond any line of either game (a deal's is
+/// about 110 bytes), so a line longer than this means the input is not such a file (a binary, or
+/// a huge file without newlines), and reading it whole would only exhaust memory.
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Reads one line at a time into a buffer it reuses, so reading a file of any size takes the
-/// memory of its longest line.
+/// memory of its longest line, at most [`MAX_LINE_BYTES`].
 #[derive(Debug)]
 pub(crate) struct Lines<R> {
     input: R,
@@ -23,14 +28,31 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// Moves to the next line that is not blank (nor only whitespace); false at the end of the
-    /// input. Blank lines still count in the numbering.
+    /// input. Blank lines still count in the numbering. A line longer than [`MAX_LINE_BYTES`] is
+    /// an error of kind `InvalidData` naming it, and ends the input.
     pub(crate) fn advance(&mut self) -> io::Result<bool> {
         loop {
             self.line.clear();
-            if self.input.read_until(b'\n', &mut self.line)? == 0 {
+            let limit = MAX_LINE_BYTES as u64 + 1;
+            if self
+                .input
+                .by_ref()
+                .take(limit)
+                .read_until(b'\n', &mut self.line)?
+                == 0
+            {
                 return Ok(false);
             }
             self.number += 1;
+            if self.line.len() > MAX_LINE_BYTES {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "line {} is longer than {} bytes: not a text file of deals or cases",
+                        self.number, MAX_LINE_BYTES
+                    ),
+                ));
+            }
             // Some Windows editors start a UTF-8 file with a byte-order mark.
             if self.number == 1 && self.line.starts_with(b"\xef\xbb\xbf") {
                 self.line.drain(..3);
@@ -78,6 +100,30 @@ mod tests {
                 (6, "d".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_an_error_naming_it() {
+        let mut text = b"a\n\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES));
+        text.extend(b"\nb\n");
+        let mut lines = Lines::new(&text[..]);
+        assert!(lines.advance().is_ok_and(|more| more));
+        let error = lines.advance().err();
+        let message = error.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert_eq!(error.map(|e| e.kind()), Some(io::ErrorKind::InvalidData));
+        assert!(
+            message.starts_with("line 3 is longer than 1048576 bytes"),
+            "{message}"
+        );
+        assert!(lines.line().len() <= MAX_LINE_BYTES + 1);
+
+        // A line exactly at the limit, its newline included, is read.
+        let mut text = vec![b'y'; MAX_LINE_BYTES - 1];
+        text.push(b'\n');
+        let mut lines = Lines::new(&text[..]);
+        assert!(lines.advance().is_ok_and(|more| more));
+        assert_eq!(lines.line().len(), MAX_LINE_BYTES);
     }
 
     #[test]

@@ -572,3 +572,21 @@ fn quiet_is_accepted_and_nothing_but_results_is_printed() {
         assert_eq!(out.stderr_str(), "");
     }
 }
+
+/// A file that is not text (here a line of 3 MB, as a binary or a file without newlines has)
+/// ends the run with an error naming the line, after the answers before it, instead of reading
+/// the line whole into memory.
+#[test]
+fn a_line_too_long_ends_the_run_with_an_error_naming_it() {
+    let mut input = std::fs::read(data("sample.in")).unwrap();
+    input.extend(std::iter::repeat_n(b'x', 3_000_000));
+    let out = patience().arg("solve").stdin(&input).output();
+    assert_eq!(out.stdout_str(), "0.589314\n");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr_str()
+            .contains("line 10 is longer than 1048576 bytes"),
+        "{}",
+        out.stderr_str()
+    );
+}
