@@ -133,6 +133,10 @@ pub struct ServeArgs {
     /// --max-message-bytes; more get RESOURCE_EXHAUSTED.
     #[arg(long, env = "PATIENCE_MAX_OPEN_UNARY", default_value_t = 64)]
     pub max_open_unary: usize,
+    /// Health Watch and reflection streams open at once across all connections (they need no
+    /// token and a watch lasts as long as its client); more get RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PATIENCE_MAX_OPEN_WATCHES", default_value_t = 256)]
+    pub max_open_watches: usize,
     /// Unanswered deals across all calls; at the limit calls stop being read and new ones get
     /// RESOURCE_EXHAUSTED.
     #[arg(long, env = "PATIENCE_MAX_DEALS_IN_FLIGHT", default_value_t = 65_536)]
@@ -174,6 +178,11 @@ pub struct ServeArgs {
     /// it until the drain timeout). For clients that resume elsewhere, like `patience client`.
     #[arg(long, env = "PATIENCE_DRAIN_CUT_AFTER", default_value = "off", value_parser = parse_optional_duration)]
     pub drain_cut_after: MaybeDuration,
+    /// Close the connection of a streaming call whose client takes none of its finished results
+    /// for this long (it does not read them), so that the results it holds stop counting against
+    /// --max-deals-in-flight ("off": never).
+    #[arg(long, env = "PATIENCE_STALL_TIMEOUT", default_value = "30s", value_parser = parse_optional_duration)]
+    pub stall_timeout: MaybeDuration,
     /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -95,9 +95,11 @@ pub struct Metrics {
     queued_jobs: Gauge,
     open_connections: Gauge,
     open_calls: Gauge,
+    open_watches: Gauge,
     connections_refused: Family<ReasonLabels, Counter>,
     accept_pauses: Family<ReasonLabels, Counter>,
     calls_refused: Family<ReasonLabels, Counter>,
+    calls_cut: Family<ReasonLabels, Counter>,
     limits: Family<LimitLabels, Gauge>,
     limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
     /// When each kind of refusal was last logged, and how many went unlogged since.
@@ -190,6 +192,12 @@ impl Metrics {
              and SolveRps against --max-open-unary; health and reflection are not counted)",
             open_calls.clone(),
         );
+        let open_watches = Gauge::default();
+        registry.register(
+            "open_watches",
+            "Health Watch and reflection streams open, counted against --max-open-watches",
+            open_watches.clone(),
+        );
         let connections_refused = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "connections_refused",
@@ -209,8 +217,16 @@ impl Metrics {
         registry.register(
             "calls_refused",
             "Calls refused before any work, by reason: max_open_streams, max_open_unary, \
-             max_deals_in_flight (RESOURCE_EXHAUSTED), unauthenticated, shutting_down (UNAVAILABLE)",
+             max_open_watches, max_deals_in_flight (RESOURCE_EXHAUSTED), unauthenticated, \
+             shutting_down (UNAVAILABLE)",
             calls_refused.clone(),
+        );
+        let calls_cut = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "calls_cut",
+            "Calls in progress the server cut, by reason: stall_timeout (the client took none of \
+             its results for --stall-timeout; its connection was closed)",
+            calls_cut.clone(),
         );
         let limits = Family::<LimitLabels, Gauge>::default();
         registry.register(
@@ -244,9 +260,11 @@ impl Metrics {
             queued_jobs,
             open_connections,
             open_calls,
+            open_watches,
             connections_refused,
             accept_pauses,
             calls_refused,
+            calls_cut,
             limits,
             limit_seconds,
             refusal_log: Arc::default(),
@@ -261,6 +279,11 @@ impl Metrics {
     /// A call of either rpc started (`1`) or ended (`-1`).
     pub fn calls(&self, n: i64) {
         self.open_calls.inc_by(n);
+    }
+
+    /// Health watches and reflection streams opened (`n > 0`) or ended.
+    pub fn watches(&self, n: i64) {
+        self.open_watches.inc_by(n);
     }
 
     /// A connection closed before serving anything; `reason` as the metric documents.
@@ -310,6 +333,11 @@ impl Metrics {
             more_since_last_logged = unlogged,
             "refused a call: {status}"
         );
+    }
+
+    /// Counts a call the server cut while it was in progress.
+    pub fn call_cut(&self, reason: &'static str) {
+        self.calls_cut.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     /// Publishes the value a limit runs with.

@@ -72,6 +72,10 @@ pub struct ServerConfig {
     pub max_concurrent_streams: u32,
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: usize,
+    /// Health `Watch` and reflection streams open at once across all connections; more get
+    /// `RESOURCE_EXHAUSTED`. They need no token and a watch never ends by itself, so without a
+    /// cap they would be memory no other limit bounds.
+    pub max_open_watches: usize,
     /// How long a new connection may take to finish its TLS handshake (with TLS) and send the
     /// HTTP/2 preface before it is closed.
     pub handshake_timeout: Duration,
@@ -124,6 +128,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             max_concurrent_streams: 32,
             max_connections: default_max_connections(1_024),
+            max_open_watches: 256,
             handshake_timeout: Duration::from_secs(10),
             max_connection_idle: None,
             max_connection_age: None,
@@ -310,8 +315,11 @@ async fn serve(
         }
     };
     let caps = Arc::new(calls::CallCaps::new(
-        config.limits.max_open_streams,
-        config.limits.max_open_unary,
+        calls::Caps {
+            streams: config.limits.max_open_streams,
+            unary: config.limits.max_open_unary,
+            watches: config.max_open_watches,
+        },
         metrics.clone(),
     ));
     let (drain, draining) = watch::channel(false);
@@ -339,7 +347,18 @@ async fn serve(
     // The listener is closed now: new connections are refused by the kernel.
     let _ = drain.send(true);
     connections.close();
-    if tokio::time::timeout(config.drain_timeout, connections.wait())
+    let drained = async {
+        caps.solving_done().await;
+        // Health watches never end by themselves and would hold their connections open until
+        // the drain timeout: once no solving call is left, forgetting the services ends them
+        // (their watchers were told NOT_SERVING at the start of the drain).
+        let mut health = health.clone();
+        for service in ["patience.v1.Solver", "patience.v1.RpsService", ""] {
+            health.clear_service_status(service).await;
+        }
+        connections.wait().await;
+    };
+    if tokio::time::timeout(config.drain_timeout, drained)
         .await
         .is_ok()
     {
@@ -377,6 +396,7 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
             u64::from(config.max_concurrent_streams),
         ),
         ("max_connections", config.max_connections as u64),
+        ("max_open_watches", config.max_open_watches as u64),
     ] {
         metrics.limit(flag, value);
     }
@@ -389,6 +409,7 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
         ("keepalive_timeout", Some(config.keepalive_timeout)),
         ("drain_timeout", Some(config.drain_timeout)),
         ("drain_cut_after", l.drain_cut_after),
+        ("stall_timeout", l.stall_timeout),
     ] {
         metrics.limit_seconds(flag, value);
     }

@@ -37,6 +37,7 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::Stream;
@@ -117,12 +118,29 @@ impl SolverService {
         let peer = request.remote_addr();
         self.admit(peer)?;
         let deadline = deadline(request.metadata())?;
+        let closer = request.extensions().get::<ConnectionCloser>().cloned();
         let inbound = request.into_inner();
         // Every queued response holds at least one permit, so this capacity is never the limit.
         let (tx, rx) = mpsc::channel::<Outgoing<G::Response>>(self.limits.max_in_flight.max(1));
-        tokio::spawn(stream::run::<G>(self.clone(), inbound, tx, peer, deadline));
-        let responses = ReceiverStream::new(rx)
-            .map(|item| item.map(|(response, _permit)| G::to_stream(response)));
+        let outbound = stream::Outbound {
+            tx,
+            taken: Arc::default(),
+            closer,
+        };
+        let taken = outbound.taken.clone();
+        tokio::spawn(stream::run::<G>(
+            self.clone(),
+            inbound,
+            outbound,
+            peer,
+            deadline,
+        ));
+        // The transport takes a response only when the client's flow-control window has room:
+        // counting them is how the call sees a client that stopped reading.
+        let responses = ReceiverStream::new(rx).map(move |item| {
+            taken.fetch_add(1, Ordering::Relaxed);
+            item.map(|(response, _permit)| G::to_stream(response))
+        });
         Ok(Response::new(Box::pin(responses)))
     }
 
@@ -204,6 +222,13 @@ impl SolverService {
         }
     }
 }
+
+/// Put in a request's extensions by the connection that carries it; cancelling it closes that
+/// connection. A streaming call whose client does not read its results cannot be told anything
+/// (its status would wait behind them), so closing the connection is how the call lets go of them
+/// (see [`Limits::stall_timeout`]).
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionCloser(pub tokio_util::sync::CancellationToken);
 
 /// The response stream of a streaming rpc.
 pub type GameStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;

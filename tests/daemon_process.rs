@@ -48,7 +48,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
         .unwrap();
     let mut health = HealthClient::new(channel);
     let mut watches = Vec::new();
-    for service in ["patience.v1.Solver", "patience.v1.RpsService"] {
+    for service in ["patience.v1.Solver", "patience.v1.RpsService", ""] {
         let mut watch = health
             .watch(HealthCheckRequest {
                 service: service.into(),
@@ -101,10 +101,22 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
         }
     }
 
-    drop((health, watches));
-    let (code, log) = daemon.wait(Duration::from_secs(30));
+    // Once no solving call is left the watches end instead of holding the drain open: the
+    // daemon exits long before its 60 s drain timeout although their client is still there.
+    for watch in &mut watches {
+        let end = tokio::time::timeout(Duration::from_secs(10), watch.message())
+            .await
+            .expect("a health watch ends once the calls are done");
+        assert!(matches!(end, Ok(None) | Err(_)), "{end:?}");
+    }
+    let (code, log) = daemon.wait(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{log:#?}");
     assert!(log.iter().any(|l| l.contains("shutting down")), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("drained; stopping")),
+        "{log:#?}"
+    );
+    drop((health, watches));
 }
 
 /// Reads a stream that the server is expected to cut, collecting its results; returns the status.

@@ -343,3 +343,158 @@ async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
         "{text}"
     );
 }
+
+/// Two clients that send a long stream and never read its results (their 64 KiB windows fill,
+/// so the daemon's finished responses wait, holding their deals' share of
+/// `--max-deals-in-flight`) starve everyone else: a unary call cannot get its deals in. At
+/// `--stall-timeout` their connections are closed, counted and logged, and the daemon serves
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--max-in-flight",
+        "32",
+        "--max-deals-in-flight",
+        "64",
+        "--stall-timeout",
+        "3s",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    let metrics = daemon.metrics_addr();
+    let (deals, expected) = corpus("random1000");
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let channel = tonic::transport::Endpoint::from_shared(daemon.addr.clone())
+            .unwrap()
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535)
+            .connect()
+            .await
+            .unwrap();
+        let mut client = patience::proto::solver_client::SolverClient::new(channel);
+        let requests = common::requests(&deals, 16, 8);
+        let responses = client
+            .solve_stream(tokio_stream::iter(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        // Kept, never read.
+        stalled.push((client, responses));
+    }
+
+    let mut client = daemon.client().await;
+    let one = |ms| {
+        let mut r = tonic::Request::new(request(&deals[..1], 0));
+        r.set_timeout(Duration::from_millis(ms));
+        r
+    };
+    let started = Instant::now();
+    let starved = loop {
+        match client.solve(one(200)).await {
+            Err(status) => break status,
+            Ok(_) if started.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(_) => panic!("the non-reading clients never held the budget"),
+        }
+    };
+    assert!(
+        matches!(
+            starved.code(),
+            Code::DeadlineExceeded | Code::ResourceExhausted
+        ),
+        "{starved:?}"
+    );
+
+    for _ in 0..2 {
+        let line = daemon.line_with("took no results", Duration::from_secs(15));
+        assert!(line.contains("SolveStream"), "{line}");
+    }
+    let answer = client.solve(one(5_000)).await.unwrap().into_inner();
+    assert!((probability(&answer.results[0]) - expected[0]).abs() <= TOLERANCE);
+    let text = scrape(&metrics);
+    assert!(
+        text.contains("patience_calls_cut_total{reason=\"stall_timeout\"} 2"),
+        "{text}"
+    );
+    // The cut clients see their calls fail, after some results.
+    for (_client, mut responses) in stalled {
+        let mut results = 0;
+        let end = loop {
+            match responses.message().await {
+                Ok(Some(r)) => results += r.results.len(),
+                Ok(None) => break None,
+                Err(status) => break Some(status),
+            }
+        };
+        assert!(
+            end.is_some(),
+            "a cut call ended as if complete after {results} results"
+        );
+        assert!(results < 8 * deals.len());
+    }
+}
+
+/// Health watches (open to anyone, even with a token required, and never ending by themselves)
+/// have a cap of their own: past `--max-open-watches` they are refused with `RESOURCE_EXHAUSTED`
+/// naming it, counted, and solving calls go on untouched; a place freed is a place again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_past_their_cap_are_refused_and_solving_goes_on() {
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+    let daemon = Daemon::start(&["--max-open-watches", "2", "--metrics-addr", "127.0.0.1:0"]);
+    let channel = tonic::transport::Channel::from_shared(daemon.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel);
+    let watch = || HealthCheckRequest {
+        service: String::new(),
+    };
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let mut stream = health.watch(watch()).await.unwrap().into_inner();
+        assert!(stream.message().await.unwrap().is_some());
+        open.push(stream);
+    }
+    let refused = match health.watch(watch()).await {
+        Ok(response) => response.into_inner().message().await.unwrap_err(),
+        Err(status) => status,
+    };
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("--max-open-watches"),
+        "{refused:?}"
+    );
+
+    let (deals, expected) = corpus("sample");
+    let mut client = daemon.client().await;
+    let answer = client.solve(request(&deals, 0)).await.unwrap().into_inner();
+    assert!((probability(&answer.results[0]) - expected[0]).abs() <= TOLERANCE);
+    let text = scrape(&daemon.metrics_addr());
+    assert!(text.contains("patience_open_watches 2\n"), "{text}");
+    assert!(
+        text.contains("patience_calls_refused_total{reason=\"max_open_watches\"} 1\n"),
+        "{text}"
+    );
+
+    drop(open.pop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let again = match health.watch(watch()).await {
+            Ok(response) => response.into_inner().message().await.map(|_| ()),
+            Err(status) => Err(status),
+        };
+        match again {
+            Ok(()) => break,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(status) => panic!("the freed place was not given back: {status:?}"),
+        }
+    }
+}

@@ -125,10 +125,12 @@ fn every_limit_is_published_by_its_flag() {
     assert_eq!(limit("max_open_unary"), Some(7.0), "{text}");
     assert_eq!(limit("max_in_flight"), Some(333.0), "{text}");
     assert_eq!(limit("max_open_streams"), Some(1024.0), "{text}");
+    assert_eq!(limit("max_open_watches"), Some(256.0), "{text}");
     assert_eq!(seconds("handshake_timeout"), Some(1.5), "{text}");
     assert_eq!(seconds("keepalive_interval"), Some(45.0), "{text}");
     assert_eq!(seconds("keepalive_timeout"), Some(20.0), "{text}");
     assert_eq!(seconds("drain_cut_after"), Some(2.0), "{text}");
     assert_eq!(seconds("drain_timeout"), Some(30.0), "{text}");
     assert_eq!(seconds("max_connection_age"), Some(0.0), "{text}");
+    assert_eq!(seconds("stall_timeout"), Some(30.0), "{text}");
 }

@@ -27,9 +27,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_open_unary: args.max_open_unary.max(1),
             max_deals_in_flight: args.max_deals_in_flight.max(1),
             drain_cut_after: args.drain_cut_after.0,
+            stall_timeout: args.stall_timeout.0,
             ..Limits::default()
         },
         max_concurrent_streams: args.max_concurrent_streams,
+        max_open_watches: args.max_open_watches.max(1),
         max_connections: args
             .max_connections
             .map_or_else(|| server::default_max_connections(open_files), |n| n.get()),
@@ -75,6 +77,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             max_open_streams = config.limits.max_open_streams,
             max_open_unary = config.limits.max_open_unary,
             max_deals_in_flight = config.limits.max_deals_in_flight,
+            max_open_watches = config.max_open_watches,
             max_concurrent_streams = config.max_concurrent_streams,
             max_connections = config.max_connections,
             handshake_timeout_s = config.handshake_timeout.as_secs_f64(),
@@ -85,6 +88,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
             keepalive_timeout_s = config.keepalive_timeout.as_secs_f64(),
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
             drain_cut_after = %shown(config.limits.drain_cut_after),
+            stall_timeout = %shown(config.limits.stall_timeout),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
             metrics_addr = %metrics_bound.map_or_else(|| "off".to_string(), |a| a.to_string()),

@@ -1,6 +1,7 @@
 //! One client connection, from the accepted socket to its close: the handshake deadline, HTTP/2
-//! through hyper, and the three ways the server ends a connection gracefully (GOAWAY, then the
-//! calls in progress finish): shutdown, idleness and age.
+//! through hyper, the three ways the server ends a connection gracefully (GOAWAY, then the
+//! calls in progress finish): shutdown, idleness and age; and the one it closes at once, when a
+//! call's client has stopped reading (`--stall-timeout`, decided by the call).
 //!
 //! The server owns this loop rather than leaving it to tonic's `Server` so that it can
 //! - close a connection that has not completed its TLS handshake and sent the HTTP/2 preface
@@ -35,6 +36,7 @@ use tower::Service;
 
 use super::calls::{CallCaps, OpenCall as Capped};
 use crate::metrics::Metrics;
+use crate::service::ConnectionCloser;
 
 /// The client's HTTP/2 connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_LEN: usize = 24;
@@ -134,11 +136,13 @@ pub async fn serve<S>(
         timed_out: timed_out.clone(),
     };
     let (calls, mut calls_seen) = watch::channel(0usize);
+    let closer = ConnectionCloser::default();
     let per_connection = PerConnection {
         inner: service,
         info: info.clone(),
         calls: Arc::new(calls),
         caps,
+        closer: closer.clone(),
     };
     let conn = settings
         .http2
@@ -176,6 +180,10 @@ pub async fn serve<S>(
                 closing = true;
                 conn.as_mut().graceful_shutdown();
                 force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
+            }
+            () = closer.0.cancelled() => {
+                tracing::debug!(peer = ?info.remote_addr, "a call's client took no results for --stall-timeout: closing");
+                return;
             }
             () = &mut force => {
                 tracing::debug!(peer = ?info.remote_addr, "--max-connection-age-grace is over: closing");
@@ -228,6 +236,7 @@ struct PerConnection<S> {
     info: TcpConnectInfo,
     calls: Arc<watch::Sender<usize>>,
     caps: Arc<CallCaps>,
+    closer: ConnectionCloser,
 }
 
 impl<S> Service<http::Request<Incoming>> for PerConnection<S>
@@ -266,6 +275,7 @@ where
             }
         };
         request.extensions_mut().insert(self.info.clone());
+        request.extensions_mut().insert(self.closer.clone());
         let response = self.inner.call(request.map(tonic::body::Body::new));
         Box::pin(async move {
             let response = response.await?;

@@ -14,24 +14,33 @@ use std::net::SocketAddr;
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, OptionFuture};
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::{AcquireError, Semaphore, mpsc, watch};
-use tokio::time::Sleep;
+use tokio::time::{Interval, MissedTickBehavior, Sleep};
 use tonic::{Code, Status, Streaming};
 
 use super::admission::Held;
 use super::deadline::FOREVER;
 use super::game::Game;
 use super::start::{Answered, Started, Submitter};
-use super::{SolverService, display_peer, is_tonic_too_large, message_too_large};
+use super::{ConnectionCloser, SolverService, display_peer, is_tonic_too_large, message_too_large};
 
 /// What a call's task hands to tonic: a response with the in-flight permits of its items, which
 /// are returned only when tonic takes the response for sending.
 pub(super) type Outgoing<R> = Result<(R, Held), Status>;
+
+/// Where a call's responses go: the channel tonic reads, how many responses it has taken from
+/// it, and the call's connection, to close if its client stops taking them.
+pub(super) struct Outbound<R> {
+    pub tx: mpsc::Sender<Outgoing<R>>,
+    pub taken: Arc<AtomicU64>,
+    pub closer: Option<ConnectionCloser>,
+}
 
 /// How a streaming call ended, as its log line says. Operators and tests look for these words
 /// in the logs, so [`StreamEnd::as_str`] keeps them exactly.
@@ -47,6 +56,8 @@ pub(super) enum StreamEnd {
     AbortedByShutdown,
     /// Shutdown stopped reading a client that was still sending (`--drain-cut-after`).
     CutShortByShutdown,
+    /// The client took none of its results for `--stall-timeout`: its connection was closed.
+    Stalled,
     /// A request could not be read or queued; the client was told why.
     Failed,
     /// The call's own machinery broke, which it should never do.
@@ -72,6 +83,7 @@ impl StreamEnd {
             StreamEnd::DeadlineExceeded => "deadline exceeded",
             StreamEnd::AbortedByShutdown => "aborted by shutdown",
             StreamEnd::CutShortByShutdown => "cut short by shutdown",
+            StreamEnd::Stalled => "cut: the client took no results for --stall-timeout",
             StreamEnd::Failed => "ended with an error",
             StreamEnd::Internal(Internal::BudgetClosed) => {
                 "internal error: the in-flight budget closed"
@@ -120,6 +132,18 @@ struct StreamCall<G: Game> {
     started: Instant,
     inbound: Streaming<G::StreamRequest>,
     tx: mpsc::Sender<Outgoing<G::Response>>,
+    /// Responses tonic has taken from `tx`, and how many were sent into it.
+    taken: Arc<AtomicU64>,
+    sent: u64,
+    closer: Option<ConnectionCloser>,
+    /// Ticks every half `--stall-timeout` (only with a connection to close), to see whether the
+    /// client still takes its responses.
+    stall_check: Option<Interval>,
+    /// `taken` at the last tick, whether responses were waiting then, and for how many ticks in
+    /// a row responses have waited with none taken.
+    last_taken: u64,
+    was_waiting: bool,
+    stalled_ticks: u32,
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
     expiry: Option<Pin<Box<Sleep>>>,
@@ -151,11 +175,11 @@ struct StreamCall<G: Game> {
 pub(super) async fn run<G: Game>(
     service: SolverService,
     inbound: Streaming<G::StreamRequest>,
-    tx: mpsc::Sender<Outgoing<G::Response>>,
+    outbound: Outbound<G::Response>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
 ) {
-    let mut call = StreamCall::<G>::new(service, inbound, tx, peer, deadline);
+    let mut call = StreamCall::<G>::new(service, inbound, outbound, peer, deadline);
     let end = call.run().await;
     call.finish(end);
 }
@@ -164,18 +188,36 @@ impl<G: Game> StreamCall<G> {
     fn new(
         service: SolverService,
         inbound: Streaming<G::StreamRequest>,
-        tx: mpsc::Sender<Outgoing<G::Response>>,
+        outbound: Outbound<G::Response>,
         peer: Option<SocketAddr>,
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
         let started = Instant::now();
+        let stall_check = service
+            .limits
+            .stall_timeout
+            .filter(|_| outbound.closer.is_some())
+            .map(|timeout| {
+                let period = (timeout / 2).max(Duration::from_millis(1));
+                let mut ticks =
+                    tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                ticks
+            });
         service.metrics.streams(1);
         let budget = Arc::new(Semaphore::new(service.limits.max_in_flight.max(1)));
         StreamCall {
             peer,
             started,
             inbound,
-            tx,
+            tx: outbound.tx,
+            taken: outbound.taken,
+            sent: 0,
+            closer: outbound.closer,
+            stall_check,
+            last_taken: 0,
+            was_waiting: false,
+            stalled_ticks: 0,
             expiry: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
             abort: service.lifecycle.abort.clone(),
             draining: service.lifecycle.draining.clone(),
@@ -209,6 +251,9 @@ impl<G: Game> StreamCall<G> {
                 }
                 true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => {
                     Break(self.aborted().await)
+                }
+                _ = tick(&mut self.stall_check), if self.stall_check.is_some() => {
+                    self.check_stall()
                 }
                 true = self.draining.wait_for(|&d| d).map(|r| r.is_ok()), if self.may_arm_cut() => {
                     self.arm_cut()
@@ -292,6 +337,28 @@ impl<G: Game> StreamCall<G> {
         let _ = tokio::time::timeout(Duration::from_secs(1), self.tx.send(Err(status))).await;
     }
 
+    /// Cuts the call if responses have waited, none taken, through two whole ticks (at least
+    /// `--stall-timeout`, at most one and a half of it): closing the connection drops them and
+    /// gives back what they hold.
+    fn check_stall(&mut self) -> ControlFlow<StreamEnd> {
+        let taken = self.taken.load(Ordering::Relaxed);
+        let waiting = taken < self.sent;
+        if waiting && self.was_waiting && taken == self.last_taken {
+            self.stalled_ticks += 1;
+        } else {
+            self.stalled_ticks = 0;
+        }
+        (self.last_taken, self.was_waiting) = (taken, waiting);
+        if self.stalled_ticks < 2 {
+            return Continue(());
+        }
+        if let Some(closer) = &self.closer {
+            closer.0.cancel();
+        }
+        self.service.metrics.call_cut("stall_timeout");
+        Break(StreamEnd::Stalled)
+    }
+
     /// Whether shutdown would start the countdown to stop reading: only with `drain_cut_after`,
     /// only once, and only while the client is still sending.
     fn may_arm_cut(&self) -> bool {
@@ -324,6 +391,7 @@ impl<G: Game> StreamCall<G> {
             if self.tx.send(Ok((done.response, permit))).await.is_err() {
                 return Break(StreamEnd::CancelledByClient);
             }
+            self.sent += 1;
         }
         Continue(())
     }
@@ -442,6 +510,16 @@ impl<G: Game> StreamCall<G> {
                 "call finished"
             );
         }
+    }
+}
+
+/// The next tick of an interval; never without one.
+async fn tick(interval: &mut Option<Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
