@@ -53,6 +53,7 @@ mod game;
 mod lifecycle;
 mod limits;
 mod rps;
+mod stall;
 mod start;
 mod stream;
 

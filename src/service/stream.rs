@@ -14,19 +14,20 @@ use std::net::SocketAddr;
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, OptionFuture};
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::{AcquireError, Semaphore, mpsc, watch};
-use tokio::time::{Interval, MissedTickBehavior, Sleep};
+use tokio::time::Sleep;
 use tonic::{Code, Status, Streaming};
 
 use super::admission::Held;
 use super::deadline::FOREVER;
 use super::game::Game;
+use super::stall::{self, StallWatch};
 use super::start::{Answered, Started, Submitter};
 use super::{ConnectionCloser, SolverService, display_peer, is_tonic_too_large, message_too_large};
 
@@ -132,18 +133,8 @@ struct StreamCall<G: Game> {
     started: Instant,
     inbound: Streaming<G::StreamRequest>,
     tx: mpsc::Sender<Outgoing<G::Response>>,
-    /// Responses tonic has taken from `tx`, and how many were sent into it.
-    taken: Arc<AtomicU64>,
-    sent: u64,
-    closer: Option<ConnectionCloser>,
-    /// Ticks every half `--stall-timeout` (only with a connection to close), to see whether the
-    /// client still takes its responses.
-    stall_check: Option<Interval>,
-    /// `taken` at the last tick, whether responses were waiting then, and for how many ticks in
-    /// a row responses have waited with none taken.
-    last_taken: u64,
-    was_waiting: bool,
-    stalled_ticks: u32,
+    /// Closes the connection if the client stops taking responses (`--stall-timeout`).
+    stall: Option<StallWatch>,
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
     expiry: Option<Pin<Box<Sleep>>>,
@@ -193,17 +184,6 @@ impl<G: Game> StreamCall<G> {
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
         let started = Instant::now();
-        let stall_check = service
-            .limits
-            .stall_timeout
-            .filter(|_| outbound.closer.is_some())
-            .map(|timeout| {
-                let period = (timeout / 2).max(Duration::from_millis(1));
-                let mut ticks =
-                    tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-                ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
-                ticks
-            });
         service.metrics.streams(1);
         let budget = Arc::new(Semaphore::new(service.limits.max_in_flight.max(1)));
         StreamCall {
@@ -211,13 +191,11 @@ impl<G: Game> StreamCall<G> {
             started,
             inbound,
             tx: outbound.tx,
-            taken: outbound.taken,
-            sent: 0,
-            closer: outbound.closer,
-            stall_check,
-            last_taken: 0,
-            was_waiting: false,
-            stalled_ticks: 0,
+            stall: StallWatch::new(
+                service.limits.stall_timeout,
+                outbound.taken,
+                outbound.closer,
+            ),
             expiry: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
             abort: service.lifecycle.abort.clone(),
             draining: service.lifecycle.draining.clone(),
@@ -252,8 +230,9 @@ impl<G: Game> StreamCall<G> {
                 true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => {
                     Break(self.aborted().await)
                 }
-                _ = tick(&mut self.stall_check), if self.stall_check.is_some() => {
-                    self.check_stall()
+                () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
+                    self.service.metrics.call_cut("stall_timeout");
+                    Break(StreamEnd::Stalled)
                 }
                 true = self.draining.wait_for(|&d| d).map(|r| r.is_ok()), if self.may_arm_cut() => {
                     self.arm_cut()
@@ -337,28 +316,6 @@ impl<G: Game> StreamCall<G> {
         let _ = tokio::time::timeout(Duration::from_secs(1), self.tx.send(Err(status))).await;
     }
 
-    /// Cuts the call if responses have waited, none taken, through two whole ticks (at least
-    /// `--stall-timeout`, at most one and a half of it): closing the connection drops them and
-    /// gives back what they hold.
-    fn check_stall(&mut self) -> ControlFlow<StreamEnd> {
-        let taken = self.taken.load(Ordering::Relaxed);
-        let waiting = taken < self.sent;
-        if waiting && self.was_waiting && taken == self.last_taken {
-            self.stalled_ticks += 1;
-        } else {
-            self.stalled_ticks = 0;
-        }
-        (self.last_taken, self.was_waiting) = (taken, waiting);
-        if self.stalled_ticks < 2 {
-            return Continue(());
-        }
-        if let Some(closer) = &self.closer {
-            closer.0.cancel();
-        }
-        self.service.metrics.call_cut("stall_timeout");
-        Break(StreamEnd::Stalled)
-    }
-
     /// Whether shutdown would start the countdown to stop reading: only with `drain_cut_after`,
     /// only once, and only while the client is still sending.
     fn may_arm_cut(&self) -> bool {
@@ -391,7 +348,9 @@ impl<G: Game> StreamCall<G> {
             if self.tx.send(Ok((done.response, permit))).await.is_err() {
                 return Break(StreamEnd::CancelledByClient);
             }
-            self.sent += 1;
+            if let Some(stall) = &mut self.stall {
+                stall.sent();
+            }
         }
         Continue(())
     }
@@ -510,16 +469,6 @@ impl<G: Game> StreamCall<G> {
                 "call finished"
             );
         }
-    }
-}
-
-/// The next tick of an interval; never without one.
-async fn tick(interval: &mut Option<Interval>) {
-    match interval {
-        Some(interval) => {
-            interval.tick().await;
-        }
-        None => std::future::pending().await,
     }
 }
 
