@@ -323,6 +323,7 @@ async fn serve(
         metrics.clone(),
     ));
     let (drain, draining) = watch::channel(false);
+    let close = tokio_util::sync::CancellationToken::new();
     let connections = TaskTracker::new();
     let cap = Arc::new(Semaphore::new(config.max_connections.max(1)));
     listener::accept(
@@ -338,7 +339,10 @@ async fn serve(
                 app.clone(),
                 caps.clone(),
                 metrics.clone(),
-                draining.clone(),
+                connection::Ending {
+                    drain: draining.clone(),
+                    close: close.clone(),
+                },
                 permit,
             ));
         },
@@ -375,6 +379,9 @@ async fn serve(
         .is_err()
     {
         tracing::warn!("connections still open after the calls ended; closing them");
+        close.cancel();
+        // Each connection ends at once, but one still in its TLS handshake only at its deadline.
+        let _ = tokio::time::timeout(Duration::from_secs(1), connections.wait()).await;
     }
     Ok(())
 }

@@ -617,3 +617,55 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
     assert!(basic.states > 0);
     server.stop().await;
 }
+
+/// A drain that runs out of time while a client has stopped reading (with `--stall-timeout`
+/// off) ends with the server closing every connection before `run` returns: a library user is
+/// not left with a connection still serving, which would end that client's stream as if
+/// complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_out_of_time_closes_every_connection_before_returning() {
+    let (deals, _) = corpus("random1000");
+    let server = TestServer::start(
+        1,
+        ServerConfig {
+            drain_timeout: Duration::from_millis(500),
+            limits: Limits {
+                max_in_flight: 32,
+                stall_timeout: None,
+                ..Limits::default()
+            },
+            ..config()
+        },
+    )
+    .await;
+    let channel = tonic::transport::Endpoint::from_shared(server.addr.clone())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut client = SolverClient::new(channel);
+    let mut responses = client
+        .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
+        .await
+        .unwrap()
+        .into_inner();
+    // Long enough for its window to fill and the server to stop reading it.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.stop().await;
+
+    let mut results = 0;
+    let end = loop {
+        match responses.message().await {
+            Ok(Some(r)) => results += r.results.len(),
+            Ok(None) => break None,
+            Err(status) => break Some(status),
+        }
+    };
+    assert!(
+        end.is_some(),
+        "the stream ended as if complete after {results} results"
+    );
+    assert!(results < 8 * deals.len());
+}

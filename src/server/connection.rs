@@ -80,15 +80,23 @@ impl Settings {
     }
 }
 
-/// Serves one accepted connection until it closes. `drain` turning true starts a graceful
-/// shutdown; `permit` (a place under `--max-connections`) is returned when the connection ends.
+/// How the server ends its connections: `drain` turning true starts a graceful shutdown of each,
+/// and cancelling `close` closes them all at once (after a drain that ran out of time).
+#[derive(Clone)]
+pub struct Ending {
+    pub drain: watch::Receiver<bool>,
+    pub close: tokio_util::sync::CancellationToken,
+}
+
+/// Serves one accepted connection until it closes or `ending` ends it; `permit` (a place under
+/// `--max-connections`) is returned when the connection ends.
 pub async fn serve<S>(
     stream: TcpStream,
     settings: Arc<Settings>,
     service: S,
     caps: Arc<CallCaps>,
     metrics: Metrics,
-    mut drain: watch::Receiver<bool>,
+    ending: Ending,
     _permit: OwnedSemaphorePermit,
 ) where
     S: Service<
@@ -136,7 +144,9 @@ pub async fn serve<S>(
         timed_out: timed_out.clone(),
     };
     let (calls, mut calls_seen) = watch::channel(0usize);
-    let closer = ConnectionCloser::default();
+    let mut drain = ending.drain;
+    // A call may close its own connection (a stalled client); the server closes them all.
+    let closer = ConnectionCloser(ending.close.child_token());
     let per_connection = PerConnection {
         inner: service,
         info: info.clone(),
@@ -182,7 +192,11 @@ pub async fn serve<S>(
                 force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
             }
             () = closer.0.cancelled() => {
-                tracing::debug!(peer = ?info.remote_addr, "a call's client took no results for --stall-timeout: closing");
+                if ending.close.is_cancelled() {
+                    tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
+                } else {
+                    tracing::debug!(peer = ?info.remote_addr, "a call's client took no results for --stall-timeout: closing");
+                }
                 return;
             }
             () = &mut force => {
