@@ -117,6 +117,19 @@ pub enum ClientError {
         /// `None` when no daemon ever answered, so the run did not wait.
         waited: Option<Duration>,
     },
+    /// One chunk was the oldest unanswered of a daemon's call each of the last `failures` times a
+    /// call failed: it is what makes them fail (a proxy refusing its size, a daemon unable to
+    /// answer it), and resending it would go on for ever.
+    #[error(
+        "a daemon's call failed {failures} times while chunk {chunk} (counting from 0; {items} \
+         items) was the oldest it had not answered, the last time: {reason}; giving up on it"
+    )]
+    ChunkFails {
+        chunk: u64,
+        items: usize,
+        failures: u32,
+        reason: String,
+    },
     /// No `--addr` led to any daemon.
     #[error("{0}")]
     NoDaemon(String),
@@ -129,7 +142,10 @@ impl ClientError {
     /// Whether the run stops at once, without printing the answers it has (a refusal); otherwise
     /// what was answered in order is printed first.
     pub fn stops_at_once(&self) -> bool {
-        !matches!(self, ClientError::GaveUp { .. })
+        !matches!(
+            self,
+            ClientError::GaveUp { .. } | ClientError::ChunkFails { .. }
+        )
     }
 }
 

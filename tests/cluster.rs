@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, data, free_ports, log_field, patience,
-    run, scrape, stand_in, wait_or_hang,
+    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, corpus, data, free_ports, log_field,
+    patience, run, scrape, stand_in, stand_in_failing_on, wait_or_hang,
 };
 
 /// Deals a daemon has answered so far, from its metrics endpoint (`host:port`).
@@ -650,6 +650,36 @@ fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
     assert!(lines[0].contains(&broken), "{stderr}");
     assert!(lines[0].contains("malformed"), "{stderr}");
     assert!(lines[0].contains("unanswered request"), "{stderr}");
+}
+
+/// A deal that every daemon fails on (here two stand-ins that end any call carrying it) is not
+/// resent for ever: after a few failures with it the oldest unanswered, the client prints the
+/// answers before it and stops, naming the chunk and the last reason, exit status 2.
+#[test]
+fn a_deal_that_fails_every_daemon_ends_the_run_instead_of_resending_it_for_ever() {
+    let (deals, _) = corpus("random1000");
+    let poison = deals[10];
+    let (a, b) = (stand_in_failing_on(poison), stand_in_failing_on(poison));
+    let text: String = deals[..15].iter().map(|d| format!("{d}\n")).collect();
+    let dir = Scratch::new("cluster-poison");
+    let input = dir.write("deals.in", text);
+    let started = Instant::now();
+    let client = run(&["client", "--addr", &a, "--addr", &b, "--batch", "1", &input]);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&client.stdout),
+        "0.500000\n".repeat(10),
+        "{stderr}"
+    );
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(
+        last.contains("while chunk 10 (counting from 0; 1 items)"),
+        "{stderr}"
+    );
+    assert!(last.contains("cannot answer that deal"), "{stderr}");
+    assert!(last.contains("giving up on it"), "{stderr}");
+    assert!(started.elapsed() < HANG_LIMIT, "{:?}", started.elapsed());
 }
 
 /// A daemon that never answered is not waited for, however long `--give-up-after` is: a wrong

@@ -17,9 +17,17 @@
 //! - A lane that fails gives back what it holds: chunks no other lane holds go back to the queue.
 //! - With chunks in the queue and no lane up for `give_up_after` (at once if no lane has ever
 //!   answered: a wrong address, a daemon not started), the run gives up.
+//! - A chunk that was the oldest unanswered of a lane when it failed, [`STRIKES`] times (or
+//!   twice per lane, if there are more lanes), is taken to be what makes calls fail (a proxy
+//!   refusing its size, a daemon that cannot answer it): the run gives up on it, rather than
+//!   resend it forever while every daemon comes back only to fail on it again.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
+
+/// Failures of a lane while a chunk was its oldest unanswered, after which the chunk is taken to
+/// be their cause: more than a rolling restart of a few daemons gives one chunk.
+pub const STRIKES: u32 = 5;
 
 /// A chunk's number, in input order.
 pub type Seq = u64;
@@ -89,6 +97,8 @@ pub struct Dispatcher {
     ever_up: bool,
     /// Chunks given so far, to every lane.
     given: u64,
+    /// Open chunks that were the oldest unanswered of a failing lane, and how many times.
+    strikes: BTreeMap<Seq, u32>,
 }
 
 impl Dispatcher {
@@ -102,6 +112,7 @@ impl Dispatcher {
             none_up_since: None,
             ever_up: false,
             given: 0,
+            strikes: BTreeMap::new(),
         }
     }
 
@@ -156,6 +167,7 @@ impl Dispatcher {
             l.quiet_since = (!l.holding.is_empty()).then_some(now);
             l.slowed = false;
         }
+        self.strikes.remove(&seq);
         match self.open.remove(&seq) {
             Some(_) => Delivery::First,
             None => Delivery::Duplicate,
@@ -173,6 +185,10 @@ impl Dispatcher {
         l.blocked = false;
         l.quiet_since = None;
         let held: Vec<Seq> = l.holding.drain(..).collect();
+        // The lane answers in order, so its oldest unanswered chunk is the one it was on.
+        if let Some(&oldest) = held.first() {
+            *self.strikes.entry(oldest).or_default() += 1;
+        }
         let mut back = 0;
         for seq in held {
             if let Some(holders) = self.open.get_mut(&seq) {
@@ -187,6 +203,16 @@ impl Dispatcher {
             self.none_up_since = Some(now);
         }
         back
+    }
+
+    /// An open chunk that failed lanes too often to be their bad luck (see the module doc), and
+    /// how many times.
+    pub fn poisoned(&self) -> Option<(Seq, u32)> {
+        let limit = STRIKES.max(2 * self.lanes.len() as u32);
+        self.strikes
+            .iter()
+            .find(|&(seq, &n)| n >= limit && self.open.contains_key(seq))
+            .map(|(&seq, &n)| (seq, n))
     }
 
     /// `lane` is up again, with an empty inbox.
@@ -414,6 +440,56 @@ mod tests {
         let c = d.add_lane();
         answer(&mut d, 4, &mut order);
         assert_eq!(order[4], c, "the new lane takes the next chunk");
+    }
+
+    /// A chunk that every lane fails on, again and again, is given up on after [`STRIKES`]
+    /// failures (twice per lane with more lanes); one answered after a few is forgotten.
+    #[test]
+    fn a_chunk_that_keeps_failing_lanes_is_given_up_on() {
+        let t = Instant::now();
+        let strike = |d: &mut Dispatcher| {
+            let sent = sends(d, t);
+            let &[(lane, seq, _)] = sent.as_slice() else {
+                panic!("one send expected: {sent:?}");
+            };
+            d.failed(lane, t);
+            d.back(lane);
+            seq
+        };
+        let mut d = Dispatcher::new(policy());
+        d.add_lane();
+        d.add_lane();
+        feed(&mut d, 0, 1);
+        for n in 1..STRIKES {
+            assert_eq!(strike(&mut d), 0);
+            assert_eq!(d.poisoned(), None, "after {n} failures");
+        }
+        strike(&mut d);
+        assert_eq!(d.poisoned(), Some((0, STRIKES)));
+
+        // Answered after a few failures: forgotten.
+        let mut d = Dispatcher::new(policy());
+        let a = d.add_lane();
+        feed(&mut d, 0, 1);
+        for _ in 1..STRIKES {
+            strike(&mut d);
+        }
+        assert_eq!(sends(&mut d, t), [(a, 0, false)]);
+        assert_eq!(d.answered(a, 0, t), Delivery::First);
+        assert_eq!(d.poisoned(), None);
+
+        // With four lanes, a chunk may fail each of them twice by bad luck.
+        let mut d = Dispatcher::new(policy());
+        for _ in 0..4 {
+            d.add_lane();
+        }
+        feed(&mut d, 0, 1);
+        for _ in 1..8 {
+            strike(&mut d);
+        }
+        assert_eq!(d.poisoned(), None);
+        strike(&mut d);
+        assert_eq!(d.poisoned(), Some((0, 8)));
     }
 
     #[test]

@@ -266,6 +266,15 @@ impl<G: Game> Session<G> {
                     .enumerate()
                     .filter(|(i, l)| *i != lane && l.inbox.is_some())
                     .count();
+                if let Some((seq, failures)) = self.dispatcher.poisoned() {
+                    let items = self.chunks.get(&seq).map_or(0, |c| G::items(&c.request));
+                    return Err(ClientError::ChunkFails {
+                        chunk: seq,
+                        items,
+                        failures,
+                        reason,
+                    });
+                }
                 if let Some(l) = self.lanes.get_mut(lane) {
                     l.inbox = None;
                     if let Some(again) = &l.again {

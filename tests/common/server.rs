@@ -75,6 +75,22 @@ pub fn config() -> ServerConfig {
 /// `analysis` attached (`None`, as a daemon older than the analysis API would). Its address,
 /// `http://ADDR`.
 pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
+    serve_stand_in(StandIn {
+        analysis,
+        fails_on: None,
+    })
+}
+
+/// A stand-in daemon as [`stand_in`] (no analysis), except that a call that sends it `deal` ends
+/// with `INTERNAL`: a daemon that cannot answer that deal, however often it is sent.
+pub fn stand_in_failing_on(deal: patience::deal::Deal) -> String {
+    serve_stand_in(StandIn {
+        analysis: None,
+        fails_on: Some(deal),
+    })
+}
+
+fn serve_stand_in(stand_in: StandIn) -> String {
     use patience::proto::solver_server::SolverServer;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -87,7 +103,7 @@ pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
         runtime.block_on(async move {
             let listener = TcpListener::from_std(listener).unwrap();
             tonic::transport::Server::builder()
-                .add_service(SolverServer::new(StandIn { analysis }))
+                .add_service(SolverServer::new(stand_in))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
                 .await
         })
@@ -98,11 +114,25 @@ pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
 #[derive(Clone)]
 struct StandIn {
     analysis: Option<patience::proto::Analysis>,
+    fails_on: Option<patience::deal::Deal>,
 }
 
 impl StandIn {
-    fn answer(&self, request: patience::proto::SolveRequest) -> patience::proto::SolveResponse {
+    fn answer(
+        &self,
+        request: patience::proto::SolveRequest,
+    ) -> Result<patience::proto::SolveResponse, tonic::Status> {
         use patience::proto::{Result, result::Outcome};
+        if let Some(bad) = &self.fails_on
+            && request
+                .deals
+                .iter()
+                .any(|d| patience::deal::Deal::parse(&d.cards).as_ref() == Ok(bad))
+        {
+            return Err(tonic::Status::internal(
+                "this stand-in cannot answer that deal",
+            ));
+        }
         let results = request
             .deals
             .into_iter()
@@ -114,7 +144,7 @@ impl StandIn {
                 analysis: self.analysis.clone(),
             })
             .collect();
-        patience::proto::SolveResponse { results }
+        Ok(patience::proto::SolveResponse { results })
     }
 }
 
@@ -137,7 +167,7 @@ impl patience::proto::solver_server::Solver for StandIn {
         let stand_in = self.clone();
         let responses = request
             .into_inner()
-            .map(move |request| request.map(|r| stand_in.answer(r)));
+            .map(move |request| request.and_then(|r| stand_in.answer(r)));
         Ok(tonic::Response::new(Box::pin(responses)))
     }
 
@@ -145,6 +175,6 @@ impl patience::proto::solver_server::Solver for StandIn {
         &self,
         request: tonic::Request<patience::proto::SolveRequest>,
     ) -> Result<tonic::Response<patience::proto::SolveResponse>, tonic::Status> {
-        Ok(tonic::Response::new(self.answer(request.into_inner())))
+        self.answer(request.into_inner()).map(tonic::Response::new)
     }
 }
