@@ -122,3 +122,10 @@ fn analysis_flags_without_json_are_a_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--format json"), "{err}");
 }
+
+/// The README's JSON examples (the sample deal with `--exact --moves`, a three-pile position with
+/// `--line`) print exactly what it shows; their values are checked against the reference above.
+#[test]
+fn the_readme_examples_print_what_the_readme_says() {
+    common::assert_readme_examples("## Beyond the probability", 2);
+}

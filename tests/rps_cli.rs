@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{
-    Output, Scratch, assert_answers, data, exe, parse_number, patience, rps_answers,
-    rps_random_cases, survives_a_closed_pipe, text, without_patience_env,
+    Output, Scratch, assert_answers, assert_readme_examples, data, parse_number, patience,
+    rps_answers, rps_random_cases, survives_a_closed_pipe, text,
 };
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
@@ -460,59 +460,9 @@ fn usage_errors_exit_2() {
     }
 }
 
-/// The examples of the README's `patience rps` section: each `$ COMMAND` line with the lines after
-/// it, up to the end of its block, as its expected standard output.
-fn readme_examples() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let start = readme
-        .find("## `patience rps`")
-        .expect("the README has a patience rps section");
-    let section = &readme[start..];
-    let section = &section[..section[3..]
-        .find("\n## ")
-        .map_or(section.len(), |end| end + 3)];
-    let mut examples = Vec::new();
-    let mut lines = section.lines();
-    while let Some(line) = lines.next() {
-        let Some(command) = line.strip_prefix("$ ") else {
-            continue;
-        };
-        let output: String = lines
-            .by_ref()
-            .take_while(|l| !l.starts_with("```"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        examples.push((command.to_string(), output));
-    }
-    examples
-}
-
 #[test]
 fn the_readme_examples_print_what_the_readme_says() {
-    let examples = readme_examples();
-    assert!(examples.len() >= 3, "found {examples:?}");
-    let bin = Path::new(exe()).parent().expect("the binary's directory");
-    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .expect("a PATH");
-    for (command, expected) in examples {
-        let mut sh = Command::new("sh");
-        without_patience_env(&mut sh);
-        let out = sh
-            .args(["-c", &command])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("PATH", &path)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run sh");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            expected,
-            "README: $ {command}"
-        );
-    }
+    assert_readme_examples("## `patience rps`", 3);
 }
 
 /// `patience rps` in-process and through daemons, on the same files: every byte and the exit

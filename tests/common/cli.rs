@@ -378,3 +378,63 @@ pub fn survives_a_closed_pipe(cmd: &mut TestCommand) {
     assert!(!errors.contains("patience:"), "{errors:?}");
     assert_eq!(errors, "");
 }
+
+/// The examples of the README section that starts with `heading`: each `$ COMMAND` line with the
+/// lines after it, up to the end of its block, as its expected standard output.
+fn readme_examples(heading: &str) -> Vec<(String, String)> {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .expect("README.md");
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("the README has a section {heading:?}"));
+    let section = &readme[start..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 3)];
+    let mut examples = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        let Some(command) = line.strip_prefix("$ ") else {
+            continue;
+        };
+        let output: String = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        examples.push((command.to_string(), output));
+    }
+    examples
+}
+
+/// Runs every example of the README section that starts with `heading` (at least `at_least`
+/// of them) with `sh` in the crate's directory, this build's `patience` first on the `PATH`, and
+/// checks that each prints exactly what the README shows.
+pub fn assert_readme_examples(heading: &str, at_least: usize) {
+    let examples = readme_examples(heading);
+    assert!(examples.len() >= at_least, "found {examples:?}");
+    let bin = std::path::Path::new(exe())
+        .parent()
+        .expect("the binary's directory");
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    for (command, expected) in examples {
+        let mut sh = Command::new("sh");
+        without_patience_env(&mut sh);
+        let out = sh
+            .args(["-c", &command])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "README: $ {command}"
+        );
+    }
+}
