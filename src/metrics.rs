@@ -158,7 +158,8 @@ impl Metrics {
         let deals_in_flight = Gauge::default();
         registry.register(
             "deals_in_flight",
-            "Items (deals and rps cases) read from clients and not yet answered",
+            "Items (deals and rps cases) read from clients and not yet answered (on a stream, until \
+             the transport takes the result): what holds --max-deals-in-flight",
             deals_in_flight.clone(),
         );
         let open_streams = Gauge::default();
@@ -386,6 +387,11 @@ impl Metrics {
 
     pub fn queue_wait(&self, took: Duration) {
         self.queue_wait_seconds.observe(took.as_secs_f64());
+    }
+
+    /// The in-flight gauge itself, for a count that lives with a response.
+    pub fn in_flight_gauge(&self) -> Gauge {
+        self.deals_in_flight.clone()
     }
 
     /// Items read but not answered: `n` more (or fewer, when negative).

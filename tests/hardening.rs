@@ -407,6 +407,9 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         refused.message().contains("--max-deals-in-flight"),
         "{refused:?}"
     );
+    // The gauge shows what holds the budget: their finished, unsent results.
+    let held = scrape(&metrics);
+    assert!(held.contains("patience_deals_in_flight 64\n"), "{held}");
 
     for _ in 0..2 {
         let line = daemon.line_with("took no results", Duration::from_secs(15));
@@ -419,6 +422,12 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         text.contains("patience_calls_cut_total{reason=\"stall_timeout\"} 2"),
         "{text}"
     );
+    // Given back once their connections are gone (asynchronously, so within a moment).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !scrape(&metrics).contains("patience_deals_in_flight 0\n") {
+        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // The cut clients see their calls fail, after some results.
     for (_client, mut responses) in stalled {
         let mut results = 0;

@@ -22,10 +22,35 @@ pub(super) struct Admission {
 }
 
 /// A request's deals, counted against its call's budget and the server's until its response has
-/// been handed to the transport.
+/// been handed to the transport (or dropped), and for a stream's in `patience_deals_in_flight`
+/// as long: so the gauge shows what the budget holds, a client that does not read included.
 pub(super) struct Held {
     _call: Option<OwnedSemaphorePermit>,
     _server: OwnedSemaphorePermit,
+    in_flight: Option<Counted>,
+}
+
+impl Held {
+    /// Counts the request's `items` in `patience_deals_in_flight` while this is held.
+    pub fn count(&mut self, metrics: &Metrics, items: usize) {
+        let gauge = metrics.in_flight_gauge();
+        let items = items as i64;
+        gauge.inc_by(items);
+        self.in_flight = Some(Counted { gauge, items });
+    }
+}
+
+/// Items counted in the in-flight gauge until dropped. Only the gauge is kept, not all the
+/// metrics: a `Held` travels with every response.
+struct Counted {
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    items: i64,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.gauge.dec_by(self.items);
+    }
 }
 
 impl Admission {
@@ -63,6 +88,7 @@ impl Admission {
         Ok(Held {
             _call: None,
             _server: server,
+            in_flight: None,
         })
     }
 
@@ -81,6 +107,7 @@ impl Admission {
             Ok(Held {
                 _call: Some(own),
                 _server: server,
+                in_flight: None,
             })
         }
     }

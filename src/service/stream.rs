@@ -343,7 +343,6 @@ impl<G: Game> StreamCall<G> {
         for (done, permit) in group {
             let items = G::results(&done.response);
             self.answered += items as u64;
-            self.service.metrics.in_flight(-(items as i64));
             self.errors += done.errors;
             if self.tx.send(Ok((done.response, permit))).await.is_err() {
                 return Break(StreamEnd::CancelledByClient);
@@ -381,13 +380,13 @@ impl<G: Game> StreamCall<G> {
     /// The waiting request has its permits: it gets its stream indices and goes to the submitter.
     fn submit(&mut self, held: Result<Held, AcquireError>) -> ControlFlow<StreamEnd> {
         let request = self.waiting.take().map(|w| w.request);
-        let (Ok(permit), Some(request)) = (held, request) else {
+        let (Ok(mut permit), Some(request)) = (held, request) else {
             return Break(StreamEnd::Internal(Internal::BudgetClosed));
         };
         let first_index = self.received;
         let items = G::items(&request);
         self.received += items as u64;
-        self.service.metrics.in_flight(items as i64);
+        permit.count(&self.service.metrics, items);
         if self.submitter.send((request, first_index, permit)).is_err() {
             return Break(StreamEnd::Internal(Internal::SubmitterStopped));
         }
@@ -438,7 +437,6 @@ impl<G: Game> StreamCall<G> {
     fn finish(self, end: StreamEnd) {
         let metrics = &self.service.metrics;
         metrics.streams(-1);
-        metrics.in_flight(-(self.received.saturating_sub(self.answered) as i64));
         // The target the line has always had, beside the unary rpcs', so log filters and
         // searches for it keep working; Double Patience keeps its `deals` field.
         let duration_ms = self.started.elapsed().as_secs_f64() * 1e3;
