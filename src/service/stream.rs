@@ -273,8 +273,14 @@ impl<G: Game> StreamCall<G> {
         match std::mem::replace(&mut self.reading, Reading::Finished) {
             Reading::Open | Reading::Finished => Some(StreamEnd::Completed),
             Reading::Failed(status) => {
-                let _ = self.tx.send(Err(status)).await;
-                Some(StreamEnd::Failed)
+                // Behind the results: waits as long as they do, but not past a stall.
+                tokio::select! {
+                    _ = self.tx.send(Err(status)) => Some(StreamEnd::Failed),
+                    () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
+                        self.service.metrics.call_cut("stall_timeout");
+                        Some(StreamEnd::Stalled)
+                    }
+                }
             }
             Reading::CutShort => {
                 let answered = self.answered;
