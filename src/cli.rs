@@ -178,10 +178,10 @@ pub struct ServeArgs {
     /// it until the drain timeout). For clients that resume elsewhere, like `patience client`.
     #[arg(long, env = "PATIENCE_DRAIN_CUT_AFTER", default_value = "off", value_parser = parse_optional_duration)]
     pub drain_cut_after: MaybeDuration,
-    /// Close the connection of a streaming call whose client takes none of its finished results
-    /// for this long (it does not read them), so that the results it holds stop counting against
-    /// --max-deals-in-flight ("off": never).
-    #[arg(long, env = "PATIENCE_STALL_TIMEOUT", default_value = "30s", value_parser = parse_optional_duration)]
+    /// Drop the finished results of a stream whose client takes none of them for this long (it
+    /// does not read), so that they stop counting against --max-deals-in-flight; the client then
+    /// gets RESOURCE_EXHAUSTED naming the index to resume from ("off": never).
+    #[arg(long, env = "PATIENCE_STALL_TIMEOUT", default_value = "60s", value_parser = parse_optional_duration)]
     pub stall_timeout: MaybeDuration,
     /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]

@@ -121,8 +121,8 @@ pub enum ClientError {
     /// call failed: it is what makes them fail (a proxy refusing its size, a daemon unable to
     /// answer it), and resending it would go on for ever.
     #[error(
-        "a daemon's call failed {failures} times while chunk {chunk} (counting from 0; {items} \
-         items) was the oldest it had not answered, the last time: {reason}; giving up on it"
+        "daemons' calls failed {failures} times while chunk {chunk} (counting from 0; {items} \
+         items) was the oldest they had not answered, the last time: {reason}; giving up on it"
     )]
     ChunkFails {
         chunk: u64,

@@ -158,8 +158,8 @@ impl Metrics {
         let deals_in_flight = Gauge::default();
         registry.register(
             "deals_in_flight",
-            "Items (deals and rps cases) read from clients and not yet answered (on a stream, until \
-             the transport takes the result): what holds --max-deals-in-flight",
+            "Items (deals and rps cases) read from clients and not yet answered: on a stream, until \
+             the transport takes the result",
             deals_in_flight.clone(),
         );
         let open_streams = Gauge::default();
@@ -226,7 +226,7 @@ impl Metrics {
         registry.register(
             "calls_cut",
             "Calls in progress the server cut, by reason: stall_timeout (the client took none of \
-             its results for --stall-timeout; its connection was closed)",
+             its results for --stall-timeout; those waiting were dropped)",
             calls_cut.clone(),
         );
         let limits = Family::<LimitLabels, Gauge>::default();

@@ -351,15 +351,17 @@ async fn serve(
     // The listener is closed now: new connections are refused by the kernel.
     let _ = drain.send(true);
     connections.close();
-    let drained = async {
-        caps.solving_done().await;
-        // Health watches never end by themselves and would hold their connections open until
-        // the drain timeout: once no solving call is left, forgetting the services ends them
-        // (their watchers were told NOT_SERVING at the start of the drain).
+    // Health watches never end by themselves and would hold their connections open: forgetting
+    // the services ends them (their watchers were told NOT_SERVING at the start of the drain).
+    let end_watches = || async {
         let mut health = health.clone();
         for service in ["patience.v1.Solver", "patience.v1.RpsService", ""] {
             health.clear_service_status(service).await;
         }
+    };
+    let drained = async {
+        caps.solving_done().await;
+        end_watches().await;
         connections.wait().await;
     };
     if tokio::time::timeout(config.drain_timeout, drained)
@@ -374,6 +376,7 @@ async fn serve(
         "drain timeout reached; ending the calls still in flight with UNAVAILABLE"
     );
     control.abort_calls();
+    end_watches().await;
     if tokio::time::timeout(Duration::from_secs(5), connections.wait())
         .await
         .is_err()

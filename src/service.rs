@@ -37,13 +37,9 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use futures::Stream;
-use futures::stream::StreamExt;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 mod admission;
@@ -66,7 +62,6 @@ use deals::Deals;
 use game::Game;
 use rps::Rps;
 use start::Answered;
-use stream::Outgoing;
 
 use crate::metrics::Metrics;
 use crate::pool::Pool;
@@ -119,16 +114,10 @@ impl SolverService {
         let peer = request.remote_addr();
         self.admit(peer)?;
         let deadline = deadline(request.metadata())?;
-        let closer = request.extensions().get::<ConnectionCloser>().cloned();
         let inbound = request.into_inner();
         // Every queued response holds at least one permit, so this capacity is never the limit.
-        let (tx, rx) = mpsc::channel::<Outgoing<G::Response>>(self.limits.max_in_flight.max(1));
-        let outbound = stream::Outbound {
-            tx,
-            taken: Arc::default(),
-            closer,
-        };
-        let taken = outbound.taken.clone();
+        let (outbound, responses) =
+            stall::channel(self.limits.max_in_flight, G::results, G::to_stream);
         tokio::spawn(stream::run::<G>(
             self.clone(),
             inbound,
@@ -136,12 +125,6 @@ impl SolverService {
             peer,
             deadline,
         ));
-        // The transport takes a response only when the client's flow-control window has room:
-        // counting them is how the call sees a client that stopped reading.
-        let responses = ReceiverStream::new(rx).map(move |item| {
-            taken.fetch_add(1, Ordering::Relaxed);
-            item.map(|(response, _permit)| G::to_stream(response))
-        });
         Ok(Response::new(Box::pin(responses)))
     }
 
@@ -223,13 +206,6 @@ impl SolverService {
         }
     }
 }
-
-/// Put in a request's extensions by the connection that carries it; cancelling it closes that
-/// connection. A streaming call whose client does not read its results cannot be told anything
-/// (its status would wait behind them), so closing the connection is how the call lets go of them
-/// (see [`Limits::stall_timeout`]).
-#[derive(Clone, Debug, Default)]
-pub struct ConnectionCloser(pub tokio_util::sync::CancellationToken);
 
 /// The response stream of a streaming rpc.
 pub type GameStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;

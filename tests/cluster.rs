@@ -674,7 +674,7 @@ fn a_deal_that_fails_every_daemon_ends_the_run_instead_of_resending_it_for_ever(
     );
     let last = stderr.lines().last().unwrap_or("");
     assert!(
-        last.contains("while chunk 10 (counting from 0; 1 items)"),
+        last.contains("failed 5 times while chunk 10 (counting from 0; 1 items)"),
         "{stderr}"
     );
     assert!(last.contains("cannot answer that deal"), "{stderr}");

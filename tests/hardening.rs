@@ -347,8 +347,8 @@ async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
 /// Two clients that send a long stream and never read its results (their 64 KiB windows fill,
 /// so the daemon's finished responses wait, holding their deals' share of
 /// `--max-deals-in-flight`) starve everyone else: a unary call cannot get its deals in. At
-/// `--stall-timeout` their connections are closed, counted and logged, and the daemon serves
-/// again.
+/// `--stall-timeout` their waiting results are dropped, the cuts counted and logged, and the
+/// daemon serves again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
     let daemon = Daemon::start(&[
@@ -428,21 +428,10 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         assert!(Instant::now() < deadline, "{}", scrape(&metrics));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The cut clients see their calls fail, after some results.
+    // A cut client that reads again gets the results that were on their way, then the status
+    // naming the index to resume from, which is the count it got.
     for (_client, mut responses) in stalled {
-        let mut results = 0;
-        let end = loop {
-            match responses.message().await {
-                Ok(Some(r)) => results += r.results.len(),
-                Ok(None) => break None,
-                Err(status) => break Some(status),
-            }
-        };
-        assert!(
-            end.is_some(),
-            "a cut call ended as if complete after {results} results"
-        );
-        assert!(results < 8 * deals.len());
+        assert_cut_after(&mut responses, 8 * deals.len()).await;
     }
 }
 
@@ -581,4 +570,75 @@ async fn unary_calls_past_their_cap_are_refused_and_streams_go_on() {
     .await
     .expect("a unary call is served once the silent ones are gone");
     assert!((probability(&answer.results[0]) - expected[0]).abs() <= TOLERANCE);
+}
+
+/// Reads a stream the server cut at the stall timeout to its end: what arrived is a prefix, and
+/// the status is `RESOURCE_EXHAUSTED` naming the flag and, as the index to resume from, exactly
+/// the number of results that arrived.
+async fn assert_cut_after(responses: &mut tonic::Streaming<SolveResponse>, sent: usize) {
+    let mut results = 0;
+    let status = loop {
+        match responses.message().await {
+            Ok(Some(r)) => results += r.results.len(),
+            Ok(None) => panic!("a cut call ended as if complete after {results} results"),
+            Err(status) => break status,
+        }
+    };
+    assert!(results < sent, "{results} of {sent}");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("--stall-timeout"), "{status:?}");
+    assert!(
+        status
+            .message()
+            .contains(&format!("results before index {results} were sent")),
+        "{results} results arrived: {status:?}"
+    );
+}
+
+/// A client that sends its whole stream, half-closes and never reads is cut as well: the call
+/// keeps watching after it has answered everything, until tonic has taken every response, so
+/// the results it holds are given back at the stall timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sent_everything_and_never_reads_is_cut_too() {
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--stall-timeout",
+        "1s",
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    let metrics = daemon.metrics_addr();
+    let (deals, _) = corpus("random1000");
+    let channel = tonic::transport::Endpoint::from_shared(daemon.addr.clone())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut client = patience::proto::solver_client::SolverClient::new(channel);
+    // 2,000 deals, under the default --max-in-flight so that every request is read, with moves
+    // and lines (~200 bytes a result) so that their results are far more than its window holds.
+    let mut requests = common::requests(&deals, 16, 2);
+    for r in &mut requests {
+        r.analysis = Some(patience::proto::AnalysisOptions {
+            exact: false,
+            moves: true,
+            line: true,
+        });
+    }
+    let mut responses = client
+        .solve_stream(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let line = daemon.line_with("took no results", Duration::from_secs(15));
+    assert!(line.contains("received=2000"), "{line}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !scrape(&metrics).contains("patience_deals_in_flight 0\n") {
+        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_cut_after(&mut responses, 2 * deals.len()).await;
 }

@@ -132,5 +132,5 @@ fn every_limit_is_published_by_its_flag() {
     assert_eq!(seconds("drain_cut_after"), Some(2.0), "{text}");
     assert_eq!(seconds("drain_timeout"), Some(30.0), "{text}");
     assert_eq!(seconds("max_connection_age"), Some(0.0), "{text}");
-    assert_eq!(seconds("stall_timeout"), Some(30.0), "{text}");
+    assert_eq!(seconds("stall_timeout"), Some(60.0), "{text}");
 }

@@ -185,8 +185,9 @@ impl Dispatcher {
         l.blocked = false;
         l.quiet_since = None;
         let held: Vec<Seq> = l.holding.drain(..).collect();
-        // The lane answers in order, so its oldest unanswered chunk is the one it was on.
-        if let Some(&oldest) = held.first() {
+        // The lane answers in order, so its oldest unanswered chunk is the one it was on (one its
+        // hedge answered already is not open any more, and not to blame).
+        if let Some(&oldest) = held.iter().find(|seq| self.open.contains_key(seq)) {
             *self.strikes.entry(oldest).or_default() += 1;
         }
         let mut back = 0;

@@ -1,7 +1,7 @@
 //! One client connection, from the accepted socket to its close: the handshake deadline, HTTP/2
 //! through hyper, the three ways the server ends a connection gracefully (GOAWAY, then the
-//! calls in progress finish): shutdown, idleness and age; and the one it closes at once, when a
-//! call's client has stopped reading (`--stall-timeout`, decided by the call).
+//! calls in progress finish): shutdown, idleness and age; and closing it at once, at the end of a
+//! drain that ran out of time.
 //!
 //! The server owns this loop rather than leaving it to tonic's `Server` so that it can
 //! - close a connection that has not completed its TLS handshake and sent the HTTP/2 preface
@@ -36,7 +36,6 @@ use tower::Service;
 
 use super::calls::{CallCaps, OpenCall as Capped};
 use crate::metrics::Metrics;
-use crate::service::ConnectionCloser;
 
 /// The client's HTTP/2 connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_LEN: usize = 24;
@@ -144,15 +143,12 @@ pub async fn serve<S>(
         timed_out: timed_out.clone(),
     };
     let (calls, mut calls_seen) = watch::channel(0usize);
-    let mut drain = ending.drain;
-    // A call may close its own connection (a stalled client); the server closes them all.
-    let closer = ConnectionCloser(ending.close.child_token());
+    let (mut drain, close) = (ending.drain, ending.close);
     let per_connection = PerConnection {
         inner: service,
         info: info.clone(),
         calls: Arc::new(calls),
         caps,
-        closer: closer.clone(),
     };
     let conn = settings
         .http2
@@ -191,12 +187,8 @@ pub async fn serve<S>(
                 conn.as_mut().graceful_shutdown();
                 force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
             }
-            () = closer.0.cancelled() => {
-                if ending.close.is_cancelled() {
-                    tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
-                } else {
-                    tracing::debug!(peer = ?info.remote_addr, "a call's client took no results for --stall-timeout: closing");
-                }
+            () = close.cancelled() => {
+                tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
                 return;
             }
             () = &mut force => {
@@ -250,7 +242,6 @@ struct PerConnection<S> {
     info: TcpConnectInfo,
     calls: Arc<watch::Sender<usize>>,
     caps: Arc<CallCaps>,
-    closer: ConnectionCloser,
 }
 
 impl<S> Service<http::Request<Incoming>> for PerConnection<S>
@@ -289,7 +280,6 @@ where
             }
         };
         request.extensions_mut().insert(self.info.clone());
-        request.extensions_mut().insert(self.closer.clone());
         let response = self.inner.call(request.map(tonic::body::Body::new));
         Box::pin(async move {
             let response = response.await?;

@@ -29,9 +29,9 @@ pub struct Limits {
     /// drain timeout. Off by default.
     pub drain_cut_after: Option<Duration>,
     /// A streaming call whose client takes none of its finished responses for this long (it does
-    /// not read, so HTTP/2 flow control holds them) has its connection closed: those responses
-    /// hold their share of `max_deals_in_flight`, and a few such clients would otherwise stall
-    /// every other call for good. `None` is off.
+    /// not read, so HTTP/2 flow control holds them) has the ones still waiting dropped, with a
+    /// status in their place: they hold their share of `max_deals_in_flight`, and a few such
+    /// clients would otherwise stall every other call for good. `None` is off.
     pub stall_timeout: Option<Duration>,
     /// Deals per pool job: large enough to amortise the hop to a worker, small enough to spread
     /// one request over every worker.
@@ -53,7 +53,7 @@ impl Default for Limits {
             max_open_unary: 64,
             max_deals_in_flight: 65_536,
             drain_cut_after: None,
-            stall_timeout: Some(Duration::from_secs(30)),
+            stall_timeout: Some(Duration::from_secs(60)),
             batch: 32,
             panic_on_id: None,
         }

@@ -14,34 +14,26 @@ use std::net::SocketAddr;
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, OptionFuture};
 use futures::stream::{FuturesOrdered, StreamExt};
-use tokio::sync::{AcquireError, Semaphore, mpsc, watch};
+use tokio::sync::{AcquireError, Semaphore, watch};
 use tokio::time::Sleep;
 use tonic::{Code, Status, Streaming};
 
 use super::admission::Held;
 use super::deadline::FOREVER;
 use super::game::Game;
-use super::stall::{self, StallWatch};
+use super::stall::{self, Outbound, StallWatch};
 use super::start::{Answered, Started, Submitter};
-use super::{ConnectionCloser, SolverService, display_peer, is_tonic_too_large, message_too_large};
+use super::{SolverService, display_peer, is_tonic_too_large, message_too_large};
 
 /// What a call's task hands to tonic: a response with the in-flight permits of its items, which
 /// are returned only when tonic takes the response for sending.
 pub(super) type Outgoing<R> = Result<(R, Held), Status>;
-
-/// Where a call's responses go: the channel tonic reads, how many responses it has taken from
-/// it, and the call's connection, to close if its client stops taking them.
-pub(super) struct Outbound<R> {
-    pub tx: mpsc::Sender<Outgoing<R>>,
-    pub taken: Arc<AtomicU64>,
-    pub closer: Option<ConnectionCloser>,
-}
 
 /// How a streaming call ended, as its log line says. Operators and tests look for these words
 /// in the logs, so [`StreamEnd::as_str`] keeps them exactly.
@@ -57,7 +49,7 @@ pub(super) enum StreamEnd {
     AbortedByShutdown,
     /// Shutdown stopped reading a client that was still sending (`--drain-cut-after`).
     CutShortByShutdown,
-    /// The client took none of its results for `--stall-timeout`: its connection was closed.
+    /// The client took none of its results for `--stall-timeout`: those waiting were dropped.
     Stalled,
     /// A request could not be read or queued; the client was told why.
     Failed,
@@ -132,8 +124,9 @@ struct StreamCall<G: Game> {
     peer: Option<SocketAddr>,
     started: Instant,
     inbound: Streaming<G::StreamRequest>,
-    tx: mpsc::Sender<Outgoing<G::Response>>,
-    /// Closes the connection if the client stops taking responses (`--stall-timeout`).
+    /// Where the responses go, and what tonic has taken of them.
+    out: Outbound<G::Response>,
+    /// Cuts the call if the client stops taking responses (`--stall-timeout`).
     stall: Option<StallWatch>,
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
@@ -190,12 +183,8 @@ impl<G: Game> StreamCall<G> {
             peer,
             started,
             inbound,
-            tx: outbound.tx,
-            stall: StallWatch::new(
-                service.limits.stall_timeout,
-                outbound.taken,
-                outbound.closer,
-            ),
+            stall: StallWatch::new(service.limits.stall_timeout, outbound.progress.clone()),
+            out: outbound,
             expiry: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
             abort: service.lifecycle.abort.clone(),
             draining: service.lifecycle.draining.clone(),
@@ -219,11 +208,11 @@ impl<G: Game> StreamCall<G> {
     async fn run(&mut self) -> StreamEnd {
         loop {
             if let Some(end) = self.end_if_done().await {
-                return end;
+                return self.until_taken(end).await;
             }
             let step = tokio::select! {
                 biased;
-                () = self.tx.closed() => Break(StreamEnd::CancelledByClient),
+                () = self.out.tx.closed() => Break(StreamEnd::CancelledByClient),
                 () = fired(&mut self.expiry), if self.expiry.is_some() => {
                     Break(self.deadline_passed().await)
                 }
@@ -231,8 +220,7 @@ impl<G: Game> StreamCall<G> {
                     Break(self.aborted().await)
                 }
                 () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
-                    self.service.metrics.call_cut("stall_timeout");
-                    Break(StreamEnd::Stalled)
+                    Break(self.stall_cut())
                 }
                 true = self.draining.wait_for(|&d| d).map(|r| r.is_ok()), if self.may_arm_cut() => {
                     self.arm_cut()
@@ -275,10 +263,14 @@ impl<G: Game> StreamCall<G> {
             Reading::Failed(status) => {
                 // Behind the results: waits as long as they do, but not past a stall.
                 tokio::select! {
-                    _ = self.tx.send(Err(status)) => Some(StreamEnd::Failed),
+                    sent = self.out.tx.send(Err(status)) => {
+                        if let (Ok(()), Some(stall)) = (sent, &mut self.stall) {
+                            stall.sent();
+                        }
+                        Some(StreamEnd::Failed)
+                    }
                     () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
-                        self.service.metrics.call_cut("stall_timeout");
-                        Some(StreamEnd::Stalled)
+                        Some(self.stall_cut())
                     }
                 }
             }
@@ -319,7 +311,48 @@ impl<G: Game> StreamCall<G> {
     /// Sends the status the call ends with, giving up after a second: a client that is not
     /// reading cannot be told, and sees the stream end. (`&mut`: the call is `Send`, not `Sync`.)
     async fn last_word(&mut self, status: Status) {
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.tx.send(Err(status))).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.out.tx.send(Err(status))).await;
+    }
+
+    /// After a call that ended well or with its client told why: waits until tonic has taken
+    /// every response, so that a client that does not read them is still cut at the stall
+    /// timeout (their permits stay held until they are taken).
+    async fn until_taken(&mut self, end: StreamEnd) -> StreamEnd {
+        if !matches!(end, StreamEnd::Completed | StreamEnd::Failed) {
+            return end;
+        }
+        loop {
+            let progress = self.out.progress.clone();
+            let took = progress.took.notified();
+            tokio::pin!(took);
+            // Registered before the count is read, so a message taken between the two wakes us.
+            took.as_mut().enable();
+            if self.stall.as_ref().is_none_or(StallWatch::drained) {
+                return end;
+            }
+            tokio::select! {
+                () = took => {}
+                () = self.out.tx.closed() => return StreamEnd::CancelledByClient,
+                true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => return end,
+                () = stall::stalled(&mut self.stall) => return self.stall_cut(),
+            }
+        }
+    }
+
+    /// The client took none of its results for `--stall-timeout`: the ones waiting are dropped,
+    /// with a status in their place naming the index to resume from.
+    fn stall_cut(&mut self) -> StreamEnd {
+        let resume = self.out.progress.results.load(Ordering::Relaxed);
+        let after = self.service.limits.stall_timeout.unwrap_or_default();
+        self.out.cut(Status::resource_exhausted(format!(
+            "the client took none of its results for {}s (server flag --stall-timeout), so the \
+             server dropped the rest; results before index {resume} were sent, resend the {} \
+             from index {resume} on",
+            after.as_secs_f64(),
+            G::ITEMS
+        )));
+        self.service.metrics.call_cut("stall_timeout");
+        StreamEnd::Stalled
     }
 
     /// Whether shutdown would start the countdown to stop reading: only with `drain_cut_after`,
@@ -350,7 +383,7 @@ impl<G: Game> StreamCall<G> {
             let items = G::results(&done.response);
             self.answered += items as u64;
             self.errors += done.errors;
-            if self.tx.send(Ok((done.response, permit))).await.is_err() {
+            if self.out.tx.send(Ok((done.response, permit))).await.is_err() {
                 return Break(StreamEnd::CancelledByClient);
             }
             if let Some(stall) = &mut self.stall {
