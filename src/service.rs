@@ -45,6 +45,7 @@ use tonic::{Request, Response, Status, Streaming};
 mod admission;
 mod deadline;
 mod deals;
+mod end;
 mod game;
 mod lifecycle;
 mod limits;
