@@ -131,7 +131,8 @@ impl SolverService {
 
     /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
     /// and one log line at its end however it ends past admission (a refused call is logged as
-    /// refused), so an operator looking into a client's failed calls finds them.
+    /// refused; one its client cancels is dropped mid-way, unlogged), so an operator looking into
+    /// a client's failed calls finds them.
     async fn unary<G: Game>(
         &self,
         request: Request<G::Request>,
