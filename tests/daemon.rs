@@ -638,14 +638,7 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
         },
     )
     .await;
-    let channel = tonic::transport::Endpoint::from_shared(server.addr.clone())
-        .unwrap()
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .unwrap();
-    let mut client = SolverClient::new(channel);
+    let mut client = common::small_window_client(&server.addr).await;
     let mut responses = client
         .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
         .await

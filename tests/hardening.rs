@@ -367,14 +367,7 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
     let (deals, expected) = corpus("random1000");
     let mut stalled = Vec::new();
     for _ in 0..2 {
-        let channel = tonic::transport::Endpoint::from_shared(daemon.addr.clone())
-            .unwrap()
-            .initial_stream_window_size(65_535)
-            .initial_connection_window_size(65_535)
-            .connect()
-            .await
-            .unwrap();
-        let mut client = patience::proto::solver_client::SolverClient::new(channel);
+        let mut client = common::small_window_client(&daemon.addr).await;
         let requests = common::requests(&deals, 16, 8);
         let responses = client
             .solve_stream(tokio_stream::iter(requests))
@@ -610,14 +603,7 @@ async fn a_client_that_sent_everything_and_never_reads_is_cut_too() {
     ]);
     let metrics = daemon.metrics_addr();
     let (deals, _) = corpus("random1000");
-    let channel = tonic::transport::Endpoint::from_shared(daemon.addr.clone())
-        .unwrap()
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .unwrap();
-    let mut client = patience::proto::solver_client::SolverClient::new(channel);
+    let mut client = common::small_window_client(&daemon.addr).await;
     // 2,000 deals, under the default --max-in-flight so that every request is read, with moves
     // and lines (~200 bytes a result) so that their results are far more than its window holds.
     let mut requests = common::requests(&deals, 16, 2);

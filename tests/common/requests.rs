@@ -62,3 +62,17 @@ pub fn probability(r: &proto::Result) -> f64 {
         other => panic!("result {} is not a probability: {other:?}", r.index),
     }
 }
+
+/// A client of `addr` (`http://...`) with HTTP/2's default 64 KiB windows, as most gRPC clients
+/// outside tonic have (tonic's own are far larger): one that does not read is held back after
+/// some 64 KiB of results, as the stall tests need.
+pub async fn small_window_client(addr: &str) -> SolverClient<Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(addr.to_string())
+        .expect("an http:// address")
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .expect("connect");
+    SolverClient::new(channel)
+}
