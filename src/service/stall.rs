@@ -39,6 +39,10 @@ struct Shared<R> {
     /// Set by a cut: the stream yields `status` once, then ends.
     cut: AtomicBool,
     status: Mutex<Option<Status>>,
+    /// The call's request stream, once the call is done with it: dropping it resets the HTTP/2
+    /// stream's sending half, which must not overtake the last response and status (a client
+    /// still sending would see the reset instead of why the call ended).
+    parked: Mutex<Option<Box<dyn Send>>>,
 }
 
 /// The response stream tonic reads: the channel's responses, counted, and after a cut its status.
@@ -69,6 +73,7 @@ pub(super) fn channel<R, T>(
         rx: Mutex::new(rx),
         cut: AtomicBool::new(false),
         status: Mutex::new(None),
+        parked: Mutex::new(None),
     });
     let progress = Arc::new(Progress::default());
     let outbound = Outbound {
@@ -87,6 +92,16 @@ pub(super) fn channel<R, T>(
 }
 
 impl<R> Outbound<R> {
+    /// Keeps `requests` (the call's request stream) until tonic has sent the last response and
+    /// dropped the response stream; dropped at once if it has.
+    pub fn park(&self, requests: Box<dyn Send>) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Ok(mut parked) = shared.parked.lock()
+        {
+            *parked = Some(requests);
+        }
+    }
+
     /// Drops every response still waiting (giving back the budget they hold) and leaves `status`
     /// to be sent in their place. Nothing to do if tonic has dropped the stream already.
     pub fn cut(&self, status: Status) {

@@ -447,6 +447,7 @@ impl<G: Game> StreamCall<G> {
                 "call finished"
             );
         }
+        self.out.park(Box::new(self.inbound));
     }
 }
 
