@@ -36,17 +36,12 @@ async fn eight_streams(daemon: &Daemon, requests: Vec<SolveRequest>) -> Vec<InFl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
+    use tonic_health::pb::HealthCheckRequest;
     use tonic_health::pb::health_check_response::ServingStatus;
-    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
     let (deals, expected) = corpus("random1000");
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "60s"]);
-    let channel = tonic::transport::Channel::from_shared(daemon.addr.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut health = HealthClient::new(channel);
+    let mut health = daemon.health().await;
     let mut watches = Vec::new();
     for service in ["patience.v1.Solver", "patience.v1.RpsService", ""] {
         let mut watch = health

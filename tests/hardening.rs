@@ -433,15 +433,10 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
 /// naming it, counted, and solving calls go on untouched; a place freed is a place again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_past_their_cap_are_refused_and_solving_goes_on() {
-    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+    use tonic_health::pb::HealthCheckRequest;
 
     let daemon = Daemon::start(&["--max-open-watches", "2", "--metrics-addr", "127.0.0.1:0"]);
-    let channel = tonic::transport::Channel::from_shared(daemon.addr.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut health = HealthClient::new(channel);
+    let mut health = daemon.health().await;
     let watch = || HealthCheckRequest {
         service: String::new(),
     };

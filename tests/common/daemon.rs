@@ -290,6 +290,16 @@ impl Daemon {
             .expect("connect to the daemon")
     }
 
+    /// A client of the daemon's health service, on a connection of its own.
+    pub async fn health(&self) -> tonic_health::pb::health_client::HealthClient<Channel> {
+        let channel = Channel::from_shared(self.addr.clone())
+            .expect("an http:// address")
+            .connect()
+            .await
+            .expect("connect to the daemon");
+        tonic_health::pb::health_client::HealthClient::new(channel)
+    }
+
     /// Sends the signal `name` (such as `TERM` or `STOP`) to the daemon.
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
