@@ -9,7 +9,7 @@
 //! Its connection and the other calls on it are untouched.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -34,15 +34,23 @@ pub(super) struct Progress {
 
 /// The receiving end, owned by the response stream; the call reaches it through a weak
 /// reference, so that the channel closes (and the call sees it) when tonic drops the stream.
-struct Shared<R> {
-    rx: Mutex<mpsc::Receiver<Outgoing<R>>>,
-    /// Set by a cut: the stream yields `status` once, then ends.
-    cut: AtomicBool,
-    status: Mutex<Option<Status>>,
+/// One lock for all of it, taken once per poll.
+type Shared<R> = Mutex<Inner<R>>;
+
+struct Inner<R> {
+    rx: mpsc::Receiver<Outgoing<R>>,
+    /// Set by a cut: the stream yields `status` (once), then ends.
+    cut: bool,
+    status: Option<Status>,
     /// The call's request stream, once the call is done with it: dropping it resets the HTTP/2
     /// stream's sending half, which must not overtake the last response and status (a client
     /// still sending would see the reset instead of why the call ended).
-    parked: Mutex<Option<Box<dyn Send>>>,
+    parked: Option<Box<dyn Send>>,
+}
+
+/// The lock, whether or not a holder panicked: every state it guards is valid at every step.
+fn lock<R>(shared: &Shared<R>) -> std::sync::MutexGuard<'_, Inner<R>> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The response stream tonic reads: the channel's responses, counted, and after a cut its status.
@@ -69,12 +77,12 @@ pub(super) fn channel<R, T>(
     convert: fn(R) -> T,
 ) -> (Outbound<R>, Responses<R, T>) {
     let (tx, rx) = mpsc::channel(capacity.max(1));
-    let shared = Arc::new(Shared {
-        rx: Mutex::new(rx),
-        cut: AtomicBool::new(false),
-        status: Mutex::new(None),
-        parked: Mutex::new(None),
-    });
+    let shared = Arc::new(Mutex::new(Inner {
+        rx,
+        cut: false,
+        status: None,
+        parked: None,
+    }));
     let progress = Arc::new(Progress::default());
     let outbound = Outbound {
         tx,
@@ -95,10 +103,8 @@ impl<R> Outbound<R> {
     /// Keeps `requests` (the call's request stream) until tonic has sent the last response and
     /// dropped the response stream; dropped at once if it has.
     pub fn park(&self, requests: Box<dyn Send>) {
-        if let Some(shared) = self.shared.upgrade()
-            && let Ok(mut parked) = shared.parked.lock()
-        {
-            *parked = Some(requests);
+        if let Some(shared) = self.shared.upgrade() {
+            lock(&shared).parked = Some(requests);
         }
     }
 
@@ -108,13 +114,11 @@ impl<R> Outbound<R> {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        if let Ok(mut slot) = shared.status.lock() {
-            *slot = Some(status);
-        }
-        shared.cut.store(true, Ordering::Release);
-        let mut rx = shared.rx.lock().unwrap_or_else(|e| e.into_inner());
-        rx.close();
-        while rx.try_recv().is_ok() {}
+        let mut inner = lock(&shared);
+        inner.cut = true;
+        inner.status = Some(status);
+        inner.rx.close();
+        while inner.rx.try_recv().is_ok() {}
     }
 }
 
@@ -125,14 +129,15 @@ impl<R, T> Stream for Responses<R, T> {
         if self.done {
             return Poll::Ready(None);
         }
-        if self.shared.cut.load(Ordering::Acquire) {
-            self.done = true;
-            let status = self.shared.status.lock().ok().and_then(|mut s| s.take());
-            return Poll::Ready(status.map(Err));
-        }
         let polled = {
-            let mut rx = self.shared.rx.lock().unwrap_or_else(|e| e.into_inner());
-            rx.poll_recv(cx)
+            let mut inner = lock(&self.shared);
+            if inner.cut {
+                let status = inner.status.take();
+                drop(inner);
+                self.done = true;
+                return Poll::Ready(status.map(Err));
+            }
+            inner.rx.poll_recv(cx)
         };
         match polled {
             Poll::Ready(Some(item)) => {
