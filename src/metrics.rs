@@ -394,11 +394,6 @@ impl Metrics {
         self.deals_in_flight.clone()
     }
 
-    /// Items read but not answered: `n` more (or fewer, when negative).
-    pub fn in_flight(&self, n: i64) {
-        self.deals_in_flight.inc_by(n);
-    }
-
     /// A stream opened (`1`) or closed (`-1`).
     pub fn streams(&self, n: i64) {
         self.open_streams.inc_by(n);

@@ -252,25 +252,24 @@ impl proto::rps_service_server::RpsService for SolverService {
     }
 }
 
-/// Counts a unary call's items as in flight until it ends, however it ends.
+/// Counts items (a unary call's, or a stream request's) as in flight until dropped, however the
+/// call ends. Only the gauge is kept, not all the metrics: a stream's travels with every response.
 struct InFlight {
-    metrics: Metrics,
+    gauge: prometheus_client::metrics::gauge::Gauge,
     deals: i64,
 }
 
 impl InFlight {
     fn new(metrics: &Metrics, deals: i64) -> InFlight {
-        metrics.in_flight(deals);
-        InFlight {
-            metrics: metrics.clone(),
-            deals,
-        }
+        let gauge = metrics.in_flight_gauge();
+        gauge.inc_by(deals);
+        InFlight { gauge, deals }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.metrics.in_flight(-self.deals);
+        self.gauge.dec_by(self.deals);
     }
 }
 

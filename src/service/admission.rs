@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 use tonic::Status;
 
+use super::InFlight;
 use crate::metrics::Metrics;
 
 #[derive(Clone, Debug)]
@@ -27,29 +28,13 @@ pub(super) struct Admission {
 pub(super) struct Held {
     _call: Option<OwnedSemaphorePermit>,
     _server: OwnedSemaphorePermit,
-    in_flight: Option<Counted>,
+    in_flight: Option<InFlight>,
 }
 
 impl Held {
     /// Counts the request's `items` in `patience_deals_in_flight` while this is held.
     pub fn count(&mut self, metrics: &Metrics, items: usize) {
-        let gauge = metrics.in_flight_gauge();
-        let items = items as i64;
-        gauge.inc_by(items);
-        self.in_flight = Some(Counted { gauge, items });
-    }
-}
-
-/// Items counted in the in-flight gauge until dropped. Only the gauge is kept, not all the
-/// metrics: a `Held` travels with every response.
-struct Counted {
-    gauge: prometheus_client::metrics::gauge::Gauge,
-    items: i64,
-}
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.gauge.dec_by(self.items);
+        self.in_flight = Some(InFlight::new(metrics, items as i64));
     }
 }
 
