@@ -3,7 +3,7 @@
 //! out by hand, a move checker that replays the line by the rules, and re-solving the position
 //! after each move from scratch.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -2,7 +2,7 @@
 //! request and never answers is hedged around, and daemons found by name (one name, several
 //! addresses, one that appears later) all take part.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::pin::Pin;

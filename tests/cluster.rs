@@ -2,7 +2,7 @@
 //! output compared byte for byte with `patience solve`. Also the daemon's start-up log of its
 //! configuration.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 //! on purpose (lower bounds about half the configured duration, upper bounds three to five
 //! times it): the machine may have two loaded cores.
 
-mod common;
+use crate::common;
 
 use std::future::poll_fn;
 use std::net::SocketAddr;

@@ -2,7 +2,7 @@
 //!
 //! Expected probabilities come from `tests/data/*.out9`, made by the reference solver.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

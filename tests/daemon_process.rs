@@ -1,7 +1,7 @@
 //! The `patience serve` and `patience client` binaries as users run them: real processes, real
 //! signals, output compared byte for byte with `patience solve`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

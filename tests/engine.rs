@@ -6,7 +6,7 @@
 //! in-test computation, `naive_probability`, is a deliberately simple re-implementation of the
 //! rules that is itself checked against the reference files first.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! descriptors, thousands of calls that never send a message, and a drain that answers a stream
 //! to its end. Each test runs the real `patience serve` on a free port.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Faults and hostile input on the wire: each answered with a clear per-deal error or the right
 //! gRPC status, never a crash, a hang, or a lost result for the other deals.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! checked against the reference's `.out15` files, fractions against hand-worked positions, lines
 //! by replaying them with the rules; `--format text` must stay byte-identical to the default.
 
-mod common;
+use crate::common;
 
 use common::{Output, answers, data, patience};
 use serde_json::Value;

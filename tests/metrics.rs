@@ -1,6 +1,6 @@
 //! The Prometheus metrics move with the traffic, in process and on the wire.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

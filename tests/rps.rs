@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 
-mod common;
+use crate::common;
 
 use common::rps_answers as read_answers;
 use patience::rps::{

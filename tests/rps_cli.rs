@@ -5,7 +5,7 @@
 //! `reference-rps`, seed 004), from `reference-rps` itself when it is available, or from cases
 //! worked by hand. Expected error lines are the reader's messages as its docs specify them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

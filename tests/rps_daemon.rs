@@ -3,7 +3,7 @@
 //! Expected probabilities come from `tests/data/rps-*.out15`, printed by `reference-rps` (seed
 //! 004), and from hand-worked cases; the in-process engine is compared bit for bit.
 
-mod common;
+use crate::common;
 
 use common::{TestServer, config, rps_answers, rps_cases};
 use patience::proto::rps_service_client::RpsServiceClient;

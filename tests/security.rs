@@ -1,6 +1,6 @@
 //! TLS, mutual TLS and bearer tokens, with throwaway certificates made at test time.
 
-mod common;
+use crate::common;
 
 use common::{
     Authority, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience, probability,

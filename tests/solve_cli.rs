@@ -4,7 +4,7 @@
 //! Expected probabilities come only from `tests/data/*.out6` / `*.out9` or, for generated deals,
 //! from `reference-solve` when it is available (see `tests/data/README.md`).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,24 @@
+//! The integration tests: one binary with a module per feature, as ripgrep does, so a change
+//! compiles and links one test binary instead of one per file. `no_alloc.rs` stays a binary of its
+//! own because it installs a counting global allocator.
+//!
+//! Every module reaches the shared harness as `crate::common` (see `common/mod.rs`).
+
+mod common;
+
+mod analysis;
+mod client_lib;
+mod cluster;
+mod connections;
+mod daemon;
+mod daemon_process;
+mod engine;
+mod hardening;
+mod hostile;
+mod json_cli;
+mod metrics;
+mod rps;
+mod rps_cli;
+mod rps_daemon;
+mod security;
+mod solve_cli;
