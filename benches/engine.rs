@@ -15,7 +15,7 @@
 mod support;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -39,13 +39,6 @@ fn options() -> Options {
         reference_deals: flags.get("--reference-deals", deals),
         engine_only: flags.has("--engine-only"),
     }
-}
-
-fn reference_script() -> PathBuf {
-    std::env::var_os("PATIENCE_REFERENCE").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-solve"),
-        PathBuf::from,
-    )
 }
 
 fn write_deals(path: &Path, deals: &[Deal]) {
@@ -152,7 +145,7 @@ fn main() {
     // The reference (seed 001's memo DFS), whole process, on the first M deals, against
     // `patience solve --workers 1` on the same file, in the same run.
     let exe = env!("CARGO_BIN_EXE_patience");
-    let script = reference_script();
+    let script = support::reference_path("reference-solve");
     let m = o.reference_deals.min(deals.len());
     if script.exists() && m > 0 {
         let ref_path = dir.join(format!("patience-bench-ref-{}.in", std::process::id()));
@@ -192,7 +185,7 @@ fn main() {
         let _ = std::fs::remove_file(&warm);
     } else {
         println!(
-            "reference-solve not found at {} (set PATIENCE_REFERENCE): no ratio",
+            "reference-solve not found at {} (set PATIENCE_REFERENCE_DIR): no ratio",
             script.display()
         );
     }

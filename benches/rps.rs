@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -38,13 +38,6 @@ fn options() -> Options {
         reference_cases: flags.get("--reference-cases", 40usize).max(1),
         runs: flags.get("--runs", 5usize).max(1),
     }
-}
-
-fn reference_script() -> PathBuf {
-    std::env::var_os("PATIENCE_REFERENCE_RPS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-rps"),
-        PathBuf::from,
-    )
 }
 
 fn patience_rps(workers: usize, file: &Path) -> Command {
@@ -100,7 +93,7 @@ fn main() {
     );
 
     // The seed against `patience rps --workers 1` on the same file, whole process each.
-    let script = reference_script();
+    let script = support::reference_path("reference-rps");
     if script.exists() {
         let ref_path = dir.join("reference.in");
         std::fs::write(
@@ -146,7 +139,7 @@ fn main() {
         );
     } else {
         println!(
-            "reference-rps not found at {} (set PATIENCE_REFERENCE_RPS): no ratio",
+            "reference-rps not found at {} (set PATIENCE_REFERENCE_DIR): no ratio",
             script.display()
         );
     }

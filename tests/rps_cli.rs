@@ -7,8 +7,8 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use common::{
     Output, Scratch, assert_answers, assert_readme_examples, data, parse_number, patience,
@@ -163,24 +163,6 @@ fn precision_sets_the_number_of_decimals() {
     }
 }
 
-/// The seed's `reference-rps`, when it and g++ are available.
-fn reference_rps() -> Option<PathBuf> {
-    let candidates = std::env::var_os("PATIENCE_REFERENCE_RPS")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            PathBuf::from("/work/shared/reference/reference-rps"),
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-rps"),
-        ]);
-    let script = candidates.into_iter().find(|p| p.is_file())?;
-    let gxx = Command::new("g++")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    gxx.is_ok_and(|s| s.success()).then_some(script)
-}
-
 fn reference_lines(reference: &Path, digits: &str, path: &str) -> Vec<String> {
     let out = Command::new(reference)
         .args(["--digits", digits, path])
@@ -196,11 +178,7 @@ fn reference_lines(reference: &Path, digits: &str, path: &str) -> Vec<String> {
 
 #[test]
 fn generated_cases_print_the_references_digits_where_it_prints_a_number() {
-    let Some(reference) = reference_rps() else {
-        eprintln!(
-            "note: skipping the comparison with reference-rps: the script \
-             (../shared/reference/reference-rps) or g++ is not available"
-        );
+    let Some(reference) = common::reference("reference-rps") else {
         return;
     };
     let dir = Scratch::new("rps_reference");

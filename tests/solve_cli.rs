@@ -7,8 +7,7 @@
 use crate::common;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{
     Scratch, answers, assert_answers, data, parse_number, patience, survives_a_closed_pipe,
@@ -494,30 +493,9 @@ fn gen_is_deterministic_per_seed_and_writes_valid_deals() {
     assert_ne!(unseeded(0), unseeded(1));
 }
 
-fn reference_solver() -> Option<PathBuf> {
-    let candidates = std::env::var_os("PATIENCE_REFERENCE")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            PathBuf::from("/work/shared/reference/reference-solve"),
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/reference-solve"),
-        ]);
-    let script = candidates.into_iter().find(|p| p.is_file())?;
-    let gxx = Command::new("g++")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    gxx.is_ok_and(|s| s.success()).then_some(script)
-}
-
 #[test]
 fn generated_deals_are_solved_like_the_reference() {
-    let Some(reference) = reference_solver() else {
-        eprintln!(
-            "note: skipping the comparison with reference-solve: the script \
-             (../shared/reference/reference-solve) or g++ is not available"
-        );
+    let Some(reference) = common::reference("reference-solve") else {
         return;
     };
     let dir = Scratch::new("gen_reference");

@@ -25,7 +25,7 @@ pub use daemon::{Daemon, clock_ticks, log_field, reset_peak, status_kib};
 #[path = "../../tests/common/data.rs"]
 mod data;
 
-pub use data::rps_random_cases;
+pub use data::{reference_path, rps_random_cases};
 
 /// The flags after `--` in `cargo bench --bench NAME -- --flag value`. Anything else cargo passes
 /// (such as `--bench`) is ignored.

@@ -1,12 +1,60 @@
 //! The reference data of `tests/data` (see its README): deals and the answers the seed C++
 //! solutions printed for them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use patience::deal::{Deal, PILES};
 
 /// The reference answers are printed with 9 decimals: allow their rounding on top of 1e-9.
 pub const TOLERANCE: f64 = 1e-9 + 5e-10;
+
+/// Where the seed solvers live unless `PATIENCE_REFERENCE_DIR` says otherwise: the `shared/`
+/// directory beside this checkout, as this project's CI has it.
+const DEFAULT_REFERENCE_DIR: &str = "../shared/reference";
+
+/// A seed solver of `../shared/reference` (`reference-solve`, `reference-rps`), for the tests and
+/// benches that compare against it, or `None` when it cannot run here: the script is missing or
+/// g++ (which it compiles the seed with) is. Then a note on standard error says what is skipped
+/// and how to enable it (`cargo test -- --nocapture` shows it). The directory is
+/// `PATIENCE_REFERENCE_DIR` when set; a directory given that way must hold the script, or the
+/// caller panics: asking for the comparison and silently not getting it would hide a skip.
+pub fn reference(name: &str) -> Option<PathBuf> {
+    let given = std::env::var_os("PATIENCE_REFERENCE_DIR");
+    let script = reference_path(name);
+    let gxx = Command::new("g++")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let missing = match (script.is_file(), gxx) {
+        (true, true) => return Some(script),
+        (false, _) => format!("{} is not there", script.display()),
+        (true, false) => "g++ is not installed".to_string(),
+    };
+    assert!(
+        given.is_none(),
+        "PATIENCE_REFERENCE_DIR asks for the comparison with {name}, but {missing}"
+    );
+    eprintln!(
+        "note: skipping the comparison with {name}: {missing}; to run it, install g++ and put \
+         the shared/ directory beside the checkout or set PATIENCE_REFERENCE_DIR to its \
+         reference/ directory"
+    );
+    None
+}
+
+/// Where the seed solver `name` is expected: in `PATIENCE_REFERENCE_DIR`, or else in
+/// `../shared/reference` beside the checkout.
+pub fn reference_path(name: &str) -> PathBuf {
+    std::env::var_os("PATIENCE_REFERENCE_DIR")
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_REFERENCE_DIR),
+            PathBuf::from,
+        )
+        .join(name)
+}
 
 /// The path of `tests/data/NAME`.
 pub fn data(name: &str) -> String {
