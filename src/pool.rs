@@ -62,8 +62,9 @@ pub enum PoolError {
     Closed,
 }
 
-/// A queued unit of work. It reports whether it ran (false: its ticket was gone, so it was skipped).
-type Job = Box<dyn FnOnce(&mut Engines, &PoolStats) -> bool + Send>;
+/// A queued unit of work. It settles its own counts ([`PoolStats::settle`]) before it hands over
+/// its result, so whoever holds the result sees counters that include it.
+type Job = Box<dyn FnOnce(&mut Engines, &PoolStats) + Send>;
 
 /// Counters that outlive any one job; read them for metrics and tests.
 #[derive(Debug, Default)]
@@ -90,6 +91,13 @@ impl PoolStats {
     /// Items that panicked (each cost its worker fresh engines, not its thread).
     pub fn panicked(&self) -> u64 {
         self.panicked.load(Ordering::Relaxed)
+    }
+
+    /// A job is over: it ran (done) or was skipped, and its worker is no longer busy.
+    fn settle(&self, ran: bool) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        let counter = if ran { &self.done } else { &self.skipped };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -227,10 +235,11 @@ where
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |solver, stats| {
         if tx.is_closed() {
-            return false;
+            return stats.settle(false);
         }
-        let _ = tx.send(guarded(solver, stats, f));
-        true
+        let result = guarded(solver, stats, f);
+        stats.settle(true);
+        let _ = tx.send(result);
     });
     (job, Ticket { rx })
 }
@@ -246,12 +255,12 @@ where
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             if tx.is_closed() {
-                return !results.is_empty();
+                return stats.settle(!results.is_empty());
             }
             results.push(guarded(solver, stats, |s| f(s, item)));
         }
+        stats.settle(true);
         let _ = tx.send(Ok(results));
-        true
     });
     (job, Ticket { rx })
 }
@@ -274,10 +283,7 @@ fn work(queue: async_channel::Receiver<Job>, stats: Arc<PoolStats>) {
     let mut engines = Engines::new();
     while let Ok(job) = queue.recv_blocking() {
         stats.busy.fetch_add(1, Ordering::Relaxed);
-        let ran = job(&mut engines, &stats);
-        stats.busy.fetch_sub(1, Ordering::Relaxed);
-        let counter = if ran { &stats.done } else { &stats.skipped };
-        counter.fetch_add(1, Ordering::Relaxed);
+        job(&mut engines, &stats);
     }
 }
 
@@ -374,6 +380,29 @@ mod tests {
         let leaders = tickets.into_iter().map(|t| t.wait());
         assert_eq!(leaders.filter(|r| *r == Ok(true)).count(), 1);
         assert_eq!(pool.stats().panicked(), 1);
+    }
+
+    /// Whoever has a job's result sees it counted: the counters are settled before the result is
+    /// handed over (a test that read `done` right after its answer once saw the count lag).
+    #[test]
+    fn a_result_in_hand_is_already_counted() {
+        let pool = Pool::new(2, 4).unwrap();
+        for n in 1..=500u64 {
+            let ticket = if n % 2 == 0 {
+                pool.submit_blocking(|_| ()).unwrap()
+            } else {
+                let batch = pool
+                    .submit_batch_blocking(vec![(), ()], |_, ()| ())
+                    .unwrap();
+                batch.wait().unwrap().into_iter().for_each(|r| r.unwrap());
+                assert_eq!(pool.stats().done(), n);
+                assert_eq!(pool.stats().busy(), 0);
+                continue;
+            };
+            ticket.wait().unwrap();
+            assert_eq!(pool.stats().done(), n);
+            assert_eq!(pool.stats().busy(), 0);
+        }
     }
 
     #[test]
