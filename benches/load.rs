@@ -518,8 +518,8 @@ fn main() {
     let finished = streams_finished_since(&daemon, phase_start);
     let solved = match finished.first() {
         Some((at, line)) if *at <= slow.stall_end => format!(
-            "all {n} (its log says the call ended, deals={}, {} before the stall ended)",
-            log_field(line, "deals").unwrap_or("?"),
+            "all {n} (its log says the call ended, items={}, {} before the stall ended)",
+            log_field(line, "items").unwrap_or("?"),
             secs(slow.stall_end - *at)
         ),
         _ => format!(

@@ -42,3 +42,4 @@ pub mod service;
 pub mod solver;
 mod token;
 pub mod wire;
+mod x509;

@@ -307,33 +307,49 @@ impl Metrics {
         self.calls_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
+        if let Some(unlogged) = self.due_for_log(reason) {
+            tracing::warn!(
+                reason,
+                peer = peer_text(peer),
+                more_since_last_logged = unlogged,
+                "refused a call: {status}"
+            );
+        }
+    }
+
+    /// A TLS handshake that failed (counted as the `tls` reason of connections refused). Logged
+    /// at info, as refused calls are, so that a client whose certificate the server refuses is
+    /// told in the server's log too, not only by an alert the client may word as it likes.
+    pub fn tls_refused(&self, peer: Option<SocketAddr>, why: &dyn std::fmt::Display) {
+        self.connection_refused("tls");
+        if let Some(unlogged) = self.due_for_log("tls") {
+            tracing::info!(
+                peer = peer_text(peer),
+                more_since_last_logged = unlogged,
+                "refused a connection: TLS handshake failed: {why}"
+            );
+        }
+    }
+
+    /// Whether a refusal of kind `reason` is to be logged now, with how many went unlogged since
+    /// the last one; `None` within [`REFUSAL_LOG_INTERVAL`] of it.
+    fn due_for_log(&self, reason: &'static str) -> Option<u64> {
         let now = Instant::now();
-        let unlogged = {
-            let Ok(mut log) = self.refusal_log.lock() else {
-                return;
-            };
-            match log.get_mut(reason) {
-                Some((last, unlogged)) if now.duration_since(*last) < REFUSAL_LOG_INTERVAL => {
-                    *unlogged += 1;
-                    return;
-                }
-                Some((last, unlogged)) => {
-                    *last = now;
-                    std::mem::take(unlogged)
-                }
-                None => {
-                    log.insert(reason, (now, 0));
-                    0
-                }
+        let mut log = self.refusal_log.lock().unwrap_or_else(|e| e.into_inner());
+        match log.get_mut(reason) {
+            Some((last, unlogged)) if now.duration_since(*last) < REFUSAL_LOG_INTERVAL => {
+                *unlogged += 1;
+                None
             }
-        };
-        let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.to_string());
-        tracing::warn!(
-            reason,
-            peer,
-            more_since_last_logged = unlogged,
-            "refused a call: {status}"
-        );
+            Some((last, unlogged)) => {
+                *last = now;
+                Some(std::mem::take(unlogged))
+            }
+            None => {
+                log.insert(reason, (now, 0));
+                Some(0)
+            }
+        }
     }
 
     /// Counts a call the server cut while it was in progress.
@@ -435,6 +451,11 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// A peer's address for a log line.
+fn peer_text(peer: Option<SocketAddr>) -> String {
+    peer.map_or_else(|| "unknown".to_string(), |p| p.to_string())
 }
 
 /// The addresses a metrics endpoint was bound to, for logs.

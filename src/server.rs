@@ -6,9 +6,9 @@
 //! connections itself (`listener.rs`, `connection.rs`) on hyper, with tonic's routing and
 //! services on top, so that every connection is under its limits from the first byte.
 
-mod calls;
 mod connection;
 mod listener;
+mod message_limit;
 mod tls;
 
 use std::future::Future;
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
@@ -27,7 +27,7 @@ use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
-use crate::service::{Lifecycle, Limits, SolverService, is_tonic_too_large, message_too_large};
+use crate::service::{Admission, CapError, Caps, Lifecycle, Limits, Phase, SolverService};
 
 pub use tls::TlsError;
 
@@ -93,6 +93,10 @@ pub struct ServerConfig {
     pub keepalive_timeout: Duration,
     /// How long calls in flight may take to finish once shutdown begins.
     pub drain_timeout: Duration,
+    /// After the drain timeout has ended the calls still in flight, how long their connections
+    /// have to deliver those calls' last statuses before they are closed regardless. Not a flag:
+    /// tests shorten it.
+    pub close_after_abort: Duration,
     /// Serve over TLS with this identity (and, with a client CA, require client certificates).
     pub tls: Option<TlsIdentity>,
     /// Require `authorization: Bearer <token>` on every Solver call.
@@ -136,6 +140,7 @@ impl Default for ServerConfig {
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
+            close_after_abort: Duration::from_secs(5),
             tls: None,
             auth_token: None,
             metrics_addr: None,
@@ -155,6 +160,8 @@ pub enum ServerError {
     Metrics(SocketAddr, #[source] std::io::Error),
     #[error("cannot use the TLS certificate and key")]
     Tls(#[from] TlsError),
+    #[error("cannot put a service under admission")]
+    Admission(#[from] CapError),
 }
 
 /// Binds the metrics endpoint's listener, when there is one: done before the daemon says it is
@@ -213,11 +220,22 @@ async fn serve(
 ) -> Result<(), ServerError> {
     let metrics = config.metrics.clone();
     publish_limits(&config, &metrics);
-    let (lifecycle, control) = Lifecycle::new();
+    let (lifecycle, phase) = Lifecycle::new();
+    let admission = Admission::new(
+        Caps {
+            streams: config.limits.max_open_streams,
+            unary: config.limits.max_open_unary,
+            watches: config.max_open_watches,
+        },
+        config.limits.max_deals_in_flight,
+        lifecycle.clone(),
+        metrics.clone(),
+    );
     let service = SolverService::new(
         pool.clone(),
         config.limits.clone(),
-        lifecycle,
+        admission.clone(),
+        lifecycle.clone(),
         metrics.clone(),
     );
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -254,30 +272,42 @@ async fn serve(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    // Every service under admission (`service/admission.rs`), each by its own descriptors; the
+    // solving ones behind the token check too. tonic's message limit is only a backstop: the
+    // connections hold request bodies to it first, with the status that names the flag.
     let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
+    let limit = config.limits.max_message_bytes;
     let solver = InterceptedService::new(
-        SolverServer::new(service.clone())
-            .max_decoding_message_size(config.limits.max_message_bytes)
-            .max_encoding_message_size(usize::MAX),
+        admission.solving(
+            SolverServer::new(service.clone())
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+            crate::proto::FILE_DESCRIPTOR_SET,
+        )?,
         bearer.clone(),
     );
     let rps = InterceptedService::new(
-        RpsServiceServer::new(service)
-            .max_decoding_message_size(config.limits.max_message_bytes)
-            .max_encoding_message_size(usize::MAX),
+        admission.solving(
+            RpsServiceServer::new(service)
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+            crate::proto::FILE_DESCRIPTOR_SET,
+        )?,
         bearer,
     );
-    let limit = config.limits.max_message_bytes;
-    let routes = Routes::new(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(solver)
-        .add_service(rps)
-        .prepare();
-    let app = tower::ServiceExt::<http::Request<tonic::body::Body>>::map_response(
-        routes,
-        move |response| too_large_status(response, limit),
-    );
+    let app =
+        Routes::new(admission.auxiliary(health_service, tonic_health::pb::FILE_DESCRIPTOR_SET)?)
+            .add_service(
+                admission
+                    .auxiliary(reflection_v1, tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)?,
+            )
+            .add_service(admission.auxiliary(
+                reflection_v1alpha,
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            )?)
+            .add_service(solver)
+            .add_service(rps)
+            .prepare();
 
     let settings = Arc::new(connection::Settings {
         handshake_timeout: config.handshake_timeout,
@@ -286,6 +316,7 @@ async fn serve(
         max_age: config.max_connection_age,
         age_grace: config.max_connection_age_grace,
         keepalive: Some(config.keepalive_interval),
+        max_message_bytes: limit,
         http2: connection::Settings::http2(
             config.max_concurrent_streams,
             STREAM_WINDOW,
@@ -297,7 +328,7 @@ async fn serve(
 
     let stop = {
         let health = health.clone();
-        let control = &control;
+        let phase = &phase;
         async move {
             shutdown.await;
             // Balancers watching health stop routing here before the listener goes away.
@@ -310,20 +341,10 @@ async fn serve(
             health
                 .set_service_status("", tonic_health::ServingStatus::NotServing)
                 .await;
-            control.start_draining();
+            phase.advance(Phase::Draining);
             tracing::info!("shutting down: draining calls in flight");
         }
     };
-    let caps = Arc::new(calls::CallCaps::new(
-        calls::Caps {
-            streams: config.limits.max_open_streams,
-            unary: config.limits.max_open_unary,
-            watches: config.max_open_watches,
-        },
-        metrics.clone(),
-    ));
-    let (drain, draining) = watch::channel(false);
-    let close = tokio_util::sync::CancellationToken::new();
     let connections = TaskTracker::new();
     let cap = Arc::new(Semaphore::new(config.max_connections.max(1)));
     listener::accept(
@@ -337,19 +358,16 @@ async fn serve(
                 stream,
                 settings.clone(),
                 app.clone(),
-                caps.clone(),
                 metrics.clone(),
-                connection::Ending {
-                    drain: draining.clone(),
-                    close: close.clone(),
-                },
+                phase.subscribe(),
                 permit,
             ));
         },
     )
     .await;
-    // The listener is closed now: new connections are refused by the kernel.
-    let _ = drain.send(true);
+    // The listener is closed now: new connections are refused by the kernel. (The phase is
+    // draining already, unless accepting ended for another reason.)
+    phase.advance(Phase::Draining);
     connections.close();
     // Health watches never end by themselves and would hold their connections open: forgetting
     // the services ends them (their watchers were told NOT_SERVING at the start of the drain).
@@ -360,7 +378,7 @@ async fn serve(
         }
     };
     let drained = async {
-        caps.solving_done().await;
+        admission.solving_done().await;
         end_watches().await;
         connections.wait().await;
     };
@@ -375,17 +393,17 @@ async fn serve(
         drain_timeout_s = config.drain_timeout.as_secs_f64(),
         "drain timeout reached; ending the calls still in flight with UNAVAILABLE"
     );
-    control.abort_calls();
+    phase.advance(Phase::Aborting);
     end_watches().await;
-    if tokio::time::timeout(Duration::from_secs(5), connections.wait())
+    if tokio::time::timeout(config.close_after_abort, connections.wait())
         .await
         .is_err()
     {
         tracing::warn!("connections still open after the calls ended; closing them");
-        close.cancel();
-        // Each connection ends at once, but one still in its TLS handshake only at its deadline.
-        let _ = tokio::time::timeout(Duration::from_secs(1), connections.wait()).await;
     }
+    // Every connection task ends at once in this phase, whatever it is doing.
+    phase.advance(Phase::Closed);
+    connections.wait().await;
     Ok(())
 }
 
@@ -423,28 +441,4 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
     ] {
         metrics.limit_seconds(flag, value);
     }
-}
-
-/// Rewrites tonic's `OUT_OF_RANGE` answer to a unary request over the size limit (sent before our
-/// handler runs, as a trailers-only response) into [`message_too_large`]. Streaming calls are
-/// mapped in the service, where the error surfaces.
-fn too_large_status(
-    mut response: http::Response<tonic::body::Body>,
-    limit: usize,
-) -> http::Response<tonic::body::Body> {
-    let headers = response.headers_mut();
-    let tonic_too_large = match (headers.get("grpc-status"), headers.get("grpc-message")) {
-        (Some(code), Some(message)) => {
-            let code = tonic::Code::from_bytes(code.as_bytes());
-            // grpc-message is percent-encoded; tonic's text needs only the spaces back.
-            let message = String::from_utf8_lossy(message.as_bytes()).replace("%20", " ");
-            is_tonic_too_large(code, &message)
-        }
-        _ => false,
-    };
-    if tonic_too_large {
-        // Only fails for a message that cannot be a header; ours can.
-        let _ = message_too_large(limit).add_header(headers);
-    }
-    response
 }

@@ -5,27 +5,29 @@
 //! hands the valid ones to the shared [`Pool`] in batches. It never touches a solver table.
 //!
 //! # Layout
-//! - this file: the service and its four rpcs, each a thin call into the generic machinery;
+//! - this file: the service and its four rpcs, each a thin call into the generic machinery, and
+//!   the unary call;
 //! - `game.rs`: the [`Game`](game::Game) trait, what the machinery needs to know of a game;
-//! - `deals.rs`, `rps.rs`: the two games;
-//! - `limits.rs`: [`Limits`] and the statuses that name the limit a client hit;
-//! - `lifecycle.rs`: the shutdown switches, [`Lifecycle`] and [`LifecycleControl`];
-//! - `admission.rs`: the server-wide item budget;
+//!   `deals.rs`, `rps.rs`: the two games;
+//! - `admission.rs`: whether a call may open and what its requests may hold: call caps per
+//!   service, shutdown, the deal budgets ([`Admission`], [`Capped`]);
+//! - `limits.rs`: [`Limits`], and the statuses that name the limit a client hit;
+//! - `lifecycle.rs`: the server's [`Phase`], which every call obeys;
 //! - `deadline.rs`: a call's deadline from its `grpc-timeout` header;
-//! - `start.rs`: splitting requests and queueing their items on the pool in batches;
-//! - `stream.rs`: one streaming call as a state type, from its first request to its log line.
+//! - `start.rs`: splitting requests and putting their items on the pool in batches;
+//! - `stream.rs`: one streaming call, read to sent, in one task; `outbox.rs`: its way out to
+//!   tonic, and the stall watch; `end.rs`: how a call ended, and its log line.
 //!
 //! Every limit that counts deals counts rps cases alike: `--max-deals-per-request`,
 //! `--max-in-flight`, `--max-deals-in-flight`.
 //!
 //! # Flow control
-//! Each streaming call runs one task that alternates between reading the next request and
-//! forwarding the oldest finished response. It reads a request only when the call has fewer than
-//! [`Limits::max_in_flight`] items read but not yet handed to the transport. So a client that
-//! sends faster than the workers solve, or reads slower, fills its own window and then HTTP/2
-//! flow control holds it back; the server's memory per call stays bounded and other calls are not
-//! slowed. (What the transport has taken is bounded by the client's HTTP/2 receive window: a
-//! client that stops reading lets the server solve that much further ahead, no more.)
+//! A streaming call reads a request only when it has fewer than [`Limits::max_in_flight`] items
+//! read but not yet handed to the transport. So a client that sends faster than the workers
+//! solve, or reads slower, fills its own window and then HTTP/2 flow control holds it back; the
+//! server's memory per call stays bounded and other calls are not slowed. (What the transport has
+//! taken is bounded by the client's HTTP/2 receive window: a client that stops reading lets the
+//! server solve that much further ahead, no more.)
 //!
 //! # Cancellation
 //! When the client cancels or its deadline passes (both reset the stream), or its connection
@@ -34,7 +36,6 @@
 //! the current item. (A tonic client's `cancellation_handle` only sends its reset when its request
 //! body is next polled; the in-flight budget keeps the server reading, so that is soon.)
 
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
@@ -49,17 +50,19 @@ mod end;
 mod game;
 mod lifecycle;
 mod limits;
+mod outbox;
 mod rps;
-mod stall;
 mod start;
 mod stream;
 
-pub use lifecycle::{Lifecycle, LifecycleControl};
-pub use limits::{Limits, is_tonic_too_large, message_too_large};
+pub use admission::{Admission, CapError, Capped, Caps};
+pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
+pub use limits::{Limits, message_too_large};
 
-use admission::Admission;
+use admission::InFlight;
 use deadline::deadline;
 use deals::Deals;
+use end::{CallEnd, Finished};
 use game::Game;
 use rps::Rps;
 use start::Answered;
@@ -71,7 +74,8 @@ use crate::proto::{
     SolveRpsStreamResponse,
 };
 
-/// The gRPC service. Cheap to clone: everything is shared.
+/// The gRPC service. Cheap to clone: everything is shared. Calls reach it through
+/// [`Admission`]'s [`Capped`] layer, which decides whether they may open at all.
 #[derive(Clone, Debug)]
 pub struct SolverService {
     pool: Arc<Pool>,
@@ -82,8 +86,13 @@ pub struct SolverService {
 }
 
 impl SolverService {
-    pub fn new(pool: Arc<Pool>, limits: Limits, lifecycle: Lifecycle, metrics: Metrics) -> Self {
-        let admission = Admission::new(&limits, metrics.clone());
+    pub fn new(
+        pool: Arc<Pool>,
+        limits: Limits,
+        admission: Admission,
+        lifecycle: Lifecycle,
+        metrics: Metrics,
+    ) -> Self {
         SolverService {
             pool,
             limits,
@@ -93,91 +102,49 @@ impl SolverService {
         }
     }
 
-    /// Lets a new call in, or says why not: shutting down, or a server-wide budget spent.
-    fn admit(&self, peer: Option<SocketAddr>) -> Result<(), Status> {
-        if self.lifecycle.is_draining() {
-            self.metrics
-                .call_refused("shutting_down", peer, "shutting down");
-            return Err(Status::unavailable(
-                "the server is shutting down; retry on another replica",
-            ));
-        }
-        self.admission.admit(peer)
-    }
-}
-
-impl SolverService {
     /// Opens a streaming call of game `G`: its task runs until the call ends, however it ends.
     fn open_stream<G: Game>(
         &self,
         request: Request<Streaming<G::StreamRequest>>,
     ) -> Result<Response<GameStream<G::StreamResponse>>, Status> {
         let peer = request.remote_addr();
-        self.admit(peer)?;
         let deadline = deadline(request.metadata())?;
         let inbound = request.into_inner();
-        // Every queued response holds at least one permit, so this capacity is never the limit.
-        let (outbound, responses) =
-            stall::channel(self.limits.max_in_flight, G::results, G::to_stream);
-        tokio::spawn(stream::run::<G>(
-            self.clone(),
-            inbound,
-            outbound,
-            peer,
-            deadline,
-        ));
+        let (out, responses) = outbox::channel(self.limits.max_in_flight, G::results, G::to_stream);
+        tokio::spawn(stream::run::<G>(self.clone(), inbound, out, peer, deadline));
         Ok(Response::new(Box::pin(responses)))
     }
 
     /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
-    /// and one log line at its end however it ends past admission (a refused call is logged as
-    /// refused; one its client cancels is dropped mid-way, unlogged), so an operator looking into
-    /// a client's failed calls finds them.
+    /// and the same log line at its end, however it ends (one its client cancels is dropped
+    /// mid-way, unlogged).
     async fn unary<G: Game>(
         &self,
         request: Request<G::Request>,
     ) -> Result<Response<G::Response>, Status> {
         let peer = request.remote_addr();
-        self.admit(peer)?;
         let started = Instant::now();
-        let items = G::items(request.get_ref());
+        let items = G::items(request.get_ref()) as u64;
         let answered = self.answer_unary::<G>(request).await;
-        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (errors, end, status) = match &answered {
-            Ok(answered) => (answered.errors, "completed", None),
+        let (errors, end) = match &answered {
+            Ok(answered) => (answered.errors, CallEnd::Completed),
             Err(status) if status.code() == tonic::Code::DeadlineExceeded => {
-                (0, "deadline exceeded", Some(status))
+                (0, CallEnd::DeadlineExceeded)
             }
-            Err(status) => (0, "ended with an error", Some(status)),
+            Err(_) => (0, CallEnd::Failed),
         };
-        let code = status.map(|s| format!("{:?}", s.code()));
-        let message = status.map(|s| s.message());
-        if G::ITEMS == "deals" {
-            tracing::info!(
-                rpc = G::UNARY_RPC,
-                peer = %display_peer(peer),
-                deals = items,
-                errors,
-                duration_ms,
-                end,
-                code,
-                message,
-                "call finished"
-            );
-        } else {
-            tracing::info!(
-                rpc = G::UNARY_RPC,
-                game = G::LABEL,
-                peer = %display_peer(peer),
-                cases = items,
-                errors,
-                duration_ms,
-                end,
-                code,
-                message,
-                "call finished"
-            );
+        Finished {
+            rpc: G::UNARY_RPC,
+            game: G::LABEL,
+            peer,
+            received: items,
+            answered: if answered.is_ok() { items } else { 0 },
+            errors,
+            started,
+            end,
+            status: answered.as_ref().err(),
         }
+        .log();
         answered.map(|answered| Response::new(answered.response))
     }
 
@@ -189,9 +156,9 @@ impl SolverService {
         let request = request.into_inner();
         G::check_size(self, &request)?;
         let items = G::items(&request);
-        let _in_flight = InFlight::new(&self.metrics, items as i64);
+        let _in_flight = InFlight::new(&self.metrics, items);
         let work = async {
-            // Held until the response is returned, like a stream's permits.
+            // Held until the response is returned, like a stream's budget.
             let _held = self.admission.hold(items).await;
             self.start::<G>(vec![(request, 0)])
                 .await?
@@ -250,29 +217,4 @@ impl proto::rps_service_server::RpsService for SolverService {
     ) -> Result<Response<SolveRpsResponse>, Status> {
         self.unary::<Rps>(request).await
     }
-}
-
-/// Counts items (a unary call's, or a stream request's) as in flight until dropped, however the
-/// call ends. Only the gauge is kept, not all the metrics: a stream's travels with every response.
-struct InFlight {
-    gauge: prometheus_client::metrics::gauge::Gauge,
-    deals: i64,
-}
-
-impl InFlight {
-    fn new(metrics: &Metrics, deals: i64) -> InFlight {
-        let gauge = metrics.in_flight_gauge();
-        gauge.inc_by(deals);
-        InFlight { gauge, deals }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.gauge.dec_by(self.deals);
-    }
-}
-
-fn display_peer(peer: Option<SocketAddr>) -> String {
-    peer.map_or_else(|| "unknown".to_string(), |p| p.to_string())
 }

@@ -455,9 +455,14 @@ fn a_daemon_drained_midway_changes_nothing_but_a_warning() {
 
 /// The deals a daemon's `call finished` log line says it answered.
 fn deals_in(call_finished: &str) -> u64 {
-    log_field(call_finished, "deals")
+    assert_eq!(
+        log_field(call_finished, "game"),
+        Some("\"double_patience\""),
+        "{call_finished}"
+    );
+    log_field(call_finished, "items")
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no deals= in {call_finished:?}"))
+        .unwrap_or_else(|| panic!("no items= in {call_finished:?}"))
 }
 
 /// A daemon killed under the client and restarted on its port is found again: the client notes

@@ -377,7 +377,8 @@ async fn json_logs_are_one_object_per_line() {
     let call: serde_json::Value =
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
     assert_eq!(call["rpc"].as_str(), Some("Solve"), "{line}");
-    assert_eq!(call["deals"].as_u64(), Some(deals.len() as u64), "{line}");
+    assert_eq!(call["game"].as_str(), Some("double_patience"), "{line}");
+    assert_eq!(call["items"].as_u64(), Some(deals.len() as u64), "{line}");
     assert_eq!(call["end"].as_str(), Some("completed"), "{line}");
     daemon.signal("TERM");
     let (code, log) = daemon.wait(Duration::from_secs(30));

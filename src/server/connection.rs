@@ -1,7 +1,8 @@
 //! One client connection, from the accepted socket to its close: the handshake deadline, HTTP/2
 //! through hyper, the three ways the server ends a connection gracefully (GOAWAY, then the
 //! calls in progress finish): shutdown, idleness and age; and closing it at once, at the end of a
-//! drain that ran out of time.
+//! drain that ran out of time. Every request body is held to `--max-message-bytes` here
+//! (`message_limit.rs`).
 //!
 //! The server owns this loop rather than leaving it to tonic's `Server` so that it can
 //! - close a connection that has not completed its TLS handshake and sent the HTTP/2 preface
@@ -21,7 +22,6 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::FutureExt as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -31,11 +31,16 @@ use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
+use tokio_util::either::Either;
 use tonic::transport::server::TcpConnectInfo;
 use tower::Service;
 
-use super::calls::{CallCaps, OpenCall as Capped};
+use super::message_limit::Limited;
 use crate::metrics::Metrics;
+use crate::service::{Lifecycle, Phase};
+
+/// The bytes of a connection, with or without TLS.
+type Transport = Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
 /// The client's HTTP/2 connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_LEN: usize = 24;
@@ -48,6 +53,8 @@ pub struct Settings {
     pub max_age: Option<Duration>,
     pub age_grace: Option<Duration>,
     pub keepalive: Option<Duration>,
+    /// `--max-message-bytes`, for every request body.
+    pub max_message_bytes: usize,
     pub http2: hyper::server::conn::http2::Builder<TokioExecutor>,
 }
 
@@ -79,23 +86,15 @@ impl Settings {
     }
 }
 
-/// How the server ends its connections: `drain` turning true starts a graceful shutdown of each,
-/// and cancelling `close` closes them all at once (after a drain that ran out of time).
-#[derive(Clone)]
-pub struct Ending {
-    pub drain: watch::Receiver<bool>,
-    pub close: tokio_util::sync::CancellationToken,
-}
-
-/// Serves one accepted connection until it closes or `ending` ends it; `permit` (a place under
-/// `--max-connections`) is returned when the connection ends.
+/// Serves one accepted connection until it closes, or until the server's phase ends it: GOAWAY
+/// once it is [`Phase::Draining`], closed at once when it is [`Phase::Closed`]. `permit` (a
+/// place under `--max-connections`) is returned when the connection ends.
 pub async fn serve<S>(
     stream: TcpStream,
     settings: Arc<Settings>,
     service: S,
-    caps: Arc<CallCaps>,
     metrics: Metrics,
-    ending: Ending,
+    lifecycle: Lifecycle,
     _permit: OwnedSemaphorePermit,
 ) where
     S: Service<
@@ -119,21 +118,27 @@ pub async fn serve<S>(
         let keepalive = socket2::TcpKeepalive::new().with_time(idle);
         let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
     }
-    let transport = match &settings.tls {
-        None => Transport::Plain(stream),
-        Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
-            Ok(Ok(tls)) => Transport::Tls(Box::new(tls)),
-            Ok(Err(e)) => {
-                metrics.connection_refused("tls");
-                tracing::debug!(peer = ?info.remote_addr, "TLS handshake failed: {e}");
-                return;
+    let transport: Transport = match &settings.tls {
+        None => Either::Left(stream),
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout_at(deadline, acceptor.accept(stream));
+            let accepted = tokio::select! {
+                accepted = handshake => accepted,
+                () = lifecycle.reached(Phase::Closed) => return,
+            };
+            match accepted {
+                Ok(Ok(tls)) => Either::Right(Box::new(tls)),
+                Ok(Err(e)) => {
+                    super::tls::log_refused(&metrics, info.remote_addr, &e);
+                    return;
+                }
+                Err(_) => {
+                    metrics.connection_refused("handshake_timeout");
+                    tracing::debug!(peer = ?info.remote_addr, "no TLS handshake within --handshake-timeout");
+                    return;
+                }
             }
-            Err(_) => {
-                metrics.connection_refused("handshake_timeout");
-                tracing::debug!(peer = ?info.remote_addr, "no TLS handshake within --handshake-timeout");
-                return;
-            }
-        },
+        }
     };
     let timed_out = Arc::new(AtomicBool::new(false));
     let io = Preface {
@@ -143,12 +148,11 @@ pub async fn serve<S>(
         timed_out: timed_out.clone(),
     };
     let (calls, mut calls_seen) = watch::channel(0usize);
-    let (mut drain, close) = (ending.drain, ending.close);
     let per_connection = PerConnection {
         inner: service,
         info: info.clone(),
         calls: Arc::new(calls),
-        caps,
+        max_message_bytes: settings.max_message_bytes,
     };
     let conn = settings
         .http2
@@ -172,7 +176,7 @@ pub async fn serve<S>(
                 }
                 return;
             }
-            true = drain.wait_for(|&d| d).map(|r| r.is_ok()), if !closing => {
+            () = lifecycle.reached(Phase::Draining), if !closing => {
                 closing = true;
                 conn.as_mut().graceful_shutdown();
             }
@@ -187,7 +191,7 @@ pub async fn serve<S>(
                 conn.as_mut().graceful_shutdown();
                 force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
             }
-            () = close.cancelled() => {
+            () = lifecycle.reached(Phase::Closed) => {
                 tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
                 return;
             }
@@ -234,14 +238,14 @@ fn jittered(age: Duration, info: &TcpConnectInfo) -> Instant {
 }
 
 /// The service as one connection sees it: each request is told the connection's addresses (what
-/// `Request::remote_addr` reads), checked against the server's call caps, and counted as open
-/// (on the connection, for idleness, and under its cap) until its response body is done.
+/// `Request::remote_addr` reads), its body is held to `--max-message-bytes`, and it is counted as
+/// open on the connection (for idleness) until its response body is done.
 #[derive(Clone)]
 struct PerConnection<S> {
     inner: S,
     info: TcpConnectInfo,
     calls: Arc<watch::Sender<usize>>,
-    caps: Arc<CallCaps>,
+    max_message_bytes: usize,
 }
 
 impl<S> Service<http::Request<Incoming>> for PerConnection<S>
@@ -266,28 +270,13 @@ where
     fn call(&mut self, mut request: http::Request<Incoming>) -> Self::Future {
         self.calls.send_modify(|n| *n += 1);
         let open = OpenCall(self.calls.clone());
-        let capped = match self.caps.admit(request.uri().path(), self.info.remote_addr) {
-            Ok(capped) => capped,
-            Err(status) => {
-                let response = status.into_http::<tonic::body::Body>();
-                return Box::pin(async move {
-                    Ok(response.map(|body| Counted {
-                        body,
-                        _open: open,
-                        _capped: None,
-                    }))
-                });
-            }
-        };
         request.extensions_mut().insert(self.info.clone());
-        let response = self.inner.call(request.map(tonic::body::Body::new));
+        let limit = self.max_message_bytes;
+        let request = request.map(|body| tonic::body::Body::new(Limited::new(body, limit)));
+        let response = self.inner.call(request);
         Box::pin(async move {
             let response = response.await?;
-            Ok(response.map(|body| Counted {
-                body,
-                _open: open,
-                _capped: capped,
-            }))
+            Ok(response.map(|body| Counted { body, _open: open }))
         })
     }
 }
@@ -305,7 +294,6 @@ impl Drop for OpenCall {
 pub struct Counted {
     body: tonic::body::Body,
     _open: OpenCall,
-    _capped: Option<Capped>,
 }
 
 impl http_body::Body for Counted {
@@ -325,70 +313,6 @@ impl http_body::Body for Counted {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// The bytes of a connection, with or without TLS.
-enum Transport {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for Transport {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Transport {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Transport::Plain(s) => s.is_write_vectored(),
-            Transport::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }
 

@@ -1,74 +1,258 @@
-//! The server-wide deal budget: at most `--max-deals-in-flight` deals read but not yet handed
-//! back, across all calls (the number of calls is capped by the server, `server/calls.rs`).
+//! Admission, in one place: whether a call may open, and how much of the server its requests may
+//! hold while they are answered.
 //!
-//! A new call that finds the budget spent is refused with `RESOURCE_EXHAUSTED` naming the flag;
-//! calls in progress are untouched: they wait for budget, which the workers give back as they
-//! answer. Each request's deals are held by a [`Held`], released when its response is handed to
-//! the transport.
+//! A call is admitted by [`Capped`], the layer every service is wrapped in when the server is
+//! wired, before any of its messages is read (so a call that never sends one counts too):
+//! - solving calls (`SolveStream`, `Solve`, and the rps pair) are refused with `UNAVAILABLE` once
+//!   shutdown has begun, with `RESOURCE_EXHAUSTED` naming the flag beyond `--max-open-streams` or
+//!   `--max-open-unary` open at once, or when the server's deal budget (`--max-deals-in-flight`)
+//!   is spent;
+//! - health `Watch` and reflection streams never end by themselves and need no token, so they are
+//!   capped too (`--max-open-watches`) and cannot take the solving calls' places; health `Check`,
+//!   which ends at once, is free.
+//!
+//! Which methods stream is read from each service's own descriptor set, so an rpc added to the
+//! proto is capped as its kind without anyone remembering to list it.
+//!
+//! Once admitted, each request of a call holds its items (deals or cases) in the server's budget
+//! and, for a stream, in the call's own (`--max-in-flight`) until its response has been handed to
+//! the transport: [`Admission::hold`], [`Admission::hold_with`]. A call in progress that finds the
+//! budget spent waits for it, which the workers give back as they answer.
 
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use bytes::Bytes;
+use prometheus_client::metrics::gauge::Gauge;
+use prost::Message as _;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
+use tokio_util::task::TaskTracker;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 use tonic::Status;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::transport::server::TcpConnectInfo;
+use tower::Service;
 
-use super::InFlight;
+use super::lifecycle::{Lifecycle, Phase};
 use crate::metrics::Metrics;
 
+/// How many calls of each kind may be open at once across all connections.
+#[derive(Clone, Copy, Debug)]
+pub struct Caps {
+    /// `--max-open-streams`: streaming solving calls.
+    pub streams: usize,
+    /// `--max-open-unary`: unary solving calls (each may be reading a message of up to
+    /// `--max-message-bytes`).
+    pub unary: usize,
+    /// `--max-open-watches`: health watches and reflection streams.
+    pub watches: usize,
+}
+
+/// The server's admission state, shared by every call. Cheap to clone.
 #[derive(Clone, Debug)]
-pub(super) struct Admission {
+pub struct Admission(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    streams: Cap,
+    unary: Cap,
+    watches: Cap,
     deals: Arc<Semaphore>,
     max_deals: usize,
+    lifecycle: Lifecycle,
+    /// Counts the solving calls open, so that a drain knows when the last one has ended.
+    solving: TaskTracker,
     metrics: Metrics,
 }
 
-/// A request's deals, counted against its call's budget and the server's until its response has
-/// been handed to the transport (or dropped), and for a stream's in `patience_deals_in_flight`
-/// as long: so the gauge shows what the budget holds, a client that does not read included.
-pub(super) struct Held {
-    _call: Option<OwnedSemaphorePermit>,
-    _server: OwnedSemaphorePermit,
-    in_flight: Option<InFlight>,
+/// One cap: its places, its size, and the flag and metric label that name it.
+#[derive(Debug)]
+struct Cap {
+    places: Arc<Semaphore>,
+    max: usize,
+    flag: &'static str,
+    reason: &'static str,
 }
 
-impl Held {
-    /// Counts the request's `items` in `patience_deals_in_flight` while this is held.
-    pub fn count(&mut self, metrics: &Metrics, items: usize) {
-        self.in_flight = Some(InFlight::new(metrics, items as i64));
+impl Cap {
+    fn new(max: usize, flag: &'static str, reason: &'static str) -> Cap {
+        let max = max.max(1);
+        Cap {
+            places: Arc::new(Semaphore::new(max)),
+            max,
+            flag,
+            reason,
+        }
     }
+}
+
+/// What a method is, for admission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Stream,
+    Unary,
+    Watch,
+    Free,
+}
+
+/// Why a service cannot be wrapped: its descriptor set does not describe it.
+#[derive(Debug, thiserror::Error)]
+pub enum CapError {
+    #[error("the descriptor set given for {0} cannot be read")]
+    Descriptors(&'static str, #[source] prost::DecodeError),
+    #[error("the descriptor set given for {0} does not describe it")]
+    Missing(&'static str),
 }
 
 impl Admission {
-    pub fn new(limits: &super::Limits, metrics: Metrics) -> Admission {
-        let max_deals = limits.max_deals_in_flight.max(1);
-        Admission {
+    pub fn new(
+        caps: Caps,
+        max_deals_in_flight: usize,
+        lifecycle: Lifecycle,
+        metrics: Metrics,
+    ) -> Admission {
+        let max_deals = max_deals_in_flight.max(1);
+        Admission(Arc::new(Shared {
+            streams: Cap::new(caps.streams, "--max-open-streams", "max_open_streams"),
+            unary: Cap::new(caps.unary, "--max-open-unary", "max_open_unary"),
+            watches: Cap::new(caps.watches, "--max-open-watches", "max_open_watches"),
             deals: Arc::new(Semaphore::new(max_deals)),
             max_deals,
+            lifecycle,
+            solving: TaskTracker::new(),
             metrics,
-        }
+        }))
     }
 
-    /// Lets a new call in, or says with `RESOURCE_EXHAUSTED` that the deal budget is spent.
-    pub fn admit(&self, peer: Option<SocketAddr>) -> Result<(), Status> {
-        if self.deals.available_permits() == 0 {
+    /// Wraps a solving service: its streaming methods count under `--max-open-streams`, its unary
+    /// ones under `--max-open-unary`, and none is admitted during shutdown or with the deal
+    /// budget spent. `descriptors` is the encoded descriptor set that describes the service.
+    pub fn solving<S: NamedService>(
+        &self,
+        inner: S,
+        descriptors: &[u8],
+    ) -> Result<Capped<S>, CapError> {
+        self.capped(inner, descriptors, |streaming| {
+            if streaming { Kind::Stream } else { Kind::Unary }
+        })
+    }
+
+    /// Wraps a service beside the solving ones (health, reflection): its streaming methods count
+    /// under `--max-open-watches`, its unary ones are free.
+    pub fn auxiliary<S: NamedService>(
+        &self,
+        inner: S,
+        descriptors: &[u8],
+    ) -> Result<Capped<S>, CapError> {
+        self.capped(inner, descriptors, |streaming| {
+            if streaming { Kind::Watch } else { Kind::Free }
+        })
+    }
+
+    fn capped<S: NamedService>(
+        &self,
+        inner: S,
+        descriptors: &[u8],
+        kind: impl Fn(bool) -> Kind,
+    ) -> Result<Capped<S>, CapError> {
+        let set = prost_types::FileDescriptorSet::decode(descriptors)
+            .map_err(|e| CapError::Descriptors(S::NAME, e))?;
+        let service = set
+            .file
+            .iter()
+            .flat_map(|file| {
+                file.service
+                    .iter()
+                    .map(move |service| (format!("{}.{}", file.package(), service.name()), service))
+            })
+            .find(|(name, _)| name == S::NAME)
+            .map(|(_, service)| service)
+            .ok_or(CapError::Missing(S::NAME))?;
+        let methods = service
+            .method
+            .iter()
+            .map(|m| {
+                let streaming = m.client_streaming() || m.server_streaming();
+                (format!("/{}/{}", S::NAME, m.name()), kind(streaming))
+            })
+            .collect();
+        Ok(Capped {
+            inner,
+            admission: self.clone(),
+            methods: Arc::new(methods),
+            // A path the descriptors do not know is answered UNIMPLEMENTED; counting it as the
+            // service's cheapest capped kind costs nothing and leaves nothing uncapped.
+            unknown: kind(false),
+        })
+    }
+
+    /// A place for a call of `kind`, or the status it is refused with.
+    fn admit(&self, kind: Kind, peer: Option<SocketAddr>) -> Result<Place, Status> {
+        let s = &self.0;
+        let cap = match kind {
+            Kind::Free => return Ok(Place::free()),
+            Kind::Watch => &s.watches,
+            Kind::Stream => &s.streams,
+            Kind::Unary => &s.unary,
+        };
+        let solving = kind != Kind::Watch;
+        if solving && s.lifecycle.phase() >= Phase::Draining {
+            let status =
+                Status::unavailable("the server is shutting down; retry on another replica");
+            s.metrics
+                .call_refused("shutting_down", peer, "shutting down");
+            return Err(status);
+        }
+        let Ok(permit) = cap.places.clone().try_acquire_owned() else {
+            let status = Status::resource_exhausted(format!(
+                "the server has its limit of {} such calls open (server flag {}); retry later, \
+                 or on another replica",
+                cap.max, cap.flag
+            ));
+            s.metrics.call_refused(cap.reason, peer, status.message());
+            return Err(status);
+        };
+        if solving && s.deals.available_permits() == 0 {
             let status = Status::resource_exhausted(format!(
                 "the server holds its limit of {} unanswered deals (server flag \
                  --max-deals-in-flight); retry later, or on another replica",
-                self.max_deals
+                s.max_deals
             ));
-            self.metrics
+            s.metrics
                 .call_refused("max_deals_in_flight", peer, status.message());
             return Err(status);
         }
-        Ok(())
+        if solving {
+            s.metrics.calls(1);
+        } else {
+            s.metrics.watches(1);
+        }
+        Ok(Place {
+            _permit: Some(permit),
+            solving: solving.then(|| s.solving.token()),
+            metrics: Some(s.metrics.clone()),
+        })
     }
 
-    /// Waits for `deals` (at least one, at most the whole budget) of the server's deal budget.
-    pub async fn hold(&self, deals: usize) -> Result<Held, AcquireError> {
+    /// Completes once no solving call is open (at once if none is). During a drain no new one is
+    /// admitted, so after this only watches and the responses' last bytes keep connections open.
+    pub async fn solving_done(&self) {
+        self.0.solving.close();
+        self.0.solving.wait().await;
+    }
+
+    /// Waits for `items` (at least one, at most the whole budget) of the server's deal budget.
+    pub(super) async fn hold(&self, items: usize) -> Result<Held, AcquireError> {
         let server = self
+            .0
             .deals
             .clone()
-            .acquire_many_owned(self.cost(deals))
+            .acquire_many_owned(self.cost(items))
             .await?;
         Ok(Held {
             _call: None,
@@ -77,15 +261,15 @@ impl Admission {
         })
     }
 
-    /// Waits for `deals` of a call's own budget `call`, then of the server's, in that order (a
+    /// Waits for `items` of a call's own budget `call`, then of the server's, in that order (a
     /// call never holds server budget while it waits for its own).
-    pub fn hold_with(
+    pub(super) fn hold_with(
         &self,
         call: Arc<Semaphore>,
-        deals: usize,
+        items: usize,
     ) -> impl Future<Output = Result<Held, AcquireError>> + Send + 'static {
-        let server = self.deals.clone();
-        let cost = self.cost(deals);
+        let server = self.0.deals.clone();
+        let cost = self.cost(items);
         async move {
             let own = call.acquire_many_owned(cost).await?;
             let server = server.acquire_many_owned(cost).await?;
@@ -97,7 +281,163 @@ impl Admission {
         }
     }
 
-    fn cost(&self, deals: usize) -> u32 {
-        u32::try_from(deals.clamp(1, self.max_deals)).unwrap_or(u32::MAX)
+    fn cost(&self, items: usize) -> u32 {
+        u32::try_from(items.clamp(1, self.0.max_deals)).unwrap_or(u32::MAX)
+    }
+}
+
+/// A call's place under its cap, given back when its response is done.
+struct Place {
+    _permit: Option<OwnedSemaphorePermit>,
+    /// Set for a solving call: what a drain waits for.
+    solving: Option<TaskTrackerToken>,
+    metrics: Option<Metrics>,
+}
+
+impl Place {
+    fn free() -> Place {
+        Place {
+            _permit: None,
+            solving: None,
+            metrics: None,
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        match (&self.metrics, &self.solving) {
+            (Some(metrics), Some(_)) => metrics.calls(-1),
+            (Some(metrics), None) => metrics.watches(-1),
+            (None, _) => {}
+        }
+    }
+}
+
+/// A service under admission: see the module's doc. Made by [`Admission::solving`] and
+/// [`Admission::auxiliary`].
+#[derive(Clone)]
+pub struct Capped<S> {
+    inner: S,
+    admission: Admission,
+    methods: Arc<HashMap<String, Kind>>,
+    unknown: Kind,
+}
+
+/// The methods and their kinds; the service itself may not print.
+impl<S> std::fmt::Debug for Capped<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capped")
+            .field("methods", &self.methods)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: NamedService> NamedService for Capped<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for Capped<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let kind = self
+            .methods
+            .get(request.uri().path())
+            .copied()
+            .unwrap_or(self.unknown);
+        let peer = request
+            .extensions()
+            .get::<TcpConnectInfo>()
+            .and_then(|info| info.remote_addr);
+        let place = match self.admission.admit(kind, peer) {
+            Ok(place) => place,
+            Err(status) => return Box::pin(std::future::ready(Ok(status.into_http()))),
+        };
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let response = response.await?;
+            Ok(response.map(|body| {
+                Body::new(Holding {
+                    body,
+                    _place: place,
+                })
+            }))
+        })
+    }
+}
+
+/// A response body that keeps its call's place until the transport is done with it.
+struct Holding {
+    body: Body,
+    _place: Place,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request's items, counted against its call's budget and the server's until its response has
+/// been handed to the transport (or dropped), and in `patience_deals_in_flight` as long: so the
+/// gauge shows what the budget holds, a client that does not read included.
+pub(super) struct Held {
+    _call: Option<OwnedSemaphorePermit>,
+    _server: OwnedSemaphorePermit,
+    in_flight: Option<InFlight>,
+}
+
+impl Held {
+    /// Counts the request's `items` in `patience_deals_in_flight` while this is held.
+    pub fn count(&mut self, metrics: &Metrics, items: usize) {
+        self.in_flight = Some(InFlight::new(metrics, items));
+    }
+}
+
+/// Counts items (a unary call's, or a stream request's) in `patience_deals_in_flight` until
+/// dropped, however the call ends. Only the gauge is kept, not all the metrics: a stream's
+/// travels with every response.
+pub(super) struct InFlight {
+    gauge: Gauge,
+    items: i64,
+}
+
+impl InFlight {
+    pub fn new(metrics: &Metrics, items: usize) -> InFlight {
+        let gauge = metrics.in_flight_gauge();
+        let items = i64::try_from(items).unwrap_or(i64::MAX);
+        gauge.inc_by(items);
+        InFlight { gauge, items }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.dec_by(self.items);
     }
 }

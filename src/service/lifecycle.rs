@@ -1,55 +1,93 @@
-//! The switches the server flips during shutdown and every call obeys: first stop taking new
-//! calls, then end the ones still running. Watch channels, so a call can both read the current
-//! state (on admission) and wait for a change (while it streams).
+//! The server's life as one value that only moves forward, [`Phase`], watched by every call and
+//! connection: a call reads it on admission and waits for it to change while it streams; a
+//! connection waits for it to send GOAWAY or to close.
 
 use tokio::sync::watch;
 
-/// Server-wide switches the service obeys, flipped by the server during shutdown.
-#[derive(Clone, Debug)]
-pub struct Lifecycle {
-    pub(super) draining: watch::Receiver<bool>,
-    pub(super) abort: watch::Receiver<bool>,
+/// Where the server is in its life. Each phase includes the ones before it: a server that is
+/// aborting calls is also draining.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Taking and answering calls.
+    Serving,
+    /// Shutdown has begun: health says NOT_SERVING, connections get GOAWAY, new calls are refused
+    /// with `UNAVAILABLE`; calls in flight go on (a client still sending is cut after
+    /// `--drain-cut-after`, when set).
+    Draining,
+    /// The drain timeout passed: every call still in flight ends with `UNAVAILABLE` after the
+    /// responses it has finished.
+    Aborting,
+    /// Every connection is closed at once, whatever it is doing.
+    Closed,
 }
 
-/// The server's side of [`Lifecycle`].
+/// The phase as calls and connections see it. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Lifecycle(watch::Receiver<Phase>);
+
+/// The server's side of [`Lifecycle`]: the only one that moves the phase.
 #[derive(Debug)]
-pub struct LifecycleControl {
-    draining: watch::Sender<bool>,
-    abort: watch::Sender<bool>,
-}
+pub struct LifecycleControl(watch::Sender<Phase>);
 
 impl Lifecycle {
+    /// A lifecycle in [`Phase::Serving`], and its control.
     pub fn new() -> (Lifecycle, LifecycleControl) {
-        let (draining_tx, draining_rx) = watch::channel(false);
-        let (abort_tx, abort_rx) = watch::channel(false);
-        (
-            Lifecycle {
-                draining: draining_rx,
-                abort: abort_rx,
-            },
-            LifecycleControl {
-                draining: draining_tx,
-                abort: abort_tx,
-            },
-        )
+        let (tx, rx) = watch::channel(Phase::Serving);
+        (Lifecycle(rx), LifecycleControl(tx))
     }
 
-    /// Whether shutdown has begun, so new calls are to be refused.
-    pub(super) fn is_draining(&self) -> bool {
-        *self.draining.borrow()
+    /// The phase now.
+    pub fn phase(&self) -> Phase {
+        *self.0.borrow()
+    }
+
+    /// Completes once the server has reached `phase` (at once if it has). Never completes if the
+    /// control is dropped first: a server that is gone moves no call forward.
+    pub async fn reached(&self, phase: Phase) {
+        // A receiver of its own, so that several waits can be pending on one lifecycle.
+        let mut rx = self.0.clone();
+        if rx.wait_for(|&now| now >= phase).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
 impl LifecycleControl {
-    /// From now on new calls are refused with `UNAVAILABLE`. Calls in flight go on to their end,
-    /// whether or not their client is still sending (unless [`super::Limits::drain_cut_after`]
-    /// says otherwise), until [`LifecycleControl::abort_calls`].
-    pub fn start_draining(&self) {
-        let _ = self.draining.send(true);
+    /// Moves the server to `phase`; never backwards.
+    pub fn advance(&self, phase: Phase) {
+        self.0.send_if_modified(|now| {
+            let later = phase > *now;
+            if later {
+                *now = phase;
+            }
+            later
+        });
     }
 
-    /// Ends every call still in flight with `UNAVAILABLE` after the responses it has finished.
-    pub fn abort_calls(&self) {
-        let _ = self.abort.send(true);
+    /// Another view of the phase, for a call or a connection.
+    pub fn subscribe(&self) -> Lifecycle {
+        Lifecycle(self.0.subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_phase_only_moves_forward_and_waiters_see_the_later_phases() {
+        let (lifecycle, control) = Lifecycle::new();
+        assert_eq!(lifecycle.phase(), Phase::Serving);
+        control.advance(Phase::Aborting);
+        // Waiting for an earlier phase returns at once: aborting includes draining.
+        lifecycle.reached(Phase::Draining).await;
+        control.advance(Phase::Draining);
+        assert_eq!(lifecycle.phase(), Phase::Aborting);
+        let other = control.subscribe();
+        let closed = tokio::spawn(async move { other.reached(Phase::Closed).await });
+        tokio::task::yield_now().await;
+        assert!(!closed.is_finished());
+        control.advance(Phase::Closed);
+        closed.await.unwrap();
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tonic::{Code, Status};
+use tonic::Status;
 
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]
@@ -75,17 +75,12 @@ impl Limits {
     }
 }
 
-/// The status for a request message over [`Limits::max_message_bytes`]. tonic reports it as
-/// `OUT_OF_RANGE`; the gRPC spec, and every other implementation, says `RESOURCE_EXHAUSTED`, and a
-/// user needs to know which limit to raise or how to split the request.
+/// The status for a request message over [`Limits::max_message_bytes`]: `RESOURCE_EXHAUSTED`, as
+/// the gRPC spec and every other implementation have it (tonic's own says `OUT_OF_RANGE`), naming
+/// the flag, so a user knows which limit to raise or how to split the request.
 pub fn message_too_large(limit: usize) -> Status {
     Status::resource_exhausted(format!(
         "the request message is larger than the limit of {limit} bytes (server flag \
          --max-message-bytes); send fewer deals per request"
     ))
-}
-
-/// Whether `status` is tonic's own report of a message over the receive limit.
-pub fn is_tonic_too_large(code: Code, message: &str) -> bool {
-    code == Code::OutOfRange && message.contains("message length too large")
 }

@@ -3,17 +3,14 @@
 //! workers together, in jobs of [`Limits::batch`](super::Limits::batch) items, so that one-item
 //! messages do not cost one worker wake-up each.
 
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::SolverService;
-use super::admission::Held;
 use super::game::Game;
 use crate::pool::{Engines, PoolError};
 
@@ -98,71 +95,5 @@ impl SolverService {
             answers
         }
         .boxed())
-    }
-}
-
-/// A request read from a stream, with the stream index of its first item and the budget it holds.
-pub(super) type Submission<R> = (R, u64, Held);
-
-/// A stream's helper task that queues its requests' batches on the pool one group after another
-/// (queueing waits while the pool's queue is full) and hands back each group's responses' future,
-/// in order, with the budget they hold. So the stream's own task goes on reading and forwarding
-/// meanwhile. The task ends when this is dropped, however the call ends.
-pub(super) struct Submitter<G: Game> {
-    requests: mpsc::UnboundedSender<Submission<G::Request>>,
-    started: mpsc::UnboundedReceiver<(Started<G::Response>, Vec<Held>)>,
-    task: tokio::task::JoinHandle<()>,
-    game: PhantomData<G>,
-}
-
-impl<G: Game> Submitter<G> {
-    pub fn spawn(service: SolverService) -> Submitter<G> {
-        let (requests, mut submit_rx) = mpsc::unbounded_channel::<Submission<G::Request>>();
-        let (started_tx, started) = mpsc::unbounded_channel();
-        let batch = service.limits.batch.max(1);
-        let task = tokio::spawn(async move {
-            while let Some(first) = submit_rx.recv().await {
-                // Requests that are already waiting join this one, up to one pool batch.
-                let mut items = G::items(&first.0);
-                let mut group = vec![first];
-                while items < batch {
-                    let Ok(next) = submit_rx.try_recv() else {
-                        break;
-                    };
-                    items += G::items(&next.0);
-                    group.push(next);
-                }
-                let (requests, permits): (Vec<_>, Vec<_>) = group
-                    .into_iter()
-                    .map(|(request, first_index, permit)| ((request, first_index), permit))
-                    .unzip();
-                let started = service.start::<G>(requests).await;
-                if started_tx.send((started, permits)).is_err() {
-                    break;
-                }
-            }
-        });
-        Submitter {
-            requests,
-            started,
-            task,
-            game: PhantomData,
-        }
-    }
-
-    /// Queues a request behind those sent before; `Err` only if the task has stopped.
-    pub fn send(&self, submission: Submission<G::Request>) -> Result<(), Submission<G::Request>> {
-        self.requests.send(submission).map_err(|e| e.0)
-    }
-
-    /// The next group's responses, in the order the requests were sent.
-    pub async fn next(&mut self) -> Option<(Started<G::Response>, Vec<Held>)> {
-        self.started.recv().await
-    }
-}
-
-impl<G: Game> Drop for Submitter<G> {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }

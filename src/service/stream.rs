@@ -1,39 +1,39 @@
-//! One streaming call (`SolveStream`, `SolveRpsStream`), from its first request to its log line.
+//! One streaming call (`SolveStream`, `SolveRpsStream`), from its first request to its log line,
+//! in one task that owns all of it.
 //!
-//! The call is a [`StreamCall`]: what it has read, what waits for budget, what is being solved,
-//! what it has sent. One task waits on every event the call reacts to and hands each to the method
-//! that handles it, until one of them says how the call ends ([`StreamEnd`]).
+//! A request goes down one pipeline, in order:
+//! 1. **read** from the client, only while the call has room in its own budget;
+//! 2. **admitted**: it waits for its items' share of the call's budget (`--max-in-flight`) and
+//!    then of the server's (`--max-deals-in-flight`);
+//! 3. **queued**: its valid items go to the pool, together with those of the requests admitted
+//!    meanwhile, in jobs of `batch` items (queueing waits while the pool's queue is full);
+//! 4. **solved**, and **sent** to tonic in order, through the [`Outbox`]; the budget comes back
+//!    when tonic takes the response.
 //!
-//! Each request takes one permit per item (deal or case; at least one) from the call's in-flight budget before
-//! the next is read; the permits come back only when tonic takes its response for sending. So items
-//! read but not yet handed to the transport never exceed `max_in_flight`, whether the workers or
-//! the client's reading are the bottleneck.
+//! So items read but not yet handed to the transport never exceed `--max-in-flight`, whether the
+//! workers or the client's reading are the bottleneck. Beside the pipeline, a [`Watch`] waits for
+//! what can end the call from outside: the client leaving, its deadline, the drain, a stall.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::ops::ControlFlow::{self, Break, Continue};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, OptionFuture};
+use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
-use tokio::sync::{AcquireError, Semaphore, watch};
+use tokio::sync::{AcquireError, Semaphore};
 use tokio::time::Sleep;
 use tonic::{Code, Status, Streaming};
 
+use super::SolverService;
 use super::admission::Held;
-use super::deadline::FOREVER;
-use super::end::{Internal, StreamEnd};
+use super::end::{CallEnd, Finished};
 use super::game::Game;
-use super::stall::{self, Outbound, StallWatch};
-use super::start::{Answered, Started, Submitter};
-use super::{SolverService, display_peer, is_tonic_too_large, message_too_large};
-
-/// What a call's task hands to tonic: a response with the in-flight permits of its items, which
-/// are returned only when tonic takes the response for sending.
-pub(super) type Outgoing<R> = Result<(R, Held), Status>;
+use super::lifecycle::{Lifecycle, Phase};
+use super::outbox::{Outbox, StallWatch};
+use super::start::{Answered, Started};
 
 /// How far the call has read its client's requests.
 #[derive(Debug)]
@@ -49,412 +49,441 @@ enum Reading {
     Failed(Status),
 }
 
-/// A request read from the client, waiting for its permits: the call's own and the server's. The
-/// wait is kept across turns of the loop, so it keeps its place in the server-wide queue.
-struct Waiting<G: Game> {
-    request: G::Request,
-    budget: BoxFuture<'static, Result<Held, AcquireError>>,
-}
-
-/// A group of requests being solved: their responses, in order, with the permits they hold.
-type Solving<R> = BoxFuture<'static, Vec<(Answered<R>, Held)>>;
-
-/// The state of one streaming call.
-struct StreamCall<G: Game> {
-    service: SolverService,
-    peer: Option<SocketAddr>,
-    started: Instant,
-    inbound: Streaming<G::StreamRequest>,
-    /// Where the responses go, and what tonic has taken of them.
-    out: Outbound<G::Response>,
-    /// Cuts the call if the client stops taking responses (`--stall-timeout`).
-    stall: Option<StallWatch>,
-    /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
-    /// the handler returns, not on a streaming body, so the call enforces its own.
-    expiry: Option<Pin<Box<Sleep>>>,
-    abort: watch::Receiver<bool>,
-    draining: watch::Receiver<bool>,
-    /// Armed when shutdown begins, with `drain_cut_after`: a client still sending then has that
-    /// long to finish.
-    cut: Option<Pin<Box<Sleep>>>,
-    reading: Reading,
-    /// The call's in-flight budget, `max_in_flight` items.
-    budget: Arc<Semaphore>,
-    waiting: Option<Waiting<G>>,
-    /// Queues requests with their permits on the pool, one after another, while this task goes on
-    /// reading and forwarding.
-    submitter: Submitter<G>,
-    /// Requests handed to the submitter whose responses' future has not come back yet.
-    submitting: usize,
-    /// The responses being solved, in request order, with the permits they hold.
-    solving: FuturesOrdered<Solving<G::Response>>,
-    /// Items read: the stream index of the next one.
-    received: u64,
-    /// Items whose responses were handed to the transport.
-    answered: u64,
-    /// Answered items that got an error.
-    errors: u64,
-}
-
 /// Runs one streaming call to its end and logs one line about it.
 pub(super) async fn run<G: Game>(
     service: SolverService,
     inbound: Streaming<G::StreamRequest>,
-    outbound: Outbound<G::Response>,
+    out: Outbox<G::Response>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
 ) {
-    let mut call = StreamCall::<G>::new(service, inbound, outbound, peer, deadline);
-    let end = call.run().await;
-    call.finish(end);
+    let mut call = StreamCall::<G>::new(service, inbound, out, deadline);
+    let end = call.serve().await;
+    call.finish(peer, end);
+}
+
+/// The state of one streaming call.
+struct StreamCall<G: Game> {
+    service: SolverService,
+    started: Instant,
+    inbound: Streaming<G::StreamRequest>,
+    reading: Reading,
+    pipeline: Pipeline<G>,
+    out: Outbox<G::Response>,
+    watch: Watch,
+    /// Items read: the stream index of the next one.
+    received: u64,
+    /// Items whose responses were handed to tonic, and how many of them were errors.
+    answered: u64,
+    errors: u64,
+    /// The status the call ended with, for its log line.
+    status: Option<Status>,
+}
+
+/// What the call waits for, in the order it handles them when several are ready: the client's
+/// leaving and every other interruption first, then finished work, then new requests.
+enum Event<G: Game> {
+    Interrupted(Interrupt),
+    Step(Step<G::Response>),
+    Read(Result<Option<G::StreamRequest>, Status>),
 }
 
 impl<G: Game> StreamCall<G> {
     fn new(
         service: SolverService,
         inbound: Streaming<G::StreamRequest>,
-        outbound: Outbound<G::Response>,
-        peer: Option<SocketAddr>,
+        out: Outbox<G::Response>,
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
-        let started = Instant::now();
         service.metrics.streams(1);
-        let budget = Arc::new(Semaphore::new(service.limits.max_in_flight.max(1)));
+        let limits = &service.limits;
         StreamCall {
-            peer,
-            started,
+            started: Instant::now(),
             inbound,
-            stall: StallWatch::new(service.limits.stall_timeout, outbound.progress.clone()),
-            out: outbound,
-            expiry: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
-            abort: service.lifecycle.abort.clone(),
-            draining: service.lifecycle.draining.clone(),
-            cut: None,
             reading: Reading::Open,
-            budget,
-            waiting: None,
-            submitter: Submitter::spawn(service.clone()),
-            submitting: 0,
-            solving: FuturesOrdered::new(),
+            pipeline: Pipeline::new(limits.max_in_flight, limits.batch),
+            out,
+            watch: Watch {
+                deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
+                lifecycle: service.lifecycle.clone(),
+                stall: StallWatch::new(limits.stall_timeout),
+                cut_after: limits.drain_cut_after,
+                cut: None,
+            },
             received: 0,
             answered: 0,
             errors: 0,
+            status: None,
             service,
         }
     }
 
-    /// Handles the call's events until one ends it. Earlier arms win when several are ready: the
-    /// client's cancel, the deadline and the abort before any work, and forwarding finished
-    /// responses before reading more requests.
-    async fn run(&mut self) -> StreamEnd {
+    /// Handles the call's events until one ends it.
+    async fn serve(&mut self) -> CallEnd {
         loop {
-            if let Some(end) = self.end_if_done().await {
-                return self.until_taken(end).await;
+            if self.pipeline.is_empty() && !matches!(self.reading, Reading::Open) {
+                return self.conclude().await;
             }
-            let step = tokio::select! {
+            let reading = matches!(self.reading, Reading::Open);
+            let event = tokio::select! {
                 biased;
-                () = self.out.tx.closed() => Break(StreamEnd::CancelledByClient),
-                () = fired(&mut self.expiry), if self.expiry.is_some() => {
-                    Break(self.deadline_passed().await)
-                }
-                true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => {
-                    Break(self.aborted().await)
-                }
-                () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
-                    Break(self.stall_cut())
-                }
-                true = self.draining.wait_for(|&d| d).map(|r| r.is_ok()), if self.may_arm_cut() => {
-                    self.arm_cut()
-                }
-                () = fired(&mut self.cut), if self.is_reading() && self.cut.is_some() => {
-                    self.cut_short()
-                }
-                Some(group) = self.solving.next() => self.forward(group).await,
-                Some((started, permits)) = self.submitter.next(), if self.submitting > 0 => {
-                    self.started(started, permits)
-                }
-                Some(held) = OptionFuture::from(self.waiting.as_mut().map(|w| &mut w.budget)),
-                    if self.waiting.is_some() => self.submit(held),
-                message = self.inbound.message(), if self.is_reading() && self.waiting.is_none() => {
-                    self.read(message)
+                () = self.out.closed() => return CallEnd::CancelledByClient,
+                interrupt = self.watch.next(&self.out, reading) => Event::<G>::Interrupted(interrupt),
+                step = self.pipeline.next() => Event::Step(step),
+                message = self.inbound.message(), if reading && self.pipeline.has_room() => {
+                    Event::Read(message)
                 }
             };
-            if let Break(end) = step {
-                return end;
-            }
-        }
-    }
-
-    fn is_reading(&self) -> bool {
-        matches!(self.reading, Reading::Open)
-    }
-
-    /// With nothing left to read, wait for or send: how the call ends, once the client has been
-    /// told why if it did not end well.
-    async fn end_if_done(&mut self) -> Option<StreamEnd> {
-        if self.is_reading()
-            || self.waiting.is_some()
-            || self.submitting > 0
-            || !self.solving.is_empty()
-        {
-            return None;
-        }
-        match std::mem::replace(&mut self.reading, Reading::Finished) {
-            Reading::Open | Reading::Finished => Some(StreamEnd::Completed),
-            Reading::Failed(status) => {
-                // Behind the results: waits as long as they do, but not past a stall.
-                tokio::select! {
-                    sent = self.out.tx.send(Err(status)) => {
-                        if let (Ok(()), Some(stall)) = (sent, &mut self.stall) {
-                            stall.sent();
-                        }
-                        Some(StreamEnd::Failed)
-                    }
-                    () = stall::stalled(&mut self.stall), if self.stall.is_some() => {
-                        Some(self.stall_cut())
-                    }
+            let handled = match event {
+                Event::Interrupted(interrupt) => self.interrupted(interrupt),
+                Event::Step(Step::Solved(group)) => self.send(group).await,
+                Event::Step(Step::Queued(started, held)) => {
+                    self.queued(started, held);
+                    Ok(())
                 }
-            }
-            Reading::CutShort => {
-                let answered = self.answered;
-                self.last_word(Status::unavailable(format!(
-                    "the server is shutting down and stopped reading this stream; results before \
-                     index {answered} were sent, resend the {} from index {answered} on (to \
-                     another replica)",
-                    G::ITEMS
-                )))
-                .await;
-                Some(StreamEnd::CutShortByShutdown)
-            }
-        }
-    }
-
-    async fn deadline_passed(&mut self) -> StreamEnd {
-        let answered = self.answered;
-        self.last_word(Status::deadline_exceeded(format!(
-            "the call's deadline passed; results before index {answered} were sent"
-        )))
-        .await;
-        StreamEnd::DeadlineExceeded
-    }
-
-    async fn aborted(&mut self) -> StreamEnd {
-        let answered = self.answered;
-        self.last_word(Status::unavailable(format!(
-            "the server is shutting down; results before index {answered} were sent, resend the \
-             {} from index {answered} on",
-            G::ITEMS
-        )))
-        .await;
-        StreamEnd::AbortedByShutdown
-    }
-
-    /// Sends the status the call ends with, giving up after a second: a client that is not
-    /// reading cannot be told, and sees the stream end. (`&mut`: the call is `Send`, not `Sync`.)
-    async fn last_word(&mut self, status: Status) {
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.out.tx.send(Err(status))).await;
-    }
-
-    /// After a call that ended well or with its client told why: waits until tonic has taken
-    /// every response, so that a client that does not read them is still cut at the stall
-    /// timeout (their permits stay held until they are taken).
-    async fn until_taken(&mut self, end: StreamEnd) -> StreamEnd {
-        if !matches!(end, StreamEnd::Completed | StreamEnd::Failed) {
-            return end;
-        }
-        loop {
-            let progress = self.out.progress.clone();
-            let took = progress.took.notified();
-            tokio::pin!(took);
-            // Registered before the count is read, so a message taken between the two wakes us.
-            took.as_mut().enable();
-            if self.stall.as_ref().is_none_or(StallWatch::drained) {
+                Event::Step(Step::Admitted(held)) => self.admitted(held),
+                Event::Read(message) => self.read(message),
+            };
+            if let Err(end) = handled {
                 return end;
             }
-            tokio::select! {
-                () = took => {}
-                () = self.out.tx.closed() => return StreamEnd::CancelledByClient,
-                true = self.abort.wait_for(|&a| a).map(|r| r.is_ok()) => return end,
-                () = stall::stalled(&mut self.stall) => return self.stall_cut(),
-            }
         }
     }
 
-    /// The client took none of its results for `--stall-timeout`: the ones waiting are dropped,
-    /// with a status in their place naming the index to resume from.
-    fn stall_cut(&mut self) -> StreamEnd {
-        let resume = self.out.progress.results.load(Ordering::Relaxed);
-        let after = self.service.limits.stall_timeout.unwrap_or_default();
-        self.out.cut(Status::resource_exhausted(format!(
-            "the client took none of its results for {}s (server flag --stall-timeout), so the \
-             server dropped the rest; results before index {resume} were sent, resend the {} \
-             from index {resume} on",
-            after.as_secs_f64(),
-            G::ITEMS
-        )));
-        self.service.metrics.call_cut("stall_timeout");
-        StreamEnd::Stalled
-    }
-
-    /// Whether shutdown would start the countdown to stop reading: only with `drain_cut_after`,
-    /// only once, and only while the client is still sending.
-    fn may_arm_cut(&self) -> bool {
-        self.is_reading() && self.cut.is_none() && self.service.limits.drain_cut_after.is_some()
-    }
-
-    fn arm_cut(&mut self) -> ControlFlow<StreamEnd> {
-        let grace = self.service.limits.drain_cut_after.unwrap_or(FOREVER);
-        self.cut = Some(Box::pin(tokio::time::sleep(grace)));
-        Continue(())
-    }
-
-    /// The client has not finished sending: what was read is answered, the rest is left for the
-    /// client to resend elsewhere, so the drain ends soon.
-    fn cut_short(&mut self) -> ControlFlow<StreamEnd> {
-        self.reading = Reading::CutShort;
-        Continue(())
-    }
-
-    /// Hands finished responses to tonic, in order; each takes its permits along.
-    async fn forward(
-        &mut self,
-        group: Vec<(Answered<G::Response>, Held)>,
-    ) -> ControlFlow<StreamEnd> {
-        for (done, permit) in group {
-            let items = G::results(&done.response);
-            self.answered += items as u64;
-            self.errors += done.errors;
-            if self.out.tx.send(Ok((done.response, permit))).await.is_err() {
-                return Break(StreamEnd::CancelledByClient);
-            }
-            if let Some(stall) = &mut self.stall {
-                stall.sent();
-            }
-        }
-        Continue(())
-    }
-
-    /// A group of requests is queued on the pool (its responses join the ones being solved), or
-    /// could not be: then nothing more is read, and the call ends with why after the responses
-    /// before it.
-    fn started(
-        &mut self,
-        started: Started<G::Response>,
-        permits: Vec<Held>,
-    ) -> ControlFlow<StreamEnd> {
-        self.submitting = self.submitting.saturating_sub(permits.len());
-        match started {
-            Ok(future) => self.solving.push_back(
-                future
-                    .map(move |done| done.into_iter().zip(permits).collect())
-                    .boxed(),
-            ),
-            Err(status) => {
-                self.reading = Reading::Failed(status);
-                self.waiting = None;
-            }
-        }
-        Continue(())
-    }
-
-    /// The waiting request has its permits: it gets its stream indices and goes to the submitter.
-    fn submit(&mut self, held: Result<Held, AcquireError>) -> ControlFlow<StreamEnd> {
-        let request = self.waiting.take().map(|w| w.request);
-        let (Ok(mut permit), Some(request)) = (held, request) else {
-            return Break(StreamEnd::Internal(Internal::BudgetClosed));
-        };
-        let first_index = self.received;
-        let items = G::items(&request);
-        self.received += items as u64;
-        permit.count(&self.service.metrics, items);
-        if self.submitter.send((request, first_index, permit)).is_err() {
-            return Break(StreamEnd::Internal(Internal::SubmitterStopped));
-        }
-        self.submitting += 1;
-        Continue(())
-    }
-
-    /// A request (it waits for its permits), the end of the client's requests, or why there are
+    /// A request (it waits for its budget), the end of the client's requests, or why there are
     /// no more.
-    fn read(
-        &mut self,
-        message: Result<Option<G::StreamRequest>, Status>,
-    ) -> ControlFlow<StreamEnd> {
+    fn read(&mut self, message: Result<Option<G::StreamRequest>, Status>) -> Result<(), CallEnd> {
         match message.map(|m| m.map(G::from_stream)) {
             Ok(Some(request)) => match G::check_size(&self.service, &request) {
                 Ok(()) => {
-                    let max_in_flight = self.service.limits.max_in_flight.max(1);
-                    let cost = G::items(&request).clamp(1, max_in_flight);
-                    let budget = self
-                        .service
-                        .admission
-                        .hold_with(self.budget.clone(), cost)
-                        .boxed();
-                    self.waiting = Some(Waiting { request, budget });
+                    let items = G::items(&request);
+                    let budget = self.service.admission.hold_with(
+                        self.pipeline.budget.clone(),
+                        items.clamp(1, self.pipeline.max_in_flight),
+                    );
+                    self.pipeline.waiting = Some((request, budget.boxed()));
                 }
                 Err(status) => self.reading = Reading::Failed(status),
             },
             Ok(None) => self.reading = Reading::Finished,
             // RST_STREAM(CANCEL): a cancel, or a deadline enforced by the client.
             Err(status) if status.code() == Code::Cancelled => {
-                return Break(StreamEnd::CancelledByClient);
+                return Err(CallEnd::CancelledByClient);
             }
-            // Undecodable input, or the connection failed: answer what was read, then the error
-            // (if anyone is still there to read it).
+            // Undecodable or oversized input, or the connection failed: answer what was read,
+            // then the error (if anyone is still there to read it).
+            Err(status) => self.reading = Reading::Failed(status),
+        }
+        Ok(())
+    }
+
+    /// The waiting request has its budget: it gets its stream indices and joins the queue.
+    fn admitted(&mut self, held: Result<Held, AcquireError>) -> Result<(), CallEnd> {
+        let request = self.pipeline.waiting.take().map(|(request, _)| request);
+        let (Ok(mut held), Some(request)) = (held, request) else {
+            return Err(CallEnd::BudgetClosed);
+        };
+        let items = G::items(&request);
+        held.count(&self.service.metrics, items);
+        self.pipeline
+            .ready
+            .push_back((request, self.received, held));
+        self.received += items as u64;
+        self.pipeline.queue_next(&self.service);
+        Ok(())
+    }
+
+    /// A group of requests is on the pool (its responses join the ones being solved), or could
+    /// not be put there: then nothing more is read, and the call ends with why after the
+    /// responses before it.
+    fn queued(&mut self, started: Started<G::Response>, held: Vec<Held>) {
+        match started {
+            Ok(solving) => {
+                let solving = solving.map(|done| done.into_iter().zip(held).collect());
+                self.pipeline.solving.push_back(solving.boxed());
+                self.pipeline.queue_next(&self.service);
+            }
             Err(status) => {
-                self.reading =
-                    Reading::Failed(if is_tonic_too_large(status.code(), status.message()) {
-                        message_too_large(self.service.limits.max_message_bytes)
-                    } else {
-                        status
-                    });
+                self.reading = Reading::Failed(status);
+                self.pipeline.waiting = None;
+                self.pipeline.ready.clear();
             }
         }
-        Continue(())
+    }
+
+    /// Hands finished responses to tonic, in order; each takes its budget along.
+    async fn send(&mut self, group: Vec<(Answered<G::Response>, Held)>) -> Result<(), CallEnd> {
+        for (done, held) in group {
+            self.answered += G::results(&done.response) as u64;
+            self.errors += done.errors;
+            self.out
+                .send(done.response, held)
+                .await
+                .map_err(|_| CallEnd::CancelledByClient)?;
+        }
+        Ok(())
+    }
+
+    /// Something from outside the call's own work: it ends the call, or stops its reading.
+    fn interrupted(&mut self, interrupt: Interrupt) -> Result<(), CallEnd> {
+        let answered = self.answered;
+        let items = G::ITEMS;
+        let end = match interrupt {
+            Interrupt::StopReading => {
+                self.reading = Reading::CutShort;
+                return Ok(());
+            }
+            Interrupt::Stalled => return Err(self.stall_cut()),
+            Interrupt::Deadline => {
+                self.end_with(Status::deadline_exceeded(format!(
+                    "the call's deadline passed; results before index {answered} were sent"
+                )));
+                CallEnd::DeadlineExceeded
+            }
+            Interrupt::Abort => {
+                self.end_with(Status::unavailable(format!(
+                    "the server is shutting down; results before index {answered} were sent, \
+                     resend the {items} from index {answered} on"
+                )));
+                CallEnd::AbortedByShutdown
+            }
+        };
+        Err(end)
+    }
+
+    /// Nothing left to read or to solve: the call ends, once the client has been told why if it
+    /// did not end well, and (for one that did) once tonic has taken every response, so that a
+    /// client that does not read them is still cut at the stall timeout.
+    async fn conclude(&mut self) -> CallEnd {
+        match std::mem::replace(&mut self.reading, Reading::Finished) {
+            Reading::Open | Reading::Finished => self.until_taken(CallEnd::Completed).await,
+            Reading::Failed(status) => {
+                self.end_with(status);
+                self.until_taken(CallEnd::Failed).await
+            }
+            Reading::CutShort => {
+                let answered = self.answered;
+                self.end_with(Status::unavailable(format!(
+                    "the server is shutting down and stopped reading this stream; results \
+                     before index {answered} were sent, resend the {} from index {answered} on \
+                     (to another replica)",
+                    G::ITEMS
+                )));
+                CallEnd::CutShortByShutdown
+            }
+        }
+    }
+
+    async fn until_taken(&mut self, end: CallEnd) -> CallEnd {
+        tokio::select! {
+            () = self.out.all_taken() => end,
+            () = self.out.closed() => CallEnd::CancelledByClient,
+            () = self.watch.lifecycle.reached(Phase::Aborting) => end,
+            () = stalled(&mut self.watch.stall, &self.out) => self.stall_cut(),
+        }
+    }
+
+    /// The status the call ends with, after the responses already sent.
+    fn end_with(&mut self, status: Status) {
+        self.out.finish(status.clone());
+        self.status = Some(status);
+    }
+
+    /// The client took none of its results for `--stall-timeout`: the ones waiting are dropped,
+    /// with a status in their place naming the index to resume from.
+    fn stall_cut(&mut self) -> CallEnd {
+        let after = self.service.limits.stall_timeout.unwrap_or_default();
+        let mut told = None;
+        self.out.cut(|resume| {
+            let status = Status::resource_exhausted(format!(
+                "the client took none of its results for {}s (server flag --stall-timeout), so \
+                 the server dropped the rest; results before index {resume} were sent, resend \
+                 the {} from index {resume} on",
+                after.as_secs_f64(),
+                G::ITEMS
+            ));
+            told = Some(status.clone());
+            status
+        });
+        self.status = told;
+        self.service.metrics.call_cut("stall_timeout");
+        CallEnd::Stalled
     }
 
     /// Gives back what the call still counts and logs its one line.
-    fn finish(self, end: StreamEnd) {
-        let metrics = &self.service.metrics;
-        metrics.streams(-1);
-        // The target the line has always had, beside the unary rpcs', so log filters and
-        // searches for it keep working; Double Patience keeps its `deals` field.
-        let duration_ms = self.started.elapsed().as_secs_f64() * 1e3;
-        let peer = display_peer(self.peer);
-        if G::ITEMS == "deals" {
-            tracing::info!(
-                target: "patience::service",
-                rpc = G::STREAM_RPC,
-                peer = %peer,
-                deals = self.answered,
-                errors = self.errors,
-                received = self.received,
-                duration_ms,
-                end = end.as_str(),
-                "call finished"
-            );
-        } else {
-            tracing::info!(
-                target: "patience::service",
-                rpc = G::STREAM_RPC,
-                game = G::LABEL,
-                peer = %peer,
-                cases = self.answered,
-                errors = self.errors,
-                received = self.received,
-                duration_ms,
-                end = end.as_str(),
-                "call finished"
-            );
+    fn finish(self, peer: Option<SocketAddr>, end: CallEnd) {
+        self.service.metrics.streams(-1);
+        Finished {
+            rpc: G::STREAM_RPC,
+            game: G::LABEL,
+            peer,
+            received: self.received,
+            answered: self.answered,
+            errors: self.errors,
+            started: self.started,
+            end,
+            status: self.status.as_ref(),
         }
+        .log();
         self.out.park(Box::new(self.inbound));
     }
 }
 
-/// Waits for a timer to fire; forever without one.
-async fn fired(timer: &mut Option<Pin<Box<Sleep>>>) {
-    match timer {
-        Some(timer) => timer.as_mut().await,
+/// A request read from the client and the wait for its budget. The wait is kept across turns of
+/// the loop, so it keeps its place in the server-wide queue.
+type Waiting<R> = (R, BoxFuture<'static, Result<Held, AcquireError>>);
+
+/// A group of requests being queued on the pool, with the budget they hold.
+type Queueing<R> = BoxFuture<'static, (Started<R>, Vec<Held>)>;
+
+/// A group of requests being solved: their responses, in order, with the budget they hold.
+type Solving<R> = BoxFuture<'static, Vec<(Answered<R>, Held)>>;
+
+/// The requests between reading and sending, each stage in order.
+struct Pipeline<G: Game> {
+    /// The call's own budget, `--max-in-flight` items.
+    budget: Arc<Semaphore>,
+    max_in_flight: usize,
+    /// Items per pool job.
+    batch: usize,
+    /// The request waiting for its budget: at most one, so reading stops while it waits.
+    waiting: Option<Waiting<G::Request>>,
+    /// Requests with their budget, waiting for their turn to be queued on the pool, with the
+    /// stream index of their first item.
+    ready: VecDeque<(G::Request, u64, Held)>,
+    /// The group being queued on the pool: one at a time, so groups reach it in order.
+    queueing: Option<Queueing<G::Response>>,
+    solving: FuturesOrdered<Solving<G::Response>>,
+}
+
+/// A stage of the pipeline done.
+enum Step<R> {
+    /// The oldest group being solved is finished.
+    Solved(Vec<(Answered<R>, Held)>),
+    /// A group is on the pool, or could not be put there.
+    Queued(Started<R>, Vec<Held>),
+    /// The waiting request has its budget (or the budget was closed).
+    Admitted(Result<Held, AcquireError>),
+}
+
+impl<G: Game> Pipeline<G> {
+    fn new(max_in_flight: usize, batch: usize) -> Pipeline<G> {
+        let max_in_flight = max_in_flight.max(1);
+        Pipeline {
+            budget: Arc::new(Semaphore::new(max_in_flight)),
+            max_in_flight,
+            batch: batch.max(1),
+            waiting: None,
+            ready: VecDeque::new(),
+            queueing: None,
+            solving: FuturesOrdered::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.waiting.is_none()
+            && self.ready.is_empty()
+            && self.queueing.is_none()
+            && self.solving.is_empty()
+    }
+
+    /// Whether another request may be read: not while one waits for its budget.
+    fn has_room(&self) -> bool {
+        self.waiting.is_none()
+    }
+
+    /// The next stage done, finished work first; never, with nothing in the pipeline.
+    async fn next(&mut self) -> Step<G::Response> {
+        tokio::select! {
+            biased;
+            Some(group) = self.solving.next() => Step::Solved(group),
+            (started, held) = fired(self.queueing.as_mut()) => {
+                self.queueing = None;
+                Step::Queued(started, held)
+            }
+            held = fired(self.waiting.as_mut().map(|(_, budget)| budget)) => {
+                Step::Admitted(held)
+            }
+        }
+    }
+
+    /// Starts queueing the requests that are ready, up to one pool batch of items (at least one
+    /// request), unless a group is being queued already.
+    fn queue_next(&mut self, service: &SolverService) {
+        if self.queueing.is_some() || self.ready.is_empty() {
+            return;
+        }
+        let (mut requests, mut held, mut items) = (Vec::new(), Vec::new(), 0);
+        while items < self.batch {
+            let Some((request, first_index, h)) = self.ready.pop_front() else {
+                break;
+            };
+            items += G::items(&request);
+            requests.push((request, first_index));
+            held.push(h);
+        }
+        let service = service.clone();
+        self.queueing = Some(async move { (service.start::<G>(requests).await, held) }.boxed());
+    }
+}
+
+/// Waits for a future, if there is one; forever without.
+async fn fired<F: Future + Unpin>(future: Option<&mut F>) -> F::Output {
+    match future {
+        Some(future) => future.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What can end or change the call from outside its own work.
+#[derive(Debug)]
+enum Interrupt {
+    Deadline,
+    Abort,
+    Stalled,
+    /// `--drain-cut-after` has passed since the drain began: stop reading.
+    StopReading,
+}
+
+/// Waits for an [`Interrupt`].
+struct Watch {
+    /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
+    /// the handler returns, not on a streaming body, so the call enforces its own.
+    deadline: Option<Pin<Box<Sleep>>>,
+    lifecycle: Lifecycle,
+    /// Cuts the call if the client stops taking responses (`--stall-timeout`).
+    stall: Option<StallWatch>,
+    cut_after: Option<std::time::Duration>,
+    /// Armed when the drain begins, with `cut_after`: a client still sending then has that long
+    /// to finish.
+    cut: Option<Pin<Box<Sleep>>>,
+}
+
+impl Watch {
+    /// The next interrupt: the deadline, the drain's abort, a stall; and while the call still
+    /// reads, the drain cut.
+    async fn next<R>(&mut self, out: &Outbox<R>, reading: bool) -> Interrupt {
+        loop {
+            let arm = reading && self.cut.is_none() && self.cut_after.is_some();
+            tokio::select! {
+                biased;
+                () = fired(self.deadline.as_mut()) => return Interrupt::Deadline,
+                () = self.lifecycle.reached(Phase::Aborting) => return Interrupt::Abort,
+                () = stalled(&mut self.stall, out) => return Interrupt::Stalled,
+                () = self.lifecycle.reached(Phase::Draining), if arm => {
+                    let after = self.cut_after.unwrap_or_default();
+                    self.cut = Some(Box::pin(tokio::time::sleep(after)));
+                }
+                () = fired(self.cut.as_mut()), if reading => return Interrupt::StopReading,
+            }
+        }
+    }
+}
+
+/// Completes when `watch` sees the client of `out` stall; never without a watch.
+async fn stalled<R>(watch: &mut Option<StallWatch>, out: &Outbox<R>) {
+    match watch {
+        Some(watch) => watch.stalled(out).await,
         None => std::future::pending().await,
     }
 }
