@@ -362,3 +362,98 @@ fn tls_mismatches_tell_the_client_what_to_use() {
         "{anonymous}"
     );
 }
+
+/// A certificate authority made with openssl (v3, `req -x509`) and a client or server
+/// certificate it signed the most common way, `openssl x509 -req` without extensions, which
+/// makes X.509 version 1: paths of (CA, v1 certificate, its key). `None`, with a note, where
+/// openssl is not installed.
+fn openssl_version_1(dir: &Scratch) -> Option<(String, String, String)> {
+    let script = "set -e
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca
+openssl req -newkey rsa:2048 -nodes -keyout v1.key -out v1.csr -subj /CN=localhost
+openssl x509 -req -in v1.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out v1.pem -days 2";
+    let made = std::process::Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir.path())
+        .output();
+    match made {
+        Ok(out) if out.status.success() => {}
+        Ok(out) if String::from_utf8_lossy(&out.stderr).contains("not found") => {
+            eprintln!("note: skipping: openssl is not installed");
+            return None;
+        }
+        Ok(out) => panic!("openssl failed: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("cannot run sh: {e}"),
+    }
+    let path = |name: &str| dir.join(name).display().to_string();
+    Some((path("ca.pem"), path("v1.pem"), path("v1.key")))
+}
+
+/// `serve` given a version 1 certificate refuses to start, and says why in words a user can act
+/// on, instead of leaving every client to fail its handshake.
+#[test]
+fn a_version_1_server_certificate_is_refused_at_start_in_words() {
+    let dir = Scratch::new("tls_v1_server");
+    let Some((_, cert, key)) = openssl_version_1(&dir) else {
+        return;
+    };
+    let out = patience()
+        .args(&[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ])
+        .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("X.509 version 1"), "{stderr}");
+    assert!(stderr.contains("-extfile"), "{stderr}");
+}
+
+/// Under mutual TLS, a client presenting a version 1 certificate is refused, and the daemon's
+/// log says so at the default level, naming the version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_client_certificate_is_refused_and_logged_in_words() {
+    let dir = Scratch::new("tls_v1_client");
+    let Some((ca, v1_cert, v1_key)) = openssl_version_1(&dir) else {
+        return;
+    };
+    let server_ca = Authority::new();
+    let (cert, key) = server_ca.issue(&["localhost", "127.0.0.1"]);
+    let cert = dir.write("server.pem", cert);
+    let key = dir.write("server.key", key);
+    let trust = dir.write("server-ca.pem", server_ca.pem());
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &ca,
+    ]);
+    // A tonic client refuses to present a version 1 certificate at all; openssl presents it.
+    // The daemon's log is what shows the refusal: openssl's own view of a TLS 1.3 handshake
+    // ends before the server's alert.
+    std::process::Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &daemon.socket.to_string(),
+            "-alpn",
+            "h2",
+        ])
+        .args(["-CAfile", &trust, "-cert", &v1_cert, "-key", &v1_key])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let line = daemon.line_with("TLS handshake failed", std::time::Duration::from_secs(10));
+    assert!(line.contains("refused a connection"), "{line}");
+    assert!(line.contains("X.509 version 1"), "{line}");
+    assert!(line.contains("INFO"), "{line}");
+}

@@ -160,33 +160,12 @@ impl Admission {
         descriptors: &[u8],
         kind: impl Fn(bool) -> Kind,
     ) -> Result<Capped<S>, CapError> {
-        let set = prost_types::FileDescriptorSet::decode(descriptors)
-            .map_err(|e| CapError::Descriptors(S::NAME, e))?;
-        let service = set
-            .file
-            .iter()
-            .flat_map(|file| {
-                file.service
-                    .iter()
-                    .map(move |service| (format!("{}.{}", file.package(), service.name()), service))
-            })
-            .find(|(name, _)| name == S::NAME)
-            .map(|(_, service)| service)
-            .ok_or(CapError::Missing(S::NAME))?;
-        let methods = service
-            .method
-            .iter()
-            .map(|m| {
-                let streaming = m.client_streaming() || m.server_streaming();
-                (format!("/{}/{}", S::NAME, m.name()), kind(streaming))
-            })
-            .collect();
         Ok(Capped {
             inner,
             admission: self.clone(),
-            methods: Arc::new(methods),
+            methods: Arc::new(method_kinds(S::NAME, descriptors, &kind)?),
             // A path the descriptors do not know is answered UNIMPLEMENTED; counting it as the
-            // service's cheapest capped kind costs nothing and leaves nothing uncapped.
+            // service's unary kind costs nothing and leaves nothing uncapped.
             unknown: kind(false),
         })
     }
@@ -284,6 +263,36 @@ impl Admission {
     fn cost(&self, items: usize) -> u32 {
         u32::try_from(items.clamp(1, self.0.max_deals)).unwrap_or(u32::MAX)
     }
+}
+
+/// The kind of each method of the service `name` (its path, `/name/Method`), from the encoded
+/// descriptor set that describes it: `kind(streaming)`, where streaming in either direction counts.
+fn method_kinds(
+    name: &'static str,
+    descriptors: &[u8],
+    kind: impl Fn(bool) -> Kind,
+) -> Result<HashMap<String, Kind>, CapError> {
+    let set = prost_types::FileDescriptorSet::decode(descriptors)
+        .map_err(|e| CapError::Descriptors(name, e))?;
+    let service = set
+        .file
+        .iter()
+        .flat_map(|file| {
+            file.service
+                .iter()
+                .map(move |service| (format!("{}.{}", file.package(), service.name()), service))
+        })
+        .find(|(full, _)| full == name)
+        .map(|(_, service)| service)
+        .ok_or(CapError::Missing(name))?;
+    Ok(service
+        .method
+        .iter()
+        .map(|m| {
+            let streaming = m.client_streaming() || m.server_streaming();
+            (format!("/{name}/{}", m.name()), kind(streaming))
+        })
+        .collect())
 }
 
 /// A call's place under its cap, given back when its response is done.
@@ -439,5 +448,205 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.gauge.dec_by(self.items);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::lifecycle::LifecycleControl;
+    use prost_types::{
+        FileDescriptorProto, FileDescriptorSet, MethodDescriptorProto, ServiceDescriptorProto,
+    };
+
+    /// A stand-in service named `test.v1.Game`: only its name and descriptors matter here.
+    #[derive(Clone)]
+    struct Named;
+
+    impl NamedService for Named {
+        const NAME: &'static str = "test.v1.Game";
+    }
+
+    fn method(name: &str, client_streaming: bool, server_streaming: bool) -> MethodDescriptorProto {
+        MethodDescriptorProto {
+            name: Some(name.into()),
+            client_streaming: Some(client_streaming),
+            server_streaming: Some(server_streaming),
+            ..Default::default()
+        }
+    }
+
+    /// The descriptors of `test.v1.Game` with these methods.
+    fn descriptors(methods: Vec<MethodDescriptorProto>) -> Vec<u8> {
+        FileDescriptorSet {
+            file: vec![FileDescriptorProto {
+                package: Some("test.v1".into()),
+                service: vec![ServiceDescriptorProto {
+                    name: Some("Game".into()),
+                    method: methods,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+        .encode_to_vec()
+    }
+
+    fn admission(caps: usize) -> (Admission, LifecycleControl) {
+        let (lifecycle, control) = Lifecycle::new();
+        let caps = Caps {
+            streams: caps,
+            unary: caps,
+            watches: caps,
+        };
+        (
+            Admission::new(caps, 100, lifecycle, Metrics::new()),
+            control,
+        )
+    }
+
+    fn kinds<S>(capped: &Capped<S>) -> Vec<(String, Kind)> {
+        let mut kinds: Vec<_> = capped
+            .methods
+            .iter()
+            .map(|(p, k)| (p.clone(), *k))
+            .collect();
+        kinds.sort_by(|a, b| a.0.cmp(&b.0));
+        kinds
+    }
+
+    /// An rpc added to a service's proto is capped as its kind with nothing else to change:
+    /// streaming in any direction counts as a stream, the rest as unary.
+    #[test]
+    fn every_method_is_capped_by_the_kind_its_descriptor_gives() {
+        let (admission, _control) = admission(1);
+        let set = descriptors(vec![
+            method("Solve", false, false),
+            method("SolveStream", true, true),
+            method("Upload", true, false),
+            method("Watch", false, true),
+        ]);
+        let solving = admission.solving(Named, &set).unwrap();
+        assert_eq!(
+            kinds(&solving),
+            [
+                ("/test.v1.Game/Solve".to_string(), Kind::Unary),
+                ("/test.v1.Game/SolveStream".to_string(), Kind::Stream),
+                ("/test.v1.Game/Upload".to_string(), Kind::Stream),
+                ("/test.v1.Game/Watch".to_string(), Kind::Stream),
+            ]
+        );
+        // A path the descriptors do not know is still capped.
+        assert_eq!(solving.unknown, Kind::Unary);
+        let auxiliary = admission.auxiliary(Named, &set).unwrap();
+        assert_eq!(auxiliary.methods["/test.v1.Game/Solve"], Kind::Free);
+        assert_eq!(auxiliary.methods["/test.v1.Game/Watch"], Kind::Watch);
+        assert_eq!(auxiliary.unknown, Kind::Free);
+    }
+
+    /// The services the daemon serves, from the descriptor sets it is built with: the solving
+    /// calls by their kind, health `Watch` and reflection under the watches' cap, health `Check`
+    /// free.
+    #[test]
+    fn the_daemons_services_are_capped_as_their_protos_say() {
+        let solving = |streaming| if streaming { Kind::Stream } else { Kind::Unary };
+        let auxiliary = |streaming| if streaming { Kind::Watch } else { Kind::Free };
+        /// A service, its descriptors, how it is wrapped, and its methods' kinds.
+        type Case<'a> = (
+            &'static str,
+            &'a [u8],
+            &'a dyn Fn(bool) -> Kind,
+            &'a [(&'a str, Kind)],
+        );
+        let cases: [Case; 4] = [
+            (
+                "patience.v1.Solver",
+                crate::proto::FILE_DESCRIPTOR_SET,
+                &solving,
+                &[("SolveStream", Kind::Stream), ("Solve", Kind::Unary)],
+            ),
+            (
+                "patience.v1.RpsService",
+                crate::proto::FILE_DESCRIPTOR_SET,
+                &solving,
+                &[("SolveRpsStream", Kind::Stream), ("SolveRps", Kind::Unary)],
+            ),
+            (
+                "grpc.health.v1.Health",
+                tonic_health::pb::FILE_DESCRIPTOR_SET,
+                &auxiliary,
+                &[("Watch", Kind::Watch), ("Check", Kind::Free)],
+            ),
+            (
+                "grpc.reflection.v1.ServerReflection",
+                tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+                &auxiliary,
+                &[("ServerReflectionInfo", Kind::Watch)],
+            ),
+        ];
+        for (name, set, kind, expected) in cases {
+            let kinds = method_kinds(name, set, kind).unwrap();
+            assert_eq!(kinds.len(), expected.len(), "{name}: {kinds:?}");
+            for (method, want) in expected {
+                assert_eq!(
+                    kinds.get(&format!("/{name}/{method}")),
+                    Some(want),
+                    "{name}"
+                );
+            }
+        }
+        let missing = method_kinds(
+            "patience.v1.Nothing",
+            crate::proto::FILE_DESCRIPTOR_SET,
+            solving,
+        );
+        assert!(matches!(
+            missing,
+            Err(CapError::Missing("patience.v1.Nothing"))
+        ));
+    }
+
+    #[tokio::test]
+    async fn solving_calls_are_refused_once_the_drain_begins_and_watches_are_not() {
+        let (admission, control) = admission(2);
+        let open = admission.admit(Kind::Stream, None);
+        assert!(open.is_ok());
+        control.advance(Phase::Draining);
+        for kind in [Kind::Stream, Kind::Unary] {
+            let refused = admission.admit(kind, None).err().map(|s| s.code());
+            assert_eq!(refused, Some(tonic::Code::Unavailable), "{kind:?}");
+        }
+        assert!(admission.admit(Kind::Watch, None).is_ok());
+        assert!(admission.admit(Kind::Free, None).is_ok());
+        // The drain waits for the call admitted before it, and only for that one.
+        let done = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.solving_done().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!done.is_finished());
+        drop(open);
+        done.await.unwrap();
+    }
+
+    #[test]
+    fn each_cap_refuses_past_its_size_naming_its_flag() {
+        let (admission, _control) = admission(1);
+        for (kind, flag) in [
+            (Kind::Stream, "--max-open-streams"),
+            (Kind::Unary, "--max-open-unary"),
+            (Kind::Watch, "--max-open-watches"),
+        ] {
+            let first = admission.admit(kind, None);
+            assert!(first.is_ok(), "{kind:?}");
+            let refused = admission.admit(kind, None).err().unwrap();
+            assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+            assert!(refused.message().contains(flag), "{}", refused.message());
+            drop(first);
+            assert!(
+                admission.admit(kind, None).is_ok(),
+                "{kind:?} after one ended"
+            );
+        }
     }
 }
