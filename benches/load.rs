@@ -19,6 +19,10 @@
 //!    them), and how far the daemon got (all, if its log shows the call ended; else at least the
 //!    results the client had received, at most the deals it had sent); then reads everything and
 //!    checks all the results.
+//! 4. Silent flood: a second daemon with 512 descriptors (so 384 connections at once) and a 2 s
+//!    `--handshake-timeout`, 600 TCP connections that send nothing, then one real client. Prints
+//!    how long the client waited to be served and the CPU the daemon used meanwhile (it once spun
+//!    a whole core on EMFILE). `tests/hardening.rs` checks that the client is served at all.
 //!
 //! Reading the figures: the daemon reads up to `--max-in-flight` (4096) deals per stream ahead, so
 //! its memory grows with the deals per stream until that budget binds (64 x 4096 deals for the
@@ -44,6 +48,9 @@ use support::{
 };
 use tonic::transport::{Channel, Endpoint};
 
+/// The UVa sample deal, for the silent flood's one call.
+const SAMPLE: &str = "AS 9S 6C KS JC QH AC KH 7S QD JD KD QS TS JS 9H 6D TD AD 8S QC TH KC 8D 8C 9D \
+                      TC 7C 9C 7H JH 7D 8H 6S AH 6H";
 /// Seed of the deals; each stream of each phase gets its own seed derived from it.
 const SEED: u64 = 20_260_601;
 /// Deals per request message. At least 100, so that a response is large: a tonic client that
@@ -579,4 +586,60 @@ fn main() {
     for line in warnings.iter().take(5) {
         println!("  {line}");
     }
+
+    silent_flood();
+}
+
+/// Section 4: how long a client waits, and what the daemon's CPU does, behind 600 connections
+/// that send nothing, past the daemon's descriptor limit.
+fn silent_flood() {
+    const SILENT: usize = 600;
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let daemon = Daemon::start_with(
+        &["--workers", "1", "--handshake-timeout", "2s"],
+        &[("RUST_LOG", "info")],
+        Some(512),
+    );
+    let url = daemon.addr.clone();
+    let socket = daemon.socket;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let cpu = daemon.cpu_seconds();
+    let waited = runtime.block_on(async {
+        let mut silent = Vec::with_capacity(SILENT);
+        for _ in 0..SILENT {
+            silent.push(
+                tokio::net::TcpStream::connect(socket)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        let started = Instant::now();
+        let deal = Deal::parse(SAMPLE).expect("the sample deal");
+        let request = SolveRequest {
+            analysis: None,
+            deals: vec![proto::Deal {
+                id: String::new(),
+                cards: deal.to_string(),
+            }],
+        };
+        let answered = tokio::time::timeout(Duration::from_secs(30), async {
+            connect(&url).await.solve(request).await
+        })
+        .await;
+        let waited = started.elapsed();
+        drop(silent);
+        match answered {
+            Ok(Ok(_)) => waited,
+            other => panic!("the client behind the flood was not served: {other:?}"),
+        }
+    });
+    let cpu = daemon.cpu_seconds() - cpu;
+    println!(
+        "silent flood: {SILENT} silent connections past a 512-descriptor limit, 2 s handshake \
+         timeout: a client was served after {}; the daemon used {cpu:.2} CPU seconds meanwhile",
+        secs(waited)
+    );
 }

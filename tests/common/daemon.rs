@@ -450,6 +450,18 @@ pub fn log_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// The value of one series (its name with its labels, as the text format prints them) in a
+/// metrics scrape; `None` when the scrape has no such line.
+pub fn metric(scrape: &str, series: &str) -> Option<f64> {
+    scrape.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
 /// The whole answer (status line, headers, body) to `GET /metrics` from a metrics endpoint
 /// (`host:port`), over plain HTTP/1.1; asserts it is a 200.
 pub fn scrape(addr: &str) -> String {
