@@ -127,5 +127,7 @@ fn analysis_flags_without_json_are_a_usage_error() {
 /// `--line`) print exactly what it shows; their values are checked against the reference above.
 #[test]
 fn the_readme_examples_print_what_the_readme_says() {
-    common::assert_readme_examples("## Beyond the probability", 2);
+    common::doc_examples("README.md", "## Beyond the probability")
+        .at_least(2)
+        .run();
 }

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    Output, Scratch, assert_answers, assert_readme_examples, data, parse_number, patience,
-    rps_answers, rps_random_cases, survives_a_closed_pipe, text,
+    Output, Scratch, assert_answers, data, doc_examples, parse_number, patience, rps_answers,
+    rps_random_cases, survives_a_closed_pipe, text,
 };
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
@@ -440,7 +440,9 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn the_readme_examples_print_what_the_readme_says() {
-    assert_readme_examples("## `patience rps`", 3);
+    doc_examples("README.md", "## `patience rps`")
+        .at_least(3)
+        .run();
 }
 
 /// `patience rps` in-process and through daemons, on the same files: every byte and the exit
