@@ -5,8 +5,8 @@
                        [--doc FILE#HEADING ...]
 
 Starts `patience serve` on 127.0.0.1:0 and, from each section given by --doc (by default the
-README's "Calling it", each a heading and everything under it up to the next heading of its
-level or above):
+README's "Calling it from any gRPC client" and docs/api.md's "Calling it", each a heading and
+everything under it up to the next heading of its level or above):
 - runs every `grpcurl` command of its ```sh blocks (backslash continuations joined, 127.0.0.1:50051
   rewritten to the daemon's address) and compares its output with the ```text or ```json block
   that follows it: text line by line, a `...` line standing for any lines; JSON parsed, so
@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_ADDR = "127.0.0.1:50051"  # the address the documentation shows
-DOCS = ["README.md#Calling it"]
+DOCS = ["README.md#Calling it from any gRPC client", "docs/api.md#Calling it"]
 TIMEOUT = 60  # seconds for one command; only catches a hang
 
 
