@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Runs the README's "Calling it" examples against a real daemon and checks what they print.
+"""Runs the documentation's "Calling it" examples against a real daemon and checks what they print.
 
     scripts/interop.py --grpcurl PATH --buf PATH --venv DIR [--patience target/release/patience]
+                       [--doc FILE#HEADING ...]
 
-Starts `patience serve` on 127.0.0.1:0 and, from the README's "### Calling it" section:
+Starts `patience serve` on 127.0.0.1:0 and, from each section given by --doc (by default the
+README's "Calling it from any gRPC client" and docs/api.md's "Calling it", each a heading and
+everything under it up to the next heading of its level or above):
 - runs every `grpcurl` command of its ```sh blocks (backslash continuations joined, 127.0.0.1:50051
   rewritten to the daemon's address) and compares its output with the ```text or ```json block
   that follows it: text line by line, a `...` line standing for any lines; JSON parsed, so
   formatting is free but every field and value must be equal;
 - makes the same call with `buf curl` (list: --list-services, with reflection v1 where grpcurl
   says v1alpha; describe: --list-methods, which must list the rpcs the describe block shows) and
-  compares its output with the same block; every `buf curl` command in the section must be one
+  compares its output with the same block; every `buf curl` command in the sections must be one
   of these;
 - runs the ```sh block that generates the Python stubs (`.venv` read as --venv) and then the
-  ```python snippet, which must print the id and the probability the README says it prints
-  (within 1e-6).
+  ```python snippet (exactly one among the sections), which must print the id and the probability
+  the text after it says it prints (within 1e-6).
 Exits non-zero, saying what differs, on any mismatch; stops the daemon in every case.
 """
 
@@ -30,7 +33,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README_ADDR = "127.0.0.1:50051"
+DOC_ADDR = "127.0.0.1:50051"  # the address the documentation shows
+DOCS = ["README.md#Calling it from any gRPC client", "docs/api.md#Calling it"]
 TIMEOUT = 60  # seconds for one command; only catches a hang
 
 
@@ -38,12 +42,24 @@ class Mismatch(Exception):
     pass
 
 
-def section(readme, title):
-    """The text of the `### title` section, up to the next heading of level 1 to 3."""
-    match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^#{{1,3}} )", readme, re.M | re.S)
-    if not match:
-        raise Mismatch(f"README.md has no '### {title}' section")
-    return match.group(1)
+def section(doc, text, title):
+    """The text under the heading `title` (of any level) of `doc`'s `text`, up to the next heading
+    of the same level or above; lines in fenced blocks (a `# comment`) are never headings."""
+    lines, level, fenced = [], None, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"(#{1,6}) (.*)", line)
+        if level is None:
+            if heading and heading.group(2).strip() == title:
+                level = len(heading.group(1))
+            continue
+        if heading and len(heading.group(1)) <= level:
+            break
+        lines.append(line)
+    if level is None:
+        raise Mismatch(f"{doc} has no section '{title}'")
+    return "".join(lines)
 
 
 def blocks(text):
@@ -79,9 +95,9 @@ def check(what, lang, expected, actual):
         except json.JSONDecodeError as e:
             raise Mismatch(f"{what}: printed no JSON ({e}):\n{actual}")
         if got != json.loads(expected):
-            raise Mismatch(f"{what}: printed\n{json.dumps(got)}\nbut the README says\n{expected}")
+            raise Mismatch(f"{what}: printed\n{json.dumps(got)}\nbut the docs say\n{expected}")
     elif not text_matches(expected, actual):
-        raise Mismatch(f"{what}: printed\n{actual}but the README says\n{expected}")
+        raise Mismatch(f"{what}: printed\n{actual}but the docs say\n{expected}")
     print(f"  ok: {what}")
 
 
@@ -105,7 +121,7 @@ def start_daemon(patience, log):
 
 
 def buf_curl_argv(grpcurl_argv, buf, addr):
-    """The `buf curl` call equivalent to a README grpcurl call, and what kind of call it is."""
+    """The `buf curl` call equivalent to a documented grpcurl call, and what kind of call it is."""
     args = grpcurl_argv[1:]
     if args[0] != "-plaintext":
         raise Mismatch(f"unexpected grpcurl command: {shlex.join(grpcurl_argv)}")
@@ -129,11 +145,17 @@ def main():
     parser.add_argument("--grpcurl", required=True)
     parser.add_argument("--buf", required=True)
     parser.add_argument("--venv", required=True, help="a venv with examples/python/requirements.txt")
-    parser.add_argument("--readme", default=str(ROOT / "README.md"))
+    parser.add_argument("--doc", action="append", metavar="FILE#HEADING",
+                        help=f"a section to check, FILE relative to the repository (default: {DOCS})")
     args = parser.parse_args()
 
-    calling = section(Path(args.readme).read_text(encoding="utf-8"), "Calling it")
-    found = blocks(calling)
+    found, calling = [], ""
+    for doc in args.doc or DOCS:
+        name, _, title = doc.partition("#")
+        text = section(name, (ROOT / name).read_text(encoding="utf-8"), title)
+        calling += text
+        # A command and the block of what it prints are paired within one section only.
+        found += blocks(text) + [("", "")]
     work = tempfile.TemporaryDirectory(prefix="interop.")
     log = open(Path(work.name) / "daemon.log", "w")
     daemon, addr = start_daemon(args.patience, log)
@@ -141,17 +163,19 @@ def main():
     checked = 0
     try:
         buf_commands_run = set()
-        readme_buf_commands = []
+        doc_buf_commands = []
         python_setup = python_code = None
         for i, (lang, body) in enumerate(found):
             if lang == "python":
+                if python_code is not None:
+                    raise Mismatch("more than one ```python snippet in the sections checked")
                 python_code = body
             if lang != "sh":
                 continue
             cmds = commands(body)
             if any("grpc_tools.protoc" in c for c in cmds):
                 python_setup = cmds
-            readme_buf_commands += [c for c in cmds if c.startswith("buf curl ")]
+            doc_buf_commands += [c for c in cmds if c.startswith("buf curl ")]
             grpcurls = [c for c in cmds if c.startswith("grpcurl ")]
             if not grpcurls:
                 continue
@@ -161,44 +185,44 @@ def main():
             exp_lang, expected = found[i + 1]
             argv = shlex.split(grpcurls[0])
             name = "list" if argv[-1] == "list" else " ".join(argv[-2:]) if argv[-2] == "describe" else argv[-1]
-            readme_argv = list(argv)
-            argv = [args.grpcurl] + [a.replace(README_ADDR, addr) for a in argv[1:]]
+            doc_argv = list(argv)
+            argv = [args.grpcurl] + [a.replace(DOC_ADDR, addr) for a in argv[1:]]
             check(f"grpcurl {name}", exp_lang, expected, run(argv))
             checked += 1
 
             buf_argv, kind = buf_curl_argv(argv, args.buf, addr)
-            buf_commands_run.add(shlex.join(["buf", *buf_argv[1:]]).replace(addr, README_ADDR))
+            buf_commands_run.add(shlex.join(["buf", *buf_argv[1:]]).replace(addr, DOC_ADDR))
             out = run(buf_argv)
             if kind == "list":
                 check("buf curl --list-services", exp_lang,
                       expected.replace("grpc.reflection.v1alpha.", "grpc.reflection.v1."), out)
             elif kind == "call":
-                check(f"buf curl {readme_argv[-1]}", exp_lang, expected, out)
+                check(f"buf curl {doc_argv[-1]}", exp_lang, expected, out)
             else:
                 service = kind[1]
                 rpcs = re.findall(r"^\s*rpc (\w+) ", expected, re.M)
                 listed = sorted(m for m in out.split() if m.startswith(service + "/"))
                 if not rpcs or sorted(f"{service}/{r}" for r in rpcs) != listed:
-                    raise Mismatch(f"buf curl --list-methods lists {listed} for {service}; the README's"
+                    raise Mismatch(f"buf curl --list-methods lists {listed} for {service}; the docs'"
                                    f" describe shows rpcs {rpcs}")
                 print(f"  ok: buf curl --list-methods ({service}: {', '.join(rpcs)})")
             checked += 1
 
-        for cmd in readme_buf_commands:
+        for cmd in doc_buf_commands:
             if shlex.join(shlex.split(cmd)) not in buf_commands_run:
-                raise Mismatch(f"the README's `{cmd}` is not the buf curl form of one of its grpcurl"
+                raise Mismatch(f"the docs' `{cmd}` is not the buf curl form of one of their grpcurl"
                                f" calls (checked: {sorted(buf_commands_run)})")
-            print(f"  ok: README's {cmd[:60]}... is one of the calls above")
+            print(f"  ok: the docs' {cmd[:60]}... is one of the calls above")
             checked += 1
 
         if python_setup is None or python_code is None:
-            raise Mismatch("the 'Calling it' section has no Python snippet or no stub generation block")
+            raise Mismatch("the sections checked have no Python snippet or no stub generation block")
         said = re.search(r"```\n\nprints `(\S+) ([0-9.]+)`", calling)
         if not said:
-            raise Mismatch("the README does not say what the Python snippet prints (`prints `ID P``)")
+            raise Mismatch("the docs do not say what the Python snippet prints (`prints `ID P``)")
         venv = os.path.relpath(args.venv, ROOT)
         snippet = Path(work.name) / "sample.py"
-        snippet.write_text(python_code.replace(README_ADDR, addr))
+        snippet.write_text(python_code.replace(DOC_ADDR, addr))
         for cmd in python_setup:
             cmd = re.sub(r"(^|[ /=])\.venv/", rf"\g<1>{venv}/", cmd)
             cmd = cmd.replace("-m venv .venv", f"-m venv {venv}").replace(" sample.py", f" {snippet}")
@@ -209,7 +233,7 @@ def main():
         printed = out.stdout.split()
         if (len(printed) != 2 or printed[0] != said.group(1)
                 or abs(float(printed[1]) - float(said.group(2))) > 1e-6):
-            raise Mismatch(f"the Python snippet printed {out.stdout!r}; the README says"
+            raise Mismatch(f"the Python snippet printed {out.stdout!r}; the docs say"
                            f" `{said.group(1)} {said.group(2)}`")
         print(f"  ok: python snippet prints {out.stdout.strip()}")
         checked += 1

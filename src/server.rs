@@ -52,7 +52,7 @@ pub const CONNECTION_WINDOW: u32 = 16 << 20;
 pub const RESERVED_FILES: u64 = 128;
 
 /// The default `--max-connections`: what the open-file limit leaves after [`RESERVED_FILES`],
-/// and no more than 4,096 (the memory bound in the README assumes that many at most).
+/// and no more than 4,096 (the memory bound in `docs/operations.md` assumes that many at most).
 pub fn default_max_connections(open_file_limit: u64) -> usize {
     usize::try_from(
         open_file_limit

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{DEAD, Daemon, Scratch, TOLERANCE, corpus, data, patience, requests, run};
+use common::{DEAD, Daemon, Scratch, TOLERANCE, corpus, data, patience, requests, run, text};
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use tonic::Code;
@@ -385,5 +385,27 @@ async fn json_logs_are_one_object_per_line() {
     assert_eq!(code, Some(0), "{log:#?}");
     for line in log {
         serde_json::from_str::<serde_json::Value>(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+}
+
+/// The client examples of the README and `docs/client.md`, run against a daemon of their own: the
+/// address they show (the default, `127.0.0.1:50051`) becomes that daemon's. What they print is
+/// `tests/data/sample.out6`'s answer.
+#[test]
+fn the_documented_client_examples_print_what_the_docs_say() {
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let socket = daemon.socket.to_string();
+    for (doc, heading) in [
+        ("README.md", "## The client"),
+        ("docs/client.md", "## Running it"),
+    ] {
+        let section = common::doc_section(doc, heading);
+        assert!(
+            section.contains(&format!("\n{}", text("sample.out6"))),
+            "{doc}: the example does not print sample.out6's answer"
+        );
+        common::doc_examples(doc, heading)
+            .rewrite("127.0.0.1:50051", &socket)
+            .run();
     }
 }

@@ -222,7 +222,7 @@ fn the_solve_command_prints_ties_from_the_exact_value() {
     assert!(stdout.lines().any(|l| l == "0.023438"), "{stdout}");
 }
 
-/// What the README promises: on the corpus (which holds no 6-decimal tie), `solve`'s default
+/// What `docs/solving.md` promises: on the corpus (which holds no 6-decimal tie), `solve`'s default
 /// output is the judge's expected output byte for byte.
 #[test]
 fn the_solve_command_prints_the_corpus_answers_byte_for_byte() {

@@ -123,9 +123,12 @@ fn analysis_flags_without_json_are_a_usage_error() {
     assert!(err.contains("--format json"), "{err}");
 }
 
-/// The README's JSON examples (the sample deal with `--exact --moves`, a three-pile position with
-/// `--line`) print exactly what it shows; their values are checked against the reference above.
+/// The JSON examples of `docs/solving.md` (the sample deal with `--exact --moves`, a three-pile
+/// position with `--line`) print exactly what it shows; their values are checked against the
+/// reference above.
 #[test]
-fn the_readme_examples_print_what_the_readme_says() {
-    common::assert_readme_examples("## Beyond the probability", 2);
+fn the_documented_json_examples_print_what_the_docs_say() {
+    common::doc_examples("docs/solving.md", "## Beyond the probability")
+        .at_least(2)
+        .run();
 }

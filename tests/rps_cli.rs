@@ -1,5 +1,5 @@
 //! `patience rps` run as a user would: answers against the seed's, error lines in place, exit
-//! statuses, standard input, precision, JSON, worker counts, and the README's examples.
+//! statuses, standard input, precision, JSON, worker counts, and the documentation's examples.
 //!
 //! Expected probabilities come only from `tests/data/rps-*.out10` / `.out15` (printed by
 //! `reference-rps`, seed 004), from `reference-rps` itself when it is available, or from cases
@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    Output, Scratch, assert_answers, assert_readme_examples, data, parse_number, patience,
-    rps_answers, rps_random_cases, survives_a_closed_pipe, text,
+    Output, Scratch, assert_answers, data, doc_examples, parse_number, patience, rps_answers,
+    rps_random_cases, survives_a_closed_pipe, text,
 };
 
 /// Against `.out10`: 1e-9 for the engine, plus the reference's rounding to 10 decimals.
@@ -438,9 +438,28 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// The examples of `docs/rps.md` (the sample file, an error line in place, JSON) and the README's
+/// one print exactly what they show. What they show for the sample file is the seed's output
+/// (`tests/data/rps-sample.out10`); the error lines and the JSON case are worked by hand (the sums
+/// named are 0.2 + 0.3 + 0.4 and 0.5 * 3; Maze alone showing rock wins surely).
 #[test]
-fn the_readme_examples_print_what_the_readme_says() {
-    assert_readme_examples("## `patience rps`", 3);
+fn the_documented_examples_print_what_the_docs_say() {
+    let seed = text("rps-sample.out10");
+    for (doc, heading) in [
+        ("docs/rps.md", "## The command"),
+        ("README.md", "## The second game"),
+    ] {
+        let shown = common::doc_section(doc, heading);
+        let example = "$ patience rps tests/data/rps-sample.in\n";
+        assert!(
+            shown.contains(&format!("{example}{seed}```")),
+            "{doc}: the sample's example is not the seed's output"
+        );
+    }
+    doc_examples("docs/rps.md", "## The command")
+        .at_least(3)
+        .run();
+    doc_examples("README.md", "## The second game").run();
 }
 
 /// `patience rps` in-process and through daemons, on the same files: every byte and the exit

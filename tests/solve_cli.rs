@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::process::Command;
 
 use common::{
-    Scratch, answers, assert_answers, data, parse_number, patience, survives_a_closed_pipe,
+    Scratch, answers, assert_answers, data, parse_number, patience, survives_a_closed_pipe, text,
 };
 use patience::deal::{CARDS, Card, Deal, PILE_HEIGHT, PILES};
 
@@ -48,6 +48,58 @@ fn solves_the_sample_file() {
     assert_eq!(out.stdout_str(), "0.589314\n");
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(out.stderr_str(), "");
+}
+
+/// The README's quick start, `cargo run --release -- solve FILE  # prints P`, is this build's
+/// `patience solve FILE` printing P, and P is the reference's (`tests/data/sample.out6`). Its
+/// other command is the suite's own, `cargo test --release`, word for word.
+#[test]
+fn the_readme_quick_start_prints_what_it_says() {
+    let quick = common::doc_section("README.md", "## Quick start");
+    let run = "cargo run --release -- ";
+    let line = quick
+        .lines()
+        .find(|l| l.starts_with(run))
+        .unwrap_or_else(|| panic!("no `{run}` line in {quick}"));
+    let (command, said) = line
+        .split_once("# prints ")
+        .unwrap_or_else(|| panic!("{line:?} does not say what it prints"));
+    assert_eq!(said.trim(), text("sample.out6").trim(), "{line}");
+    let out = patience()
+        .args(&command[run.len()..].split_whitespace().collect::<Vec<_>>())
+        .output();
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout_str(), format!("{}\n", said.trim()));
+    assert!(
+        quick
+            .lines()
+            .any(|l| l.split('#').next().map(str::trim) == Some("cargo test --release")),
+        "the quick start has no `cargo test --release`: {quick}"
+    );
+}
+
+/// The README's `solve` example prints the reference's 9 decimals (`tests/data/sample.out9`), and
+/// the bad-deal example of `docs/solving.md` prints the error lines worked out by reading
+/// `examples/python/bad-deals.in`: deal 2's `QX` at line 11; deal 3's second `AS` at line 20;
+/// deal 4, whose ninth line is blank, taking line 37 (a first pile `AS 9S 6C KS`) as its ninth
+/// pile and so holding `AS` twice; deal 5, lines 38 to 46, ending in the three cards of line 46.
+/// The file's bad deals make the exit status 1, as the doc says.
+#[test]
+fn the_documented_solve_examples_print_what_the_docs_say() {
+    assert!(
+        common::doc_section("README.md", "## Solving deals").contains(text("sample.out9").trim()),
+        "the README's example is not sample.out9's value"
+    );
+    common::doc_examples("README.md", "## Solving deals").run();
+    common::doc_examples("docs/solving.md", "## Bad deals").run();
+    let out = patience()
+        .arg("solve")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/python/bad-deals.in"
+        ))
+        .output();
+    assert_eq!(out.code(), Some(1), "{out:?}");
 }
 
 #[test]

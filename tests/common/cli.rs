@@ -1,6 +1,7 @@
 //! Running `patience` subcommands (`solve`, `gen`, `client`) as a user would: [`TestCommand`] to
 //! build a command line, [`Output`] for a run to its end, [`Running`] for a client whose output
-//! the test reads as it comes, [`Typed`] for one whose input the test types.
+//! the test reads as it comes, [`Typed`] for one whose input the test types; and the examples
+//! of the README and `docs/` run as their text shows them ([`doc_examples`]).
 //!
 //! Like the daemon, every command starts without the caller's `PATIENCE_*` variables: only what
 //! the test sets reaches it.
@@ -379,19 +380,47 @@ pub fn survives_a_closed_pipe(cmd: &mut TestCommand) {
     assert_eq!(errors, "");
 }
 
-/// The examples of the README section that starts with `heading`: each `$ COMMAND` line with the
-/// lines after it, up to the end of its block, as its expected standard output.
-fn readme_examples(heading: &str) -> Vec<(String, String)> {
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .expect("README.md");
-    let start = readme
-        .find(heading)
-        .unwrap_or_else(|| panic!("the README has a section {heading:?}"));
-    let section = &readme[start..];
-    let section = &section[..section[3..]
-        .find("\n## ")
-        .map_or(section.len(), |end| end + 3)];
+/// A document of the crate (`README.md`, `docs/solving.md`: a path from the crate's root), read
+/// whole.
+pub fn doc_text(doc: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(doc);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The section of `doc` whose heading line starts with `heading` (say ``"## `patience rps`"``):
+/// that line and everything after it up to the next heading of the same level or above, headings
+/// inside fenced blocks (a `# comment` in a shell block) not counting.
+pub fn doc_section(doc: &str, heading: &str) -> String {
+    let text = doc_text(doc);
+    let level = heading.chars().take_while(|&c| c == '#').count();
+    assert!(level > 0, "{heading:?} is not a heading");
+    let mut section = String::new();
+    let mut inside = false;
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        let is_heading = !fenced && hashes > 0 && line[hashes..].starts_with(' ');
+        if inside && is_heading && hashes <= level {
+            break;
+        }
+        if !inside && is_heading && line.starts_with(heading) {
+            inside = true;
+        }
+        if inside {
+            section.push_str(line);
+            section.push('\n');
+        }
+    }
+    assert!(!section.is_empty(), "{doc} has no section {heading:?}");
+    section
+}
+
+/// The examples of a section's text: each `$ COMMAND` line with the lines after it, up to the end
+/// of its block, as its expected standard output.
+fn dollar_examples(section: &str) -> Vec<(String, String)> {
     let mut examples = Vec::new();
     let mut lines = section.lines();
     while let Some(line) = lines.next() {
@@ -408,33 +437,89 @@ fn readme_examples(heading: &str) -> Vec<(String, String)> {
     examples
 }
 
-/// Runs every example of the README section that starts with `heading` (at least `at_least`
-/// of them) with `sh` in the crate's directory, this build's `patience` first on the `PATH`, and
-/// checks that each prints exactly what the README shows.
-pub fn assert_readme_examples(heading: &str, at_least: usize) {
-    let examples = readme_examples(heading);
-    assert!(examples.len() >= at_least, "found {examples:?}");
-    let bin = std::path::Path::new(exe())
-        .parent()
-        .expect("the binary's directory");
-    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .expect("a PATH");
-    for (command, expected) in examples {
-        let mut sh = Command::new("sh");
-        without_patience_env(&mut sh);
-        let out = sh
-            .args(["-c", &command])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("PATH", &path)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run sh");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            expected,
-            "README: $ {command}"
+/// The `$` examples of one section of a document, to run: [`DocExamples::run`] runs each with
+/// `sh`, this build's `patience` first on the `PATH`, and checks that it prints exactly what the
+/// document shows.
+pub struct DocExamples {
+    doc: String,
+    heading: String,
+    at_least: usize,
+    rewrites: Vec<(String, String)>,
+    dir: std::path::PathBuf,
+}
+
+/// The examples of `doc`'s section that starts with `heading` ([`doc_section`]), run from the
+/// crate's root unless [`DocExamples::in_dir`] says otherwise.
+pub fn doc_examples(doc: &str, heading: &str) -> DocExamples {
+    DocExamples {
+        doc: doc.to_string(),
+        heading: heading.to_string(),
+        at_least: 1,
+        rewrites: Vec::new(),
+        dir: env!("CARGO_MANIFEST_DIR").into(),
+    }
+}
+
+impl DocExamples {
+    /// The section must hold at least `n` examples (1 unless said).
+    pub fn at_least(mut self, n: usize) -> DocExamples {
+        self.at_least = n;
+        self
+    }
+
+    /// Replaces `from` by `to` in each command before it runs: the address a document shows by the
+    /// one a test daemon listens on.
+    pub fn rewrite(mut self, from: &str, to: &str) -> DocExamples {
+        self.rewrites.push((from.to_string(), to.to_string()));
+        self
+    }
+
+    /// Runs the commands in `dir` instead of the crate's root.
+    pub fn in_dir(mut self, dir: &std::path::Path) -> DocExamples {
+        self.dir = dir.to_path_buf();
+        self
+    }
+
+    /// Runs every example and checks its standard output against the document's.
+    pub fn run(self) {
+        let DocExamples {
+            doc,
+            heading,
+            at_least,
+            rewrites,
+            dir,
+        } = self;
+        let examples = dollar_examples(&doc_section(&doc, &heading));
+        assert!(
+            examples.len() >= at_least,
+            "{doc}, {heading:?}: {at_least} examples wanted, found {examples:?}"
         );
+        let bin = std::path::Path::new(exe())
+            .parent()
+            .expect("the binary's directory");
+        let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .expect("a PATH");
+        for (shown, expected) in examples {
+            let command = rewrites.iter().fold(shown.clone(), |command, (from, to)| {
+                command.replace(from, to)
+            });
+            let mut sh = Command::new("sh");
+            without_patience_env(&mut sh);
+            let out = sh
+                .args(["-c", &command])
+                .current_dir(&dir)
+                .env("PATH", &path)
+                .stdin(Stdio::null())
+                .output()
+                .expect("run sh");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                expected,
+                "{doc}: $ {shown}\n(stderr: {})",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! - [`server`]: the server in this process on a free port ([`TestServer`]), and its [`config`].
 //! - [`cli`]: `patience` subcommands run as a user would ([`patience`], [`run`], [`Output`]),
 //!   and clients that keep running while the test reads their output ([`Running`]) or types their
-//!   input ([`Typed`]).
+//!   input ([`Typed`]); the documentation's `$` examples, run and compared ([`doc_examples`],
+//!   [`doc_section`]).
 //! - [`scratch`]: a directory for a test's own files, removed when the test passes
 //!   ([`Scratch`]).
 //! - [`data`]: the reference data of `tests/data` ([`data`], [`deals`], [`answers`],
