@@ -111,6 +111,9 @@ impl SolverService {
         let deadline = deadline(request.metadata())?;
         let inbound = request.into_inner();
         let (out, responses) = outbox::channel(self.limits.max_in_flight, G::results, G::to_stream);
+        // Counted before the client has its response headers, so whoever sees the call open sees
+        // it counted; the call's task gives it back at its end.
+        self.metrics.streams(1);
         tokio::spawn(stream::run::<G>(self.clone(), inbound, out, peer, deadline));
         Ok(Response::new(Box::pin(responses)))
     }

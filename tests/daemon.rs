@@ -625,27 +625,32 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_out_of_time_closes_every_connection_before_returning() {
     let (deals, _) = corpus("random1000");
-    let server = TestServer::start(
-        1,
-        ServerConfig {
-            drain_timeout: Duration::from_millis(500),
-            limits: Limits {
-                max_in_flight: 32,
-                stall_timeout: None,
-                ..Limits::default()
-            },
-            ..config()
+    let config = ServerConfig {
+        drain_timeout: Duration::from_millis(500),
+        // The connection's grace after the abort, shortened: its client does not read.
+        close_after_abort: Duration::from_millis(100),
+        limits: Limits {
+            max_in_flight: 32,
+            stall_timeout: None,
+            ..Limits::default()
         },
-    )
-    .await;
+        ..config()
+    };
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
     let mut client = common::small_window_client(&server.addr).await;
     let mut responses = client
         .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
         .await
         .unwrap()
         .into_inner();
-    // Long enough for its window to fill and the server to stop reading it.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Until its window is full and the server has stopped reading it: the call's whole budget is
+    // held by results waiting for the transport.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::metric(&metrics.render(&server.pool), "patience_deals_in_flight") != Some(32.0) {
+        assert!(Instant::now() < deadline, "the call's budget never filled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     server.stop().await;
 
     let mut results = 0;

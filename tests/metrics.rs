@@ -2,8 +2,6 @@
 
 use crate::common;
 
-use std::time::Duration;
-
 use common::{Daemon, TestServer, config, corpus, data, run, scrape, stream_all, wire};
 use patience::metrics::Metrics;
 use patience::proto::{self, SolveRequest};
@@ -48,7 +46,6 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
         .await
         .unwrap()
         .into_inner();
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let during = metrics.render(&server.pool);
     assert_eq!(sample(&during, "patience_open_streams"), Some(1.0));
     drop(tx);
@@ -64,7 +61,6 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
     });
     request.deals.push(proto::Deal::default());
     stream_all(&mut client, vec![request]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
 
     let after = metrics.render(&server.pool);
     let get = |name: &str| sample(&after, name).unwrap_or_else(|| panic!("{name} in\n{after}"));

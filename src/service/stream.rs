@@ -95,7 +95,6 @@ impl<G: Game> StreamCall<G> {
         out: Outbox<G::Response>,
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
-        service.metrics.streams(1);
         let limits = &service.limits;
         StreamCall {
             started: Instant::now(),
@@ -310,7 +309,8 @@ impl<G: Game> StreamCall<G> {
         CallEnd::Stalled
     }
 
-    /// Gives back what the call still counts and logs its one line.
+    /// Gives back what the call still counts (the open stream, counted when it was opened) and
+    /// logs its one line.
     fn finish(self, peer: Option<SocketAddr>, end: CallEnd) {
         self.service.metrics.streams(-1);
         Finished {
