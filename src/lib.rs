@@ -1,23 +1,27 @@
 //! Exact win probabilities for Double Patience (UVa 1637), for whole streams of deals.
 //!
 //! # Layout
-//! Each layer uses only the ones above it in this list, so the engine never learns about gRPC and
-//! the service never touches a table.
-//! - [`deal`]: cards, deals, parsing and validation, and the UVa file reader.
-//! - [`solver`]: the engine. One [`solver::Solver`] owns one 5^9-entry table for life and solves a
-//!   deal without allocating.
-//! - [`rps`]: the second game, FZU 2145 rock-paper-scissors: cases, their file reader, and a solver
-//!   that owns its subset tables for life.
-//! - [`pool`]: worker threads that each own a solver, behind a bounded queue with cancellable jobs.
-//! - [`wire`]: conversions between the engine's types and the generated ones, both ways.
-//! - [`service`]: the `patience.v1.Solver` gRPC service: streams, ordering, backpressure.
-//! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint.
-//! - [`auth`]: bearer-token checks for the Solver service, and secrets that never get logged.
-//! - [`client`]: the multi-daemon client as a library: daemons by URL or DNS, failover,
-//!   hedging, reconnection; answers in order.
-//! - [`server`]: the daemon's wiring: TLS, health, reflection, limits, graceful shutdown.
-//! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
-//! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
+//! Each module uses only modules listed before it, so the engines never learn about gRPC, the
+//! service never touches a table, and the command line only wires the library together:
+//! - inputs: [`deal`] (cards, deals, positions, the UVa file reader) and [`rps`] (the second game,
+//!   FZU 2145 rock-paper-scissors: cases, their file reader, and its engine), on two private
+//!   helpers, `lines` (numbered lines of a file) and `token` (input quoted in error messages);
+//! - [`solver`]: the Double Patience engine. One [`solver::Solver`] owns one 5^9-entry table for
+//!   life and solves a deal without allocating; no async, no I/O (nor has the rps engine);
+//! - [`pool`]: worker threads that each own both games' engines, behind a bounded queue with
+//!   cancellable jobs;
+//! - [`proto`] (the code generated from `proto/patience/v1/patience.proto`) and [`wire`]
+//!   (conversions between the engines' types and the generated ones, both ways);
+//! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint;
+//! - [`auth`]: bearer-token checks and secrets that never get logged; `x509`: the certificate
+//!   version check both ends of TLS make;
+//! - [`service`]: the `patience.v1.Solver` and `patience.v1.RpsService` gRPC services: admission,
+//!   streams in order, backpressure, deadlines, the drain;
+//! - [`server`]: the daemon's wiring: connections and their limits, TLS, health, reflection,
+//!   graceful shutdown; and [`client`]: the multi-daemon client as a library (daemons by URL or
+//!   DNS, failover, hedging, reconnection; answers in order), for either game;
+//! - [`cli`]: the `patience` command line (`solve`, `rps`, `gen`, `serve`, `client`): flags
+//!   into validated configurations, then a call into the library.
 #![forbid(unsafe_code)]
 // Nothing a client sends may panic the daemon, and output goes through the writers the CLI is
 // given. Tests are exempt (clippy.toml); the few direct prints say why they are.

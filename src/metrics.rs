@@ -302,7 +302,7 @@ impl Metrics {
     }
 
     /// A call refused before any work; `reason` as the metric documents. Logged at warn, at
-    /// most once per [`REFUSAL_LOG_INTERVAL`] and reason, with how many more there were since.
+    /// most once per `REFUSAL_LOG_INTERVAL` and reason, with how many more there were since.
     pub fn call_refused(&self, reason: &'static str, peer: Option<SocketAddr>, status: &str) {
         self.calls_refused
             .get_or_create(&ReasonLabels { reason })

@@ -7,7 +7,7 @@
 //! # Layout
 //! - this file: the service and its four rpcs, each a thin call into the generic machinery, and
 //!   the unary call;
-//! - `game.rs`: the [`Game`](game::Game) trait, what the machinery needs to know of a game;
+//! - `game.rs`: the `Game` trait, what the machinery needs to know of a game;
 //!   `deals.rs`, `rps.rs`: the two games;
 //! - `admission.rs`: whether a call may open and what its requests may hold: call caps per
 //!   service, shutdown, the deal budgets ([`Admission`], [`Capped`]);

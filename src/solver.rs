@@ -4,7 +4,7 @@
 //! # How it is fast
 //! A position is the nine pile heights (0 to 4), so it has an index below 5^9 = 1,953,125. A random
 //! deal reaches only a few hundred of those positions, so the work per deal is tiny and what costs
-//! is instructions per position and memory latency (see `notes/performance.md`). Hence:
+//! is instructions per position and memory latency (docs/performance.md has the figures). Hence:
 //! - One [`Solver`] owns its index table for life and never clears it: the table maps a position
 //!   to a slot of a small dense array, and a slot is believed only when that array names the same
 //!   position there (`memo.rs`). Nothing is allocated or cleared per deal.
