@@ -116,6 +116,14 @@ pub struct TlsIdentity {
     pub client_ca_pem: Option<Vec<u8>>,
 }
 
+impl TlsIdentity {
+    /// Whether the server can use this material, checked before the daemon says it is listening:
+    /// a certificate it cannot use is an error at start, not after a success was announced.
+    pub fn check(&self) -> Result<(), TlsError> {
+        tls::acceptor(self).map(drop)
+    }
+}
+
 impl std::fmt::Debug for TlsIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsIdentity")

@@ -557,4 +557,8 @@ fn the_documented_certificate_recipe_makes_certificates_for_mutual_tls() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("X.509 version 1"), "{stderr}");
     assert!(stderr.contains("-extfile"), "{stderr}");
+    assert!(
+        !stderr.contains("listening on"),
+        "refused after a start was announced: {stderr}"
+    );
 }

@@ -112,11 +112,15 @@ fn tls_identity(args: &ServeArgs) -> anyhow::Result<Option<TlsIdentity>> {
     let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
         return Ok(None);
     };
-    Ok(Some(TlsIdentity {
+    let identity = TlsIdentity {
         cert_pem: read(cert)?,
         key_pem: read(key)?,
         client_ca_pem: args.tls_client_ca.as_deref().map(read).transpose()?,
-    }))
+    };
+    identity
+        .check()
+        .context("cannot use the TLS certificate and key")?;
+    Ok(Some(identity))
 }
 
 /// A duration for the start line: seconds, or `off`.
