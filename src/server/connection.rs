@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -37,7 +36,7 @@ use tower::Service;
 
 use super::message_limit::Limited;
 use crate::metrics::Metrics;
-use crate::service::{Lifecycle, Phase};
+use crate::service::{Guarded, Lifecycle, Phase};
 
 /// The bytes of a connection, with or without TLS.
 type Transport = Either<TcpStream, Box<TlsStream<TcpStream>>>;
@@ -259,7 +258,7 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    type Response = http::Response<Counted>;
+    type Response = http::Response<Guarded<OpenCall>>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
@@ -276,7 +275,7 @@ where
         let response = self.inner.call(request);
         Box::pin(async move {
             let response = response.await?;
-            Ok(response.map(|body| Counted { body, _open: open }))
+            Ok(response.map(|body| Guarded::new(body, open)))
         })
     }
 }
@@ -287,32 +286,6 @@ struct OpenCall(Arc<watch::Sender<usize>>);
 impl Drop for OpenCall {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
-
-/// A response body that keeps its call counted as open until hyper is done with it.
-pub struct Counted {
-    body: tonic::body::Body,
-    _open: OpenCall,
-}
-
-impl http_body::Body for Counted {
-    type Data = Bytes;
-    type Error = tonic::Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, tonic::Status>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }
 

@@ -376,23 +376,29 @@ where
         let response = self.inner.call(request);
         Box::pin(async move {
             let response = response.await?;
-            Ok(response.map(|body| {
-                Body::new(Holding {
-                    body,
-                    _place: place,
-                })
-            }))
+            Ok(response.map(|body| Body::new(Guarded::new(body, place))))
         })
     }
 }
 
-/// A response body that keeps its call's place until the transport is done with it.
-struct Holding {
+/// A response body that keeps `G` (a call's place under its cap, its count on a connection)
+/// alive until the transport is done with the body, however the call ends.
+#[derive(Debug)]
+pub struct Guarded<G> {
     body: Body,
-    _place: Place,
+    _guard: G,
 }
 
-impl http_body::Body for Holding {
+impl<G> Guarded<G> {
+    pub fn new(body: Body, guard: G) -> Guarded<G> {
+        Guarded {
+            body,
+            _guard: guard,
+        }
+    }
+}
+
+impl<G: Unpin> http_body::Body for Guarded<G> {
     type Data = Bytes;
     type Error = Status;
 
