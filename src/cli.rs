@@ -17,7 +17,7 @@ mod rps;
 mod serve;
 mod solve;
 
-pub use output::Status;
+pub use output::ExitStatus;
 
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
@@ -366,6 +366,18 @@ pub struct RpsArgs {
     pub files: Vec<PathBuf>,
 }
 
+impl RpsArgs {
+    /// How each case's line is rendered, in-process and through daemons alike.
+    fn render(&self) -> output::Render {
+        output::Render {
+            format: self.format,
+            precision: self.precision,
+            // No analysis for this game: JSON lines hold the index and the probability or error.
+            asked: crate::solver::Options::default(),
+        }
+    }
+}
+
 /// Flags of `patience gen`.
 #[derive(Debug, Args)]
 pub struct GenArgs {
@@ -390,13 +402,15 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Client(args) => client::run(&args),
         Command::Gen(args) => generate::run(&args),
+        // The same cases and lines, solved on daemons or in this process.
+        Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
     };
     match result {
         Ok(status) => status.into(),
         Err(err) => {
             eprintln!("patience: {err:#}");
-            Status::Trouble.into()
+            ExitStatus::Trouble.into()
         }
     }
 }

@@ -31,8 +31,8 @@ use std::time::Duration;
 pub use answers::{Answer, Answers};
 pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
-pub use game::{Deals, Game, Rps};
-pub use session::{Submission, run};
+pub use game::{DealProtocol, Protocol, RpsProtocol};
+pub use session::{Chunk, run};
 
 use crate::auth::AddBearer;
 use crate::solver::Options;

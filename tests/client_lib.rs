@@ -13,7 +13,7 @@ use common::{Daemon, Scratch, free_ports, run, wire};
 use patience::auth::AddBearer;
 use patience::client::discovery::Resolving;
 use patience::client::{
-    self, Answer, ClientConfig, Connector, Event, Resolve, Submission, Target, TlsFiles,
+    self, Answer, Chunk, ClientConfig, Connector, Event, Resolve, Target, TlsFiles,
 };
 use patience::deal::Deal;
 use patience::pool::Pool;
@@ -139,7 +139,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         hedge_floor: client::HEDGE_FLOOR,
         resolver: names.clone(),
     };
-    let (submit, submissions) = mpsc::channel::<Submission>(1);
+    let (submit, submissions) = mpsc::channel::<Chunk>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
 
@@ -163,7 +163,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
             analysis: None,
         };
         let (reply, answer) = oneshot::channel();
-        submit.send(Submission { request, reply }).await.unwrap();
+        submit.send(Chunk { request, reply }).await.unwrap();
         answers.push(answer);
         if answers.len() == 50 {
             third = Some(daemon_at(at(3)).await);

@@ -16,6 +16,7 @@ mod engine;
 mod hardening;
 mod hostile;
 mod json_cli;
+mod layout;
 mod metrics;
 mod rps;
 mod rps_cli;

@@ -10,7 +10,7 @@ use super::input::{Input, Reader, consumed};
 pub type Entry<T = Deal> = Result<T, String>;
 
 /// What the reader hands on, in input order.
-pub enum Event<T = Deal> {
+pub enum Batched<T = Deal> {
     /// Consecutive items of one input, and how many bytes of all the inputs (in order) they and
     /// the items before them span, for progress reports.
     Batch(Vec<Entry<T>>, u64),
@@ -83,7 +83,7 @@ impl Items for CaseReader<Reader> {
 pub fn read_items<R: Items>(
     inputs: &[Input],
     max: usize,
-    mut emit: impl FnMut(Event<R::Item>) -> bool,
+    mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {
     let max = max.max(1);
     // Bytes of the inputs finished so far.
@@ -96,7 +96,7 @@ pub fn read_items<R: Items>(
                     Input::Stdin => "standard input".to_string(),
                     Input::File(p) => p.display().to_string(),
                 };
-                if !emit(Event::Unreadable(format!("cannot open {label}: {e}"))) {
+                if !emit(Batched::Unreadable(format!("cannot open {label}: {e}"))) {
                     return;
                 }
                 continue;
@@ -111,10 +111,10 @@ pub fn read_items<R: Items>(
                 Step::Bad(message) => batch.push(Err(format!("{prefix}{message}"))),
                 Step::Failed(message) => {
                     let at = done + consumed(items.input());
-                    if !batch.is_empty() && !emit(Event::Batch(std::mem::take(&mut batch), at)) {
+                    if !batch.is_empty() && !emit(Batched::Batch(std::mem::take(&mut batch), at)) {
                         return;
                     }
-                    if !emit(Event::Unreadable(format!("{prefix}{message}"))) {
+                    if !emit(Batched::Unreadable(format!("{prefix}{message}"))) {
                         return;
                     }
                     break;
@@ -122,7 +122,7 @@ pub fn read_items<R: Items>(
             }
             let dry = items.input().buffer().is_empty();
             if (batch.len() >= max || dry)
-                && !emit(Event::Batch(
+                && !emit(Batched::Batch(
                     std::mem::replace(&mut batch, Vec::with_capacity(max)),
                     done + consumed(items.input()),
                 ))
@@ -131,7 +131,7 @@ pub fn read_items<R: Items>(
             }
         }
         let end = done + consumed(items.input());
-        if !batch.is_empty() && !emit(Event::Batch(batch, end)) {
+        if !batch.is_empty() && !emit(Batched::Batch(batch, end)) {
             return;
         }
         done = end;

@@ -17,31 +17,31 @@ use super::answers::Answers;
 use super::connect::{Daemon, Target};
 use super::discovery::{Found, Watch};
 use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
-use super::game::{Deals, Game};
-use super::lane::{self, Outgoing, Report};
+use super::game::{DealProtocol, Protocol};
+use super::lane::{self, LaneChunk, Report};
 use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep_until_some};
 
 /// One request message and where its answers go.
 #[derive(Debug)]
-pub struct Submission<G: Game = Deals> {
+pub struct Chunk<G: Protocol = DealProtocol> {
     pub request: G::Request,
     pub reply: oneshot::Sender<Answers>,
 }
 
 /// A lane as the session sees it.
-struct LaneHandle<G: Game> {
+struct LaneHandle<G: Protocol> {
     daemon: Daemon,
     /// Where its chunks go; `None` while it is down, and once the input is done.
-    inbox: Option<mpsc::Sender<Outgoing<G::Request>>>,
+    inbox: Option<mpsc::Sender<LaneChunk<G::Request>>>,
     /// Its name's watcher, told to resolve again when the lane fails.
     again: Option<Arc<Notify>>,
 }
 
-struct Session<G: Game> {
+struct Session<G: Protocol> {
     config: ClientConfig,
     dispatcher: Dispatcher,
     lanes: Vec<LaneHandle<G>>,
-    chunks: HashMap<Seq, Submission<G>>,
+    chunks: HashMap<Seq, Chunk<G>>,
     reports: mpsc::UnboundedSender<Report<G>>,
     events: mpsc::UnboundedSender<Event>,
     cancel: CancellationToken,
@@ -52,9 +52,9 @@ struct Session<G: Game> {
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
 /// the run (`ClientError`). Submissions are taken only as fast as the daemons have room, which is
 /// the submitter's backpressure. What happens to the daemons goes to `events`.
-pub async fn run<G: Game>(
+pub async fn run<G: Protocol>(
     config: ClientConfig,
-    mut submissions: mpsc::Receiver<Submission<G>>,
+    mut submissions: mpsc::Receiver<Chunk<G>>,
     events: mpsc::UnboundedSender<Event>,
 ) -> Result<(), ClientError> {
     let cancel = CancellationToken::new();
@@ -179,7 +179,7 @@ pub async fn run<G: Game>(
     Ok(())
 }
 
-impl<G: Game> Session<G> {
+impl<G: Protocol> Session<G> {
     fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
         let id = self.dispatcher.add_lane();
         let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
