@@ -409,7 +409,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(status) => status.into(),
         Err(err) => {
-            eprintln!("patience: {err:#}");
+            // The whole chain, each cause once: a library error that also repeats its source
+            // in its own message must not print the source twice.
+            eprintln!("patience: {}", crate::client::status::causes(err.as_ref()));
             ExitStatus::Trouble.into()
         }
     }

@@ -3,8 +3,8 @@
 use crate::common;
 
 use common::{
-    Authority, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience, probability,
-    run, wire,
+    Authority, DEAD, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience,
+    probability, run, wire,
 };
 use patience::auth::{AddBearer, Secret};
 use patience::proto::SolveRequest;
@@ -361,4 +361,42 @@ fn tls_mismatches_tell_the_client_what_to_use() {
         anonymous.contains("give --tls-cert and --tls-key"),
         "{anonymous}"
     );
+}
+
+/// Rough edge 2: a token file that cannot be read is one line naming it, with its cause once
+/// (the error's message and its source both printed the operating system's words).
+#[test]
+fn an_unreadable_token_file_is_one_line_with_its_cause_once() {
+    let dir = Scratch::new("no_token");
+    let missing = dir.join("nosuch").display().to_string();
+    let sample = data("sample.in");
+    for args in [
+        &["client", "--auth-token-file", &missing, &sample][..],
+        &[
+            "rps",
+            "--addr",
+            DEAD,
+            "--auth-token-file",
+            &missing,
+            &sample,
+        ],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            &missing,
+        ],
+    ] {
+        let out = patience().args(args).output();
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot read the token file {missing}")),
+            "{args:?}: {stderr}"
+        );
+        let cause = std::fs::read(&missing).unwrap_err().to_string();
+        assert_eq!(stderr.matches(&cause).count(), 1, "{args:?}: {stderr}");
+    }
 }

@@ -39,9 +39,16 @@ pub enum ReadError {
     /// This deal is bad; the reader has moved past it and can go on.
     #[error(transparent)]
     Deal(#[from] BadDeal),
-    /// The input itself failed; nothing more can be read.
+    /// The input itself failed; nothing more can be read. Its message is the cause's, so it is
+    /// not also the error's source (which would print it twice).
     #[error("read failed: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::Io(e)
+    }
 }
 
 /// Iterates over the deals of a UVa-format input. Holds one line at a time.
@@ -399,6 +406,15 @@ mod tests {
         assert!(four_cards(b"AS 9S 6C").is_none());
         assert!(four_cards(b"AS 9S 6C KS QH").is_none());
         assert!(four_cards(b"AS 9S 6X KS").is_none());
+    }
+
+    /// Rough edge 2: the cause is in the message, so it must not be the source as well.
+    #[test]
+    fn a_read_failure_says_its_cause_once() {
+        use std::error::Error as _;
+        let e = ReadError::from(io::Error::other("the cable is cut"));
+        assert_eq!(e.to_string(), "read failed: the cable is cut");
+        assert!(e.source().is_none());
     }
 
     #[test]
