@@ -568,3 +568,82 @@ fn a_line_too_long_ends_the_run_with_an_error_naming_it() {
         out.stderr_str()
     );
 }
+
+/// Rough edge 4: a number flag given something it cannot take says what it takes, in words, not
+/// in the words of Rust's integer parser ("number would be zero for non-zero type").
+#[test]
+fn number_flags_say_what_they_take() {
+    let sample = data("sample.in");
+    let rps = data("rps-sample.in");
+    for (args, flag, takes) in [
+        (
+            &["solve", "--workers", "0", &sample][..],
+            "--workers",
+            "at least 1",
+        ),
+        (&["rps", "--workers", "0", &rps], "--workers", "at least 1"),
+        (&["serve", "--workers", "0"], "--workers", "at least 1"),
+        (
+            &["serve", "--max-connections", "0"],
+            "--max-connections",
+            "at least 1",
+        ),
+        (
+            &["solve", "--workers", "many", &sample],
+            "--workers",
+            "at least 1",
+        ),
+        (
+            &["solve", "--precision", "18", &sample],
+            "--precision",
+            "from 0 to 17",
+        ),
+        (
+            &["rps", "--precision=-1", &rps],
+            "--precision",
+            "from 0 to 17",
+        ),
+        (
+            &["client", "--batch", "0", &sample],
+            "--batch",
+            "from 1 to 10000",
+        ),
+        (
+            &["rps", "--batch", "10001", &rps],
+            "--batch",
+            "from 1 to 10000",
+        ),
+        (
+            &["serve", "--max-in-flight", "lots"],
+            "--max-in-flight",
+            "a whole number",
+        ),
+        (
+            &["serve", "--max-message-bytes", "4MiB"],
+            "--max-message-bytes",
+            "a whole number",
+        ),
+        (
+            &["serve", "--max-concurrent-streams", "4294967296"],
+            "--max-concurrent-streams",
+            "at most 4294967295",
+        ),
+        (&["gen", "--count", "1e3"], "--count", "a whole number"),
+    ] {
+        let out = patience().args(args).output();
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+        assert!(stderr.contains(takes), "{args:?}: {stderr}");
+        for raw in [
+            "non-zero type",
+            "invalid digit",
+            "is not in",
+            "too large",
+            "too small",
+        ] {
+            assert!(!stderr.contains(raw), "{args:?}: {stderr}");
+        }
+        assert_eq!(out.stdout_str(), "", "{args:?}");
+    }
+}
