@@ -23,7 +23,7 @@ pub use output::ExitStatus;
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
 #[derive(Debug, Parser)]
-#[command(name = "patience", version, about, propagate_version = true)]
+#[command(name = "patience", version, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

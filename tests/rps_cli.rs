@@ -513,3 +513,18 @@ fn with_no_daemon_up_the_run_fails_with_status_2() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(out.stderr_str().contains(&addr), "{}", out.stderr_str());
 }
+
+/// Rough edge 6: the top-level help names both games and the subcommand of the second.
+#[test]
+fn the_top_level_help_names_both_games() {
+    for args in [&["--help"][..], &["help"], &["-h"]] {
+        let out = patience().args(args).output();
+        assert_eq!(out.code(), Some(0), "{args:?}: {out:?}");
+        let help = out.stdout_str();
+        let about = help.lines().next().unwrap_or("");
+        assert!(about.contains("Double Patience"), "{args:?}: {help}");
+        assert!(about.contains("rock-paper-scissors"), "{args:?}: {help}");
+        assert!(about.contains("FZU 2145"), "{args:?}: {help}");
+        assert!(help.contains("\n  rps "), "{args:?}: {help}");
+    }
+}
