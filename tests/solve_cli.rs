@@ -647,3 +647,31 @@ fn number_flags_say_what_they_take() {
         assert_eq!(out.stdout_str(), "", "{args:?}");
     }
 }
+
+/// Rough edge 7: a card twice in a position (the `/` form) is a position's mistake: no word of a
+/// 36-card deck, which a position need not be.
+#[test]
+fn a_duplicate_card_in_a_position_is_worded_for_a_position() {
+    let out = patience()
+        .arg("solve")
+        .stdin("7S 6S / 6C 7S / / / / / / /\n")
+        .output();
+    assert_eq!(out.code(), Some(1), "{out:?}");
+    let line = out.stdout_str();
+    assert!(
+        line.starts_with(
+            "error: deal 1 (line 1): 7S appears twice, at pile 1, position 1 and at pile 2, \
+             position 2"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("position"), "{line}");
+    assert!(!line.contains("36-card"), "{line}");
+    // A full deal keeps the deck's wording.
+    let sample = std::fs::read_to_string(data("sample.in")).unwrap();
+    let out = patience()
+        .arg("solve")
+        .stdin(sample.replacen("6H", "AS", 1))
+        .output();
+    assert!(out.stdout_str().contains("36-card deck"), "{out:?}");
+}
