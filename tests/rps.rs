@@ -578,10 +578,9 @@ mod reader {
     }
 
     #[test]
-    fn invalid_utf8_is_a_bad_token_not_an_io_error() {
-        let mut bytes = format!("1\n{CASE1}").into_bytes();
-        bytes[4] = 0xff;
-        let got: Vec<_> = CaseReader::new(&bytes[..]).collect();
+    fn a_token_beyond_ascii_is_a_bad_token() {
+        let text = format!("1\n{CASE1}").replacen("0.5", "é.5", 1);
+        let got: Vec<_> = CaseReader::new(text.as_bytes()).collect();
         assert!(matches!(
             bad_case(&got[0]).error,
             CaseError::NotANumber {
@@ -589,6 +588,19 @@ mod reader {
                 gesture: Gesture::Rock,
                 ..
             }
+        ));
+    }
+
+    /// Rough edge 8: bytes that are not UTF-8 are not a case file's; the input ends there, once.
+    #[test]
+    fn invalid_utf8_ends_the_input_with_one_error() {
+        let mut bytes = format!("1\n{CASE1}").into_bytes();
+        bytes[4] = 0xff;
+        let got: Vec<_> = CaseReader::new(&bytes[..]).collect();
+        assert_eq!(got.len(), 1);
+        assert!(matches!(
+            &got[0],
+            Err(ReadError::Io(e)) if e.kind() == io::ErrorKind::InvalidData
         ));
     }
 

@@ -222,9 +222,11 @@ fn bad_deals_cost_only_their_own_line() {
     };
     let one_line = format!("{}\n", deals[10].join(" ")).into_bytes();
     let one_line_bad = format!("{}\n", with_token(&deals[11], 9, 4, "ZZ").join(" ")).into_bytes();
-    let not_utf8 = {
-        let mut bytes = plain(12);
-        bytes[0] = 0xff;
+    // Text beyond ASCII is still text: a bad token like any other (bytes that are not UTF-8
+    // make the file unreadable instead; see a_file_that_is_not_text_is_refused_once_naming_its_line).
+    let not_ascii = {
+        let mut bytes = "Ä".as_bytes().to_vec();
+        bytes.extend_from_slice(&plain(12)[1..]);
         bytes
     };
     let messy = deals[13]
@@ -278,7 +280,7 @@ fn bad_deals_cost_only_their_own_line() {
         good(blank_lines, 9),
         good(one_line, 10),
         bad(one_line_bad, 1, &["pile 9, position 4", "\"ZZ\""]),
-        bad(not_utf8, 1, &["pile 1, position 1"]),
+        bad(not_ascii, 1, &["pile 1, position 1"]),
         good(messy, 13),
         good(plain(14), 14),
         // Cut after five piles: the end of the file comes where the sixth pile should.
@@ -674,4 +676,43 @@ fn a_duplicate_card_in_a_position_is_worded_for_a_position() {
         .stdin(sample.replacen("6H", "AS", 1))
         .output();
     assert!(out.stdout_str().contains("36-card deck"), "{out:?}");
+}
+
+/// Rough edge 8: a file that is not text (here a NUL byte, then bytes that are not UTF-8) is
+/// refused once, naming the file and the line where the text stops, exit status 2; the deals
+/// before it are answered. It used to print an `error:` line per line of garbage.
+#[test]
+fn a_file_that_is_not_text_is_refused_once_naming_its_line() {
+    let scratch = Scratch::new("binary");
+    let sample = std::fs::read(data("sample.in")).unwrap();
+    let mut garbage = Vec::new();
+    for i in 0..20_000u32 {
+        garbage.extend_from_slice(&i.to_le_bytes());
+        garbage.push(b'\n');
+    }
+    for (name, bad_line) in [
+        ("nul.bin", b"AS 9S\0 6C KS\n".to_vec()),
+        ("latin1.bin", b"AS 9S 6C K\xd6\n".to_vec()),
+    ] {
+        let mut bytes = sample.clone();
+        bytes.extend_from_slice(b"\n");
+        bytes.extend_from_slice(&bad_line);
+        bytes.extend_from_slice(&garbage);
+        let path = scratch.write(name, &bytes);
+        let out = patience().args(&["solve", &path]).output();
+        let stderr = out.stderr_str();
+        let stdout = out.stdout_str();
+        let head: String = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            out.code(),
+            Some(2),
+            "{name}: {} lines, starting {head}; {stderr}",
+            stdout.lines().count()
+        );
+        assert_eq!(stdout, "0.589314\n", "{name}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(&path), "{name}: {stderr}");
+        assert!(stderr.contains("line 11"), "{name}: {stderr}");
+        assert!(stderr.contains("not text"), "{name}: {stderr}");
+    }
 }

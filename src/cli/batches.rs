@@ -70,7 +70,8 @@ impl Items for CaseReader<Reader> {
     fn step(&mut self) -> Option<Step<Case>> {
         Some(match self.next()? {
             Ok(case) => Step::Item(case),
-            Err(e @ rps::ReadError::Io(_)) => Step::Failed(e.to_string()),
+            // The input's own words, as for deals: both games say an unreadable file alike.
+            Err(rps::ReadError::Io(e)) => Step::Failed(e.to_string()),
             Err(e) => Step::Bad(e.to_string()),
         })
     }

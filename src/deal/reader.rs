@@ -417,11 +417,13 @@ mod tests {
         assert!(e.source().is_none());
     }
 
+    /// A file that is not text ends with one error, not one bad deal per line of it.
     #[test]
-    fn invalid_utf8_is_a_bad_card_not_an_io_error() {
+    fn invalid_utf8_ends_the_input_with_one_error() {
         let mut bytes = SAMPLE.as_bytes().to_vec();
         bytes[0] = 0xff;
         let got: Vec<_> = DealReader::new(&bytes[..]).collect();
-        assert!(matches!(got[0], Err(ReadError::Deal(_))));
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Err(ReadError::Io(e)) if e.kind() == io::ErrorKind::InvalidData));
     }
 }

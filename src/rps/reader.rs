@@ -171,7 +171,7 @@ impl<R: BufRead> CaseReader<R> {
         self.lines.advance()
     }
 
-    /// The current line as text. Invalid UTF-8 becomes U+FFFD, which no number contains.
+    /// The current line as text (borrowed: `Lines` hands on only lines that are UTF-8).
     fn text(&self) -> Cow<'_, str> {
         String::from_utf8_lossy(self.lines.line())
     }
