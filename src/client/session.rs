@@ -195,10 +195,11 @@ impl<G: Protocol> Session<G> {
                 retire: self.retire.child_token(),
             },
             Err(e) => {
-                // Checked when the targets were parsed; a resolved address cannot fail here.
+                // Addresses were checked when the targets were parsed, and the certificates when
+                // they were read; what is left (TLS set-up) says why through its sources.
                 let _ = self.reports.send(Report::Failed {
                     lane: id,
-                    reason: e.to_string(),
+                    reason: super::status::causes(&e),
                 });
                 self.lanes.push(LaneHandle {
                     daemon,
