@@ -35,6 +35,8 @@ struct LaneHandle<G: Protocol> {
     inbox: Option<mpsc::Sender<LaneChunk<G::Request>>>,
     /// Its name's watcher, told to resolve again when the lane fails.
     again: Option<Arc<Notify>>,
+    /// Why it last failed, for the run's error if no daemon ever answers.
+    failure: Option<String>,
 }
 
 struct Session<G: Protocol> {
@@ -47,6 +49,10 @@ struct Session<G: Protocol> {
     cancel: CancellationToken,
     /// Cancelled once every chunk is answered: failed lanes stop trying to come back.
     retire: CancellationToken,
+    /// What happened to the daemons while none has ever answered: told as soon as one does. If
+    /// none ever does, the run's error says what each failed with, once, instead of a warning
+    /// per daemon that its work "waits for a daemon to be back" just before the run gives up.
+    held: Vec<Event>,
 }
 
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
@@ -76,6 +82,7 @@ pub async fn run<G: Protocol>(
         events,
         cancel: cancel.clone(),
         retire: cancel.child_token(),
+        held: Vec::new(),
         config,
     };
     let mut unresolved: Vec<(String, String)> = Vec::new();
@@ -127,6 +134,7 @@ pub async fn run<G: Protocol>(
             return Err(session.gave_up());
         }
         if session.dispatcher.is_done() {
+            session.tell_held();
             break;
         }
         let deadline = session.dispatcher.deadline().map(Instant::from_std);
@@ -205,6 +213,7 @@ impl<G: Protocol> Session<G> {
                     daemon,
                     inbox: None,
                     again,
+                    failure: None,
                 });
                 return;
             }
@@ -214,6 +223,7 @@ impl<G: Protocol> Session<G> {
             daemon,
             inbox: Some(inbox_tx),
             again,
+            failure: None,
         });
     }
 
@@ -238,10 +248,8 @@ impl<G: Protocol> Session<G> {
                 }
                 Action::Slowed { lane, holding } => {
                     if let Some(l) = self.lanes.get(lane) {
-                        let _ = self.events.send(Event::Slowed {
-                            daemon: l.daemon.clone(),
-                            holding,
-                        });
+                        let daemon = l.daemon.clone();
+                        self.tell(Event::Slowed { daemon, holding });
                     }
                 }
             }
@@ -258,6 +266,7 @@ impl<G: Protocol> Session<G> {
                     // The submitter may be gone (its reader closed the output): nothing to do.
                     let _ = chunk.reply.send(answers);
                 }
+                self.tell_held();
             }
             Report::Failed { lane, reason } => {
                 let resent = self.dispatcher.failed(lane, now);
@@ -281,8 +290,10 @@ impl<G: Protocol> Session<G> {
                     if let Some(again) = &l.again {
                         again.notify_one();
                     }
-                    let _ = self.events.send(Event::Failed {
-                        daemon: l.daemon.clone(),
+                    l.failure = Some(reason.clone());
+                    let daemon = l.daemon.clone();
+                    self.tell(Event::Failed {
+                        daemon,
                         reason,
                         resent,
                         others,
@@ -297,9 +308,8 @@ impl<G: Protocol> Session<G> {
                 self.dispatcher.back(lane);
                 if let Some(l) = self.lanes.get_mut(lane) {
                     l.inbox = Some(inbox);
-                    let _ = self.events.send(Event::Back {
-                        daemon: l.daemon.clone(),
-                    });
+                    let daemon = l.daemon.clone();
+                    self.tell(Event::Back { daemon });
                 }
             }
         }
@@ -328,19 +338,47 @@ impl<G: Protocol> Session<G> {
         }
     }
 
+    /// Tells `event` now, or holds it while no daemon has ever answered (see `held`).
+    fn tell(&mut self, event: Event) {
+        self.held.push(event);
+        self.tell_held();
+    }
+
+    /// Tells the events held, once some daemon has answered.
+    fn tell_held(&mut self) {
+        if self.dispatcher.ever_up() || self.dispatcher.is_done() {
+            for event in self.held.drain(..) {
+                let _ = self.events.send(event);
+            }
+        }
+    }
+
     fn daemon(&self, lane: LaneId) -> Daemon {
         self.lanes
             .get(lane)
             .map_or_else(|| Daemon::Url("?".into()), |l| l.daemon.clone())
     }
 
+    /// The run's error when it gives up; the events held (if none ever answered) are in it.
     fn gave_up(&self) -> ClientError {
-        ClientError::GaveUp {
-            daemons: self.lanes.iter().map(|l| l.daemon.clone()).collect(),
-            waited: self
-                .dispatcher
-                .ever_up()
-                .then_some(self.config.give_up_after),
+        let daemons = self.lanes.iter().map(|l| l.daemon.clone());
+        if self.dispatcher.ever_up() {
+            return ClientError::GaveUp {
+                daemons: daemons.collect(),
+                waited: self.config.give_up_after,
+            };
         }
+        let failed = self
+            .lanes
+            .iter()
+            .map(|l| {
+                let reason = l.failure.clone();
+                (
+                    l.daemon.clone(),
+                    reason.unwrap_or_else(|| "not reached".into()),
+                )
+            })
+            .collect();
+        ClientError::NeverUp { failed }
     }
 }
