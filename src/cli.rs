@@ -260,6 +260,15 @@ pub struct RemoteArgs {
     /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
+    /// Hedge a daemon that holds requests and has answered nothing for this long (or for 8 times
+    /// its usual time between answers, when longer) [default: `client::HEDGE_FLOOR`]. Hidden:
+    /// for tests, which would otherwise wait that long.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub hedge_floor: Option<std::time::Duration>,
+    /// Once everything is answered, wait this long for daemons still closing their calls, to
+    /// report one that fails [default: `client::LATE_FAILURES`]. Hidden: for tests.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub late_failures: Option<std::time::Duration>,
 }
 
 /// An address to listen on: an IP address and port, or a host name and port, resolved now.

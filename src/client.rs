@@ -37,9 +37,9 @@ pub use session::{Chunk, run};
 use crate::auth::AddBearer;
 use crate::solver::Options;
 
-/// How long the client waits, once everything is answered, to report daemons that fail late.
+/// The default of [`ClientConfig::late_failures`].
 pub const LATE_FAILURES: Duration = Duration::from_secs(2);
-/// A daemon is hedged after answering nothing for at least this long while it holds chunks...
+/// The default of [`ClientConfig::hedge_floor`].
 pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
 /// ...or this many times its usual time between answers, when that is longer.
 pub const HEDGE_FACTOR: u32 = 8;
@@ -58,7 +58,14 @@ pub struct ClientConfig {
     pub give_up_after: Duration,
     /// How often `dns:///` names are resolved again.
     pub dns_refresh: Duration,
+    /// A daemon is hedged after answering nothing for at least this long while it holds chunks
+    /// ([`HEDGE_FLOOR`] in production)...
     pub hedge_floor: Duration,
+    /// Once everything is answered, how long the run waits for the lanes to close their calls, so
+    /// that a daemon failing late (say, one that could not connect before the others did all the
+    /// work) is still reported ([`LATE_FAILURES`] in production). A lane on a daemon that never
+    /// answers keeps its call open, so a run beside one always waits this long.
+    pub late_failures: Duration,
     pub resolver: Arc<dyn Resolve>,
 }
 
@@ -71,6 +78,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("give_up_after", &self.give_up_after)
             .field("dns_refresh", &self.dns_refresh)
             .field("hedge_floor", &self.hedge_floor)
+            .field("late_failures", &self.late_failures)
             .finish_non_exhaustive()
     }
 }

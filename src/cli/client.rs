@@ -114,7 +114,8 @@ fn config(
         asked,
         give_up_after: remote.give_up_after,
         dns_refresh: remote.dns_refresh,
-        hedge_floor: client::HEDGE_FLOOR,
+        hedge_floor: remote.hedge_floor.unwrap_or(client::HEDGE_FLOOR),
+        late_failures: remote.late_failures.unwrap_or(client::LATE_FAILURES),
         resolver: Arc::new(SystemResolver),
     })
 }

@@ -19,7 +19,7 @@ use super::discovery::{Found, Watch};
 use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
 use super::game::{DealProtocol, Protocol};
 use super::lane::{self, LaneChunk, Report};
-use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep_until_some};
+use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, sleep_until_some};
 
 /// One request message and where its answers go.
 #[derive(Debug)]
@@ -161,6 +161,7 @@ pub async fn run<G: Protocol>(
         events,
         reports: ours,
         retire,
+        config,
         ..
     } = session;
     retire.cancel();
@@ -183,7 +184,7 @@ pub async fn run<G: Protocol>(
             }
         }
     };
-    let _ = tokio::time::timeout(LATE_FAILURES, late).await;
+    let _ = tokio::time::timeout(config.late_failures, late).await;
     Ok(())
 }
 
