@@ -13,6 +13,7 @@ mod connections;
 mod daemon;
 mod daemon_process;
 mod engine;
+mod examples;
 mod hardening;
 mod hostile;
 mod json_cli;
