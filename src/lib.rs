@@ -16,7 +16,7 @@
 //! - [`client`]: the multi-daemon client as a library: daemons by URL or DNS, failover,
 //!   hedging, reconnection; answers in order.
 //! - [`server`]: the daemon's wiring: TLS, health, reflection, limits, graceful shutdown.
-//! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`).
+//! - [`cli`]: the `patience` command line (`solve`, `serve`, `client`, `gen`, `rps`).
 //! - [`proto`]: the code generated from `proto/patience/v1/patience.proto`.
 #![forbid(unsafe_code)]
 // Nothing a client sends may panic the daemon, and output goes through the writers the CLI is
