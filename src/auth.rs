@@ -36,7 +36,7 @@ impl fmt::Debug for Secret {
 /// Why a token file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("cannot read the token file {path}: {source}")]
+    #[error("cannot read the token file {path}")]
     Read {
         path: String,
         #[source]
@@ -146,5 +146,24 @@ impl tonic::service::Interceptor for AddBearer {
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// Rough edge 2: the operating system's words are the source; the message must not repeat
+    /// them.
+    #[test]
+    fn an_unreadable_token_file_says_its_cause_once() {
+        let Err(e) = read_token_file(Path::new("/nonexistent/dir/token")) else {
+            panic!("read a token from a file that does not exist");
+        };
+        let cause = e.source().map(ToString::to_string).unwrap_or_default();
+        assert!(!cause.is_empty(), "{e:?}");
+        assert!(!e.to_string().contains(&cause), "{e}");
+        assert!(e.to_string().contains("/nonexistent/dir/token"), "{e}");
     }
 }

@@ -1,10 +1,11 @@
 //! The `patience` command line: flags are parsed here and handed to one module per subcommand.
 
+use std::ffi::OsString;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 mod batches;
 mod client;
@@ -17,12 +18,12 @@ mod rps;
 mod serve;
 mod solve;
 
-pub use output::Status;
+pub use output::ExitStatus;
 
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
 #[derive(Debug, Parser)]
-#[command(name = "patience", version, about, propagate_version = true)]
+#[command(name = "patience", version, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -114,36 +115,36 @@ pub struct ServeArgs {
     #[arg(long, env = "PATIENCE_ADDR", default_value = "127.0.0.1:50051", value_parser = parse_listen_addr)]
     pub addr: std::net::SocketAddr,
     /// Solver threads, each with its own table [default: the number of cores].
-    #[arg(long, env = "PATIENCE_WORKERS")]
+    #[arg(long, env = "PATIENCE_WORKERS", value_parser = at_least_one)]
     pub workers: Option<NonZeroUsize>,
     /// Largest request message accepted, in bytes (a deal is under 200 bytes).
-    #[arg(long, env = "PATIENCE_MAX_MESSAGE_BYTES", default_value_t = 4 << 20)]
+    #[arg(long, env = "PATIENCE_MAX_MESSAGE_BYTES", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 4 << 20)]
     pub max_message_bytes: usize,
     /// Most deals one request may carry.
-    #[arg(long, env = "PATIENCE_MAX_DEALS_PER_REQUEST", default_value_t = 10_000)]
+    #[arg(long, env = "PATIENCE_MAX_DEALS_PER_REQUEST", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 10_000)]
     pub max_deals_per_request: usize,
     /// Unanswered deals one stream may have before the server stops reading it.
-    #[arg(long, env = "PATIENCE_MAX_IN_FLIGHT", default_value_t = 4_096)]
+    #[arg(long, env = "PATIENCE_MAX_IN_FLIGHT", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 4_096)]
     pub max_in_flight: usize,
     /// SolveStream calls open at once across all connections (counted from their headers, so
     /// calls that never send count too); more get RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PATIENCE_MAX_OPEN_STREAMS", default_value_t = 1_024)]
+    #[arg(long, env = "PATIENCE_MAX_OPEN_STREAMS", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 1_024)]
     pub max_open_streams: usize,
     /// Solve (unary) calls open at once across all connections, each reading a message of up to
     /// --max-message-bytes; more get RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PATIENCE_MAX_OPEN_UNARY", default_value_t = 64)]
+    #[arg(long, env = "PATIENCE_MAX_OPEN_UNARY", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 64)]
     pub max_open_unary: usize,
     /// Health Watch and reflection streams open at once across all connections (they need no
     /// token and a watch lasts as long as its client); more get RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PATIENCE_MAX_OPEN_WATCHES", default_value_t = 256)]
+    #[arg(long, env = "PATIENCE_MAX_OPEN_WATCHES", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 256)]
     pub max_open_watches: usize,
     /// Unanswered deals across all calls; at the limit calls stop being read and new ones get
     /// RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PATIENCE_MAX_DEALS_IN_FLIGHT", default_value_t = 65_536)]
+    #[arg(long, env = "PATIENCE_MAX_DEALS_IN_FLIGHT", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 65_536)]
     pub max_deals_in_flight: usize,
     /// Connections served at once; more wait in the listen backlog [default: the open-file
     /// limit less 128, at most 4096].
-    #[arg(long, env = "PATIENCE_MAX_CONNECTIONS")]
+    #[arg(long, env = "PATIENCE_MAX_CONNECTIONS", value_parser = at_least_one)]
     pub max_connections: Option<NonZeroUsize>,
     /// A new connection that has not finished its TLS handshake and sent the HTTP/2 preface
     /// within this long is closed.
@@ -161,7 +162,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PATIENCE_MAX_CONNECTION_AGE_GRACE", default_value = "off", value_parser = parse_optional_duration)]
     pub max_connection_age_grace: MaybeDuration,
     /// Most concurrent calls on one HTTP/2 connection.
-    #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 32)]
+    #[arg(long, env = "PATIENCE_MAX_CONCURRENT_STREAMS", default_value_t = 32, value_parser = whole::<u32>(0, NO_MAX))]
     pub max_concurrent_streams: u32,
     /// HTTP/2 keepalive ping interval (e.g. 60s, 500ms).
     #[arg(long, env = "PATIENCE_KEEPALIVE_INTERVAL", default_value = "60s", value_parser = parse_duration)]
@@ -219,10 +220,10 @@ pub struct ClientArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,
     /// Deals per request message.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 256, value_parser = whole::<u32>(1, 10_000))]
     pub batch: u32,
     /// Decimals printed per probability (6 matches the UVa judge).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
+    #[arg(long, default_value_t = 6, value_parser = whole::<u8>(0, 17))]
     pub precision: u8,
     /// No progress bar (it is shown only when standard error is a terminal and standard output
     /// is not).
@@ -259,6 +260,15 @@ pub struct RemoteArgs {
     /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
+    /// Hedge a daemon that holds requests and has answered nothing for this long (or for 8 times
+    /// its usual time between answers, when longer) [default: `client::HEDGE_FLOOR`]. Hidden:
+    /// for tests, which would otherwise wait that long.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub hedge_floor: Option<std::time::Duration>,
+    /// Once everything is answered, wait this long for daemons still closing their calls, to
+    /// report one that fails [default: `client::LATE_FAILURES`]. Hidden: for tests.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub late_failures: Option<std::time::Duration>,
 }
 
 /// An address to listen on: an IP address and port, or a host name and port, resolved now.
@@ -281,6 +291,60 @@ fn parse_listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
         .or_else(|| found.first())
         .copied()
         .ok_or_else(|| format!("{text:?} resolves to no address; {example}"))
+}
+
+/// An unsigned integer type a number flag holds, with its largest value.
+trait Whole: TryFrom<u128> + Clone + Send + Sync + 'static {
+    const MAX: u128;
+}
+
+impl Whole for u8 {
+    const MAX: u128 = u8::MAX as u128;
+}
+
+impl Whole for u32 {
+    const MAX: u128 = u32::MAX as u128;
+}
+
+impl Whole for u64 {
+    const MAX: u128 = u64::MAX as u128;
+}
+
+impl Whole for usize {
+    const MAX: u128 = usize::MAX as u128;
+}
+
+/// For [`whole`]: as large as the type holds.
+const NO_MAX: u128 = u128::MAX;
+
+/// A number flag's parser: a whole number from `min` to `max`, and when the text is not one, what
+/// would be, in words (clap's own parsers pass on Rust's, such as "number would be zero for
+/// non-zero type" or "invalid digit found in string").
+fn whole<T: Whole>(min: u128, max: u128) -> impl Fn(&str) -> Result<T, String> + Clone {
+    move |text| {
+        let wanted = match (min, max) {
+            (0, max) if max >= T::MAX => match text.trim().parse::<u128>() {
+                // Only a number past the type's largest tells where the range ends.
+                Ok(_) => format!("must be a whole number of at most {}", T::MAX),
+                Err(_) => "must be a whole number".to_string(),
+            },
+            (min, max) if max >= T::MAX => format!("must be a whole number of at least {min}"),
+            (min, max) => format!("must be a whole number from {min} to {max}"),
+        };
+        text.trim()
+            .parse::<u128>()
+            .ok()
+            .filter(|n| (min..=max.min(T::MAX)).contains(n))
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or(wanted)
+    }
+}
+
+/// A count of threads or connections: a whole number of at least 1.
+fn at_least_one(text: &str) -> Result<NonZeroUsize, String> {
+    whole::<usize>(1, NO_MAX)(text).and_then(|n| {
+        NonZeroUsize::new(n).ok_or_else(|| "must be a whole number of at least 1".to_string())
+    })
 }
 
 /// Reads a duration such as `30s`, `500ms`, `2m` or a plain number of seconds.
@@ -320,10 +384,10 @@ fn parse_optional_duration(text: &str) -> Result<MaybeDuration, String> {
 #[derive(Debug, Args)]
 pub struct SolveArgs {
     /// Decimals printed per probability (6 matches the UVa judge).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u8).range(0..=17))]
+    #[arg(long, default_value_t = 6, value_parser = whole::<u8>(0, 17))]
     pub precision: u8,
     /// Solver threads, each with its own table [default: the number of cores].
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub workers: Option<NonZeroUsize>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
@@ -343,15 +407,15 @@ pub struct RpsArgs {
     #[arg(long, value_delimiter = ',')]
     pub addr: Vec<String>,
     /// Cases per request message (with --addr).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 16, value_parser = whole::<u32>(1, 10_000))]
     pub batch: u32,
     #[command(flatten)]
     pub remote: RemoteArgs,
     /// Decimals printed per probability (10 is what the original solution prints).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=17))]
+    #[arg(long, default_value_t = 10, value_parser = whole::<u8>(0, 17))]
     pub precision: u8,
     /// Solver threads, each with its own subset tables (6 MiB) [default: the number of cores].
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub workers: Option<NonZeroUsize>,
     /// Output format: one probability per line, or one JSON object per case and line (index,
     /// then probability or error).
@@ -366,14 +430,26 @@ pub struct RpsArgs {
     pub files: Vec<PathBuf>,
 }
 
+impl RpsArgs {
+    /// How each case's line is rendered, in-process and through daemons alike.
+    fn render(&self) -> output::Render {
+        output::Render {
+            format: self.format,
+            precision: self.precision,
+            // No analysis for this game: JSON lines hold the index and the probability or error.
+            asked: crate::solver::Options::default(),
+        }
+    }
+}
+
 /// Flags of `patience gen`.
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// How many deals to write.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u64>(0, NO_MAX))]
     pub count: u64,
     /// Seed for a reproducible sequence of deals [default: random].
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u64>(0, NO_MAX))]
     pub seed: Option<u64>,
 }
 
@@ -384,19 +460,90 @@ pub struct GenArgs {
     reason = "why a whole run failed goes to standard error, once, as its last word"
 )]
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        // Help and version print to standard output and exit 0; usage errors exit 2.
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let result = match cli.command {
         Command::Solve(args) => solve::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Client(args) => client::run(&args),
         Command::Gen(args) => generate::run(&args),
+        // The same cases and lines, solved on daemons or in this process.
+        Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
     };
     match result {
         Ok(status) => status.into(),
         Err(err) => {
-            eprintln!("patience: {err:#}");
-            Status::Trouble.into()
+            // The whole chain, each cause once: a library error that also repeats its source
+            // in its own message must not print the source twice.
+            eprintln!("patience: {}", crate::client::status::causes(err.as_ref()));
+            ExitStatus::Trouble.into()
         }
     }
+}
+
+/// The command line parsed, or clap's error; a value refused for a flag that `args` does not
+/// give, but its environment variable does, is said to come from that variable (clap names only
+/// the flag, which the user never typed).
+fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(&args).map_err(|e| name_the_variable(e, &args))
+}
+
+fn name_the_variable(e: clap::Error, args: &[OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return e;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+    ) else {
+        return e;
+    };
+    // "--workers <WORKERS>" names the flag "--workers".
+    let flag = arg.split_whitespace().next().unwrap_or_default();
+    let Some(long) = flag.strip_prefix("--") else {
+        return e;
+    };
+    let typed = args.iter().any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == flag || a.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
+    });
+    let command = Cli::command();
+    let var = command
+        .get_subcommands()
+        .flat_map(|s| s.get_arguments())
+        .filter(|a| a.get_long() == Some(long))
+        .find_map(|a| a.get_env());
+    let Some(var) = var else {
+        return e;
+    };
+    // Clap reads the variable only when the flag is not given.
+    if typed || std::env::var_os(var).as_deref() != Some(std::ffi::OsStr::new(value)) {
+        return e;
+    }
+    let why = match (
+        e.get(ContextKind::ValidValue),
+        std::error::Error::source(&e),
+    ) {
+        (Some(ContextValue::Strings(valid)), _) => format!("want one of {}", valid.join(", ")),
+        (_, Some(source)) => source.to_string(),
+        _ => "not a value it takes".to_string(),
+    };
+    let message = format!(
+        "{}={value} in the environment is not a value for {flag}: {why}\n",
+        var.to_string_lossy()
+    );
+    // Without the command, so without its usage: the flag was not typed, so what to type is not
+    // the point.
+    clap::Error::raw(e.kind(), message)
 }

@@ -31,15 +31,15 @@ use std::time::Duration;
 pub use answers::{Answer, Answers};
 pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
-pub use game::{Deals, Game, Rps};
-pub use session::{Submission, run};
+pub use game::{DealProtocol, Protocol, RpsProtocol};
+pub use session::{Chunk, run};
 
 use crate::auth::AddBearer;
 use crate::solver::Options;
 
-/// How long the client waits, once everything is answered, to report daemons that fail late.
+/// The default of [`ClientConfig::late_failures`].
 pub const LATE_FAILURES: Duration = Duration::from_secs(2);
-/// A daemon is hedged after answering nothing for at least this long while it holds chunks...
+/// The default of [`ClientConfig::hedge_floor`].
 pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
 /// ...or this many times its usual time between answers, when that is longer.
 pub const HEDGE_FACTOR: u32 = 8;
@@ -58,7 +58,14 @@ pub struct ClientConfig {
     pub give_up_after: Duration,
     /// How often `dns:///` names are resolved again.
     pub dns_refresh: Duration,
+    /// A daemon is hedged after answering nothing for at least this long while it holds chunks
+    /// ([`HEDGE_FLOOR`] in production)...
     pub hedge_floor: Duration,
+    /// Once everything is answered, how long the run waits for the lanes to close their calls, so
+    /// that a daemon failing late (say, one that could not connect before the others did all the
+    /// work) is still reported ([`LATE_FAILURES`] in production). A lane on a daemon that never
+    /// answers keeps its call open, so a run beside one always waits this long.
+    pub late_failures: Duration,
     pub resolver: Arc<dyn Resolve>,
 }
 
@@ -71,6 +78,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("give_up_after", &self.give_up_after)
             .field("dns_refresh", &self.dns_refresh)
             .field("hedge_floor", &self.hedge_floor)
+            .field("late_failures", &self.late_failures)
             .finish_non_exhaustive()
     }
 }
@@ -110,13 +118,21 @@ pub enum ClientError {
     /// A daemon refused what the run asks of every daemon: stop at once.
     #[error("daemon {daemon} {reason}")]
     Rejected { daemon: Daemon, reason: String },
-    /// No daemon was up for `give_up_after` with deals waiting.
-    #[error("every daemon failed ({}){}", list(.daemons), waited_for(.waited))]
+    /// No daemon was up for `give_up_after` with deals waiting (each failure was said as it
+    /// happened).
+    #[error(
+        "every daemon failed ({}) and none came back within {waited:?}; giving up with work \
+         unanswered",
+        list(.daemons)
+    )]
     GaveUp {
         daemons: Vec<Daemon>,
-        /// `None` when no daemon ever answered, so the run did not wait.
-        waited: Option<Duration>,
+        waited: Duration,
     },
+    /// Every daemon failed before any answered, so the run did not wait (a wrong address or a
+    /// daemon not started is not worth waiting for): each, with why it failed, said here once.
+    #[error("every daemon failed, and none ever answered: {}; {}", tried(.failed), never_up_hint(.failed))]
+    NeverUp { failed: Vec<(Daemon, String)> },
     /// One chunk was the oldest unanswered of a daemon's call each of the last `failures` times a
     /// call failed: it is what makes them fail (a proxy refusing its size, a daemon unable to
     /// answer it), and resending it would go on for ever.
@@ -144,7 +160,9 @@ impl ClientError {
     pub fn stops_at_once(&self) -> bool {
         !matches!(
             self,
-            ClientError::GaveUp { .. } | ClientError::ChunkFails { .. }
+            ClientError::GaveUp { .. }
+                | ClientError::NeverUp { .. }
+                | ClientError::ChunkFails { .. }
         )
     }
 }
@@ -157,13 +175,31 @@ fn list(daemons: &[Daemon]) -> String {
         .join(", ")
 }
 
-fn waited_for(waited: &Option<Duration>) -> String {
-    match waited {
-        Some(d) => format!(" and none came back within {d:?}; giving up with work unanswered"),
-        // Nothing ever answered: most likely nothing is listening there.
-        None => "; none ever answered: is `patience serve` running at that address, and \
-                 reachable from here?"
-            .to_string(),
+fn tried(failed: &[(Daemon, String)]) -> String {
+    failed
+        .iter()
+        .map(|(daemon, reason)| format!("{daemon}: {reason}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What to check when nothing ever answered. A connection refused or timed out most likely means
+/// nothing is listening there; other failures (TLS, a refused stream) carry their own hints.
+fn never_up_hint(failed: &[(Daemon, String)]) -> &'static str {
+    let unreached = failed
+        .iter()
+        .all(|(_, reason)| reason.starts_with("cannot connect"));
+    match (unreached, failed.len()) {
+        (true, 1) => {
+            "nothing is listening there: is `patience serve` running at that address, \
+                      and reachable from here?"
+        }
+        (true, _) => {
+            "nothing is listening there: is `patience serve` running at those \
+                      addresses, and reachable from here?"
+        }
+        (false, 1) => "is `patience serve` running at that address, with these flags?",
+        (false, _) => "is `patience serve` running at those addresses, with these flags?",
     }
 }
 

@@ -11,7 +11,7 @@ use std::str::FromStr;
 mod card;
 pub mod reader;
 pub use card::{Card, Rank, Suit};
-pub use reader::{BadDeal, DealReader, ReadError};
+pub use reader::{BadDeal, DealFileError, DealReader};
 
 /// Number of piles on the table.
 pub const PILES: usize = 9;
@@ -61,13 +61,34 @@ pub enum DealError {
     /// A deal that does not hold 36 cards in all.
     #[error("the deal has {found} {}; a deal has 36 (9 piles of 4)", cards(*found))]
     CardCount { found: usize },
-    /// A card that appears twice: a deal is one 36-card deck.
-    #[error("{card} appears twice, at {first} and at {second}; a deal is one 36-card deck")]
+    /// A card that appears twice: a deal is one 36-card deck, and a position is what is left of
+    /// one.
+    #[error("{card} appears twice, at {first} and at {second}; {form}")]
     DuplicateCard {
         card: Card,
         first: Place,
         second: Place,
+        /// What the cards were laid out as, which says the rule broken.
+        form: Form,
     },
+}
+
+/// What a set of piles is: a full deal (four cards in every pile) or a mid-game position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Deal,
+    Position,
+}
+
+impl fmt::Display for Form {
+    /// The rule a duplicate card breaks: a position need not hold 36 cards, so only a full deal
+    /// is said to be a deck.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Form::Deal => "a deal is one 36-card deck",
+            Form::Position => "a position holds each card at most once",
+        })
+    }
 }
 
 fn cards(n: usize) -> &'static str {
@@ -141,6 +162,10 @@ impl Deal {
         };
         // One bit per card; the places are worked out only for the error, which is rare.
         let mut seen = 0u64;
+        let form = match piles.iter().all(|p| p.as_ref().len() == PILE_HEIGHT) {
+            true => Form::Deal,
+            false => Form::Position,
+        };
         for (p, pile) in piles.iter().enumerate() {
             let pile = pile.as_ref();
             if pile.len() > PILE_HEIGHT {
@@ -152,7 +177,7 @@ impl Deal {
             for (i, card) in pile.iter().enumerate() {
                 let bit = 1u64 << card.index();
                 if seen & bit != 0 {
-                    return Err(Deal::duplicate(piles, *card, p, i));
+                    return Err(Deal::duplicate(piles, *card, p, i, form));
                 }
                 seen |= bit;
                 deal.piles[p][i] = *card;
@@ -163,7 +188,13 @@ impl Deal {
     }
 
     /// The error for `card`, met again at pile `p`, position `i` (0-based): where it was first.
-    fn duplicate<P: AsRef<[Card]>>(piles: &[P], card: Card, p: usize, i: usize) -> DealError {
+    fn duplicate<P: AsRef<[Card]>>(
+        piles: &[P],
+        card: Card,
+        p: usize,
+        i: usize,
+        form: Form,
+    ) -> DealError {
         let first = piles
             .iter()
             .enumerate()
@@ -191,6 +222,7 @@ impl Deal {
                 pile: p + 1,
                 position: i + 1,
             },
+            form,
         }
     }
 
@@ -465,7 +497,9 @@ mod tests {
                 card,
                 first,
                 second,
+                form,
             }) => {
+                assert_eq!(form, Form::Deal);
                 assert_eq!(card.to_string(), "AS");
                 assert_eq!((first.pile, first.position), (1, 1));
                 assert_eq!((second.pile, second.position), (1, 2));
@@ -525,6 +559,10 @@ mod tests {
                 .contains("6S appears twice, at pile 1, position 1 and at pile 8, position 2"),
             "{dup}"
         );
+        // Rough edge 7: a position need not be a whole deck, so its duplicate does not say so.
+        assert!(!dup.to_string().contains("36-card"), "{dup}");
+        assert!(dup.to_string().contains("position"), "{dup}");
+        assert_eq!(dup.kind(), DealErrorKind::DuplicateCard);
     }
 
     #[test]

@@ -28,8 +28,10 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// Moves to the next line that is not blank (nor only whitespace); false at the end of the
-    /// input. Blank lines still count in the numbering. A line longer than [`MAX_LINE_BYTES`] is
-    /// an error of kind `InvalidData` naming it, and ends the input.
+    /// input. Blank lines still count in the numbering. A line longer than [`MAX_LINE_BYTES`], or
+    /// one that is not text (a NUL byte, or bytes that are not UTF-8), is an error of kind
+    /// `InvalidData` naming it, and ends the input: the file is not one of deals or cases (a
+    /// binary, say), and reading on would give an error line for each of its lines.
     pub(crate) fn advance(&mut self) -> io::Result<bool> {
         loop {
             self.line.clear();
@@ -50,6 +52,15 @@ impl<R: BufRead> Lines<R> {
                     format!(
                         "line {} is longer than {} bytes: not a text file of deals or cases",
                         self.number, MAX_LINE_BYTES
+                    ),
+                ));
+            }
+            if let Some(what) = not_text(&self.line) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "line {} is not text ({what}): not a file of deals or cases",
+                        self.number
                     ),
                 ));
             }
@@ -76,6 +87,20 @@ impl<R: BufRead> Lines<R> {
     pub(crate) fn get_ref(&self) -> &R {
         &self.input
     }
+}
+
+/// What makes `line` not text, if anything: a NUL byte (never in a text file, always in a binary
+/// one) or bytes that are not UTF-8. Lines are nearly always ASCII, which is checked first.
+fn not_text(line: &[u8]) -> Option<String> {
+    if let Some(at) = line.iter().position(|&b| b == 0) {
+        return Some(format!("a NUL byte at byte {}", at + 1));
+    }
+    if line.is_ascii() {
+        return None;
+    }
+    std::str::from_utf8(line)
+        .err()
+        .map(|e| format!("bytes that are not UTF-8 at byte {}", e.valid_up_to() + 1))
 }
 
 #[cfg(test)]
@@ -133,5 +158,43 @@ mod tests {
         assert!(lines.advance().is_ok_and(|more| more));
         assert_eq!(lines.line(), b"\xef\xbb\xbfy\n");
         assert!(lines.advance().is_ok_and(|more| !more));
+    }
+
+    /// Rough edge 8: a binary file is refused at the first line that is not text, once.
+    #[test]
+    fn a_line_that_is_not_text_is_an_error_naming_it() {
+        for (text, says) in [
+            (
+                &b"a\n\nb\0c\nd\n"[..],
+                "line 3 is not text (a NUL byte at byte 2)",
+            ),
+            (
+                b"a\nb \xd6\n",
+                "line 2 is not text (bytes that are not UTF-8 at byte 3)",
+            ),
+        ] {
+            let mut lines = Lines::new(text);
+            let mut error = None;
+            loop {
+                match lines.advance() {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+            let error = error.map(|e| (e.kind(), e.to_string()));
+            assert_eq!(
+                error.as_ref().map(|e| e.0),
+                Some(io::ErrorKind::InvalidData)
+            );
+            let message = error.map(|e| e.1).unwrap_or_default();
+            assert!(message.starts_with(says), "{message}");
+        }
+        // UTF-8 beyond ASCII is text.
+        let mut lines = Lines::new("é\n".as_bytes());
+        assert!(lines.advance().is_ok_and(|more| more));
     }
 }

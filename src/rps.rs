@@ -49,7 +49,7 @@ use std::fmt;
 pub mod reader;
 pub mod solver;
 
-pub use reader::{BadCase, CaseReader, Expected, ReadError};
+pub use reader::{BadCase, CaseFileError, CaseReader, Expected};
 pub use solver::RpsSolver;
 
 /// Most other players a case may have (`n`); the seed's arrays allow 15. Every solver's tables

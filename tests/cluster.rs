@@ -707,3 +707,33 @@ fn with_no_daemon_ever_reachable_the_client_does_not_wait_to_give_up() {
     assert!(stderr.contains("every daemon failed"), "{stderr}");
     assert!(!stderr.contains("came back within"), "{stderr}");
 }
+
+/// Rough edge 5: with nothing listening, the client used to warn first that its request "is
+/// retried", then that every daemon failed. It says it once: what it tried, why each failed,
+/// that nothing answered, and what to check.
+#[test]
+fn with_nothing_listening_the_client_says_so_once() {
+    for addrs in [&[DEAD][..], &[DEAD, ALSO_DEAD]] {
+        let mut args = vec!["client"];
+        for addr in addrs {
+            args.extend(["--addr", addr]);
+        }
+        let sample = data("sample.in");
+        args.push(&sample);
+        let out = run(&args);
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{stderr}");
+        assert_eq!(out.stdout_str(), "", "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+        assert!(!stderr.contains("retried"), "{stderr}");
+        for addr in addrs {
+            assert!(
+                stderr.contains(&format!("{addr}: cannot connect")),
+                "{stderr}"
+            );
+        }
+        assert!(stderr.contains("none ever answered"), "{stderr}");
+        assert!(stderr.contains("is `patience serve` running"), "{stderr}");
+    }
+}

@@ -466,10 +466,11 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
 async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_workers() {
     let server = TestServer::start(1, config()).await;
     let mut client = server.client().await;
-    // 20,000 deals: seconds of work for one worker, against a 300 ms deadline.
-    let mut request = tonic::Request::new(tokio_stream::iter(vec![big_request(); 40]));
+    // A client that never stops sending: whatever the machine's speed, the deadline (300 ms)
+    // comes before the end. (A fixed 20,000 deals once finished in 275 ms.)
+    let endless = tokio_stream::iter(std::iter::repeat_with(big_request));
+    let mut request = tonic::Request::new(endless);
     request.set_timeout(Duration::from_millis(300));
-    let started = Instant::now();
     let mut inbound = client.solve_stream(request).await.unwrap().into_inner();
     let mut answered = 0;
     let status = loop {
@@ -485,7 +486,6 @@ async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_wo
             .message()
             .contains(&format!("before index {answered}"))
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
     let done = server.pool.stats().done();
     let ran = batches_run_until_idle(&server, done).await;
     assert!(

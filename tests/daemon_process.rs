@@ -409,3 +409,60 @@ fn the_documented_client_examples_print_what_the_docs_say() {
             .run();
     }
 }
+
+/// Rough edge 3: a value from an environment variable that a flag cannot take names the variable
+/// (the user never typed the flag), for every flag that reads one; a value typed as a flag is
+/// still said to come from the flag.
+#[test]
+fn a_bad_value_from_the_environment_names_the_variable() {
+    use clap::CommandFactory as _;
+    let cli = patience::cli::Cli::command();
+    let serve = cli.find_subcommand("serve").expect("a serve subcommand");
+    let bad = "not-a-value!";
+    let mut checked = 0;
+    for arg in serve.get_arguments() {
+        let Some(var) = arg.get_env() else {
+            continue;
+        };
+        let var = var.to_string_lossy().into_owned();
+        let flag = format!("--{}", arg.get_long().expect("a long flag"));
+        // Paths take any text: nothing for the parser to refuse.
+        let probe = clap::Command::new("probe")
+            .arg(arg.clone())
+            .try_get_matches_from(["probe", &format!("{flag}={bad}")]);
+        if !probe.is_err_and(|e| {
+            matches!(
+                e.kind(),
+                clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
+            )
+        }) {
+            continue;
+        }
+        let out = patience().arg("serve").env(&var, bad).output();
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{var}: {stderr}");
+        assert!(stderr.contains(&format!("{var}={bad}")), "{var}: {stderr}");
+        assert!(stderr.contains(&flag), "{var}: {stderr}");
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} variables checked");
+
+    // Typed as a flag, the value is the flag's, whatever the environment holds.
+    let out = patience()
+        .args(&["serve", "--workers", "abc"])
+        .env("PATIENCE_WORKERS", "2")
+        .output();
+    let stderr = out.stderr_str();
+    assert_eq!(out.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--workers"), "{stderr}");
+    assert!(!stderr.contains("PATIENCE_WORKERS"), "{stderr}");
+    // A variable's value that the flag can take, under the flag itself: the same words as typed.
+    let out = patience()
+        .arg("serve")
+        .env("PATIENCE_WORKERS", "0")
+        .output();
+    let stderr = out.stderr_str();
+    assert_eq!(out.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("PATIENCE_WORKERS=0"), "{stderr}");
+    assert!(stderr.contains("at least 1"), "{stderr}");
+}

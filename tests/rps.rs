@@ -8,7 +8,8 @@ use crate::common;
 
 use common::rps_answers as read_answers;
 use patience::rps::{
-    BadCase, Case, CaseError, CaseReader, Expected, Gesture, MAX_OTHERS, ReadError, RpsSolver, Who,
+    BadCase, Case, CaseError, CaseFileError, CaseReader, Expected, Gesture, MAX_OTHERS, RpsSolver,
+    Who,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -24,9 +25,9 @@ fn read(text: &str) -> Vec<Result<Case, String>> {
         .collect()
 }
 
-fn bad_case(item: &Result<Case, ReadError>) -> &BadCase {
+fn bad_case(item: &Result<Case, CaseFileError>) -> &BadCase {
     match item {
-        Err(ReadError::Case(bad)) => bad,
+        Err(CaseFileError::Case(bad)) => bad,
         other => panic!("expected a bad case, got {other:?}"),
     }
 }
@@ -492,7 +493,7 @@ mod reader {
         assert_eq!(got.len(), 3);
         assert!(matches!(
             got[2],
-            Err(ReadError::Truncated {
+            Err(CaseFileError::Truncated {
                 case: 3,
                 line: 8,
                 expected: Expected::Start,
@@ -578,10 +579,9 @@ mod reader {
     }
 
     #[test]
-    fn invalid_utf8_is_a_bad_token_not_an_io_error() {
-        let mut bytes = format!("1\n{CASE1}").into_bytes();
-        bytes[4] = 0xff;
-        let got: Vec<_> = CaseReader::new(&bytes[..]).collect();
+    fn a_token_beyond_ascii_is_a_bad_token() {
+        let text = format!("1\n{CASE1}").replacen("0.5", "é.5", 1);
+        let got: Vec<_> = CaseReader::new(text.as_bytes()).collect();
         assert!(matches!(
             bad_case(&got[0]).error,
             CaseError::NotANumber {
@@ -589,6 +589,19 @@ mod reader {
                 gesture: Gesture::Rock,
                 ..
             }
+        ));
+    }
+
+    /// Rough edge 8: bytes that are not UTF-8 are not a case file's; the input ends there, once.
+    #[test]
+    fn invalid_utf8_ends_the_input_with_one_error() {
+        let mut bytes = format!("1\n{CASE1}").into_bytes();
+        bytes[4] = 0xff;
+        let got: Vec<_> = CaseReader::new(&bytes[..]).collect();
+        assert_eq!(got.len(), 1);
+        assert!(matches!(
+            &got[0],
+            Err(CaseFileError::Io(e)) if e.kind() == io::ErrorKind::InvalidData
         ));
     }
 
@@ -609,7 +622,7 @@ mod reader {
         let mut reader = CaseReader::new(input);
         assert!(reader.next().unwrap().is_ok());
         let err = reader.next().unwrap().unwrap_err();
-        assert!(matches!(err, ReadError::Io(_)));
+        assert!(matches!(err, CaseFileError::Io(_)));
         assert_eq!(err.to_string(), "read failed: the cable is cut");
         assert!(reader.next().is_none());
     }

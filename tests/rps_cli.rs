@@ -532,3 +532,48 @@ fn with_no_daemon_up_the_run_fails_with_status_2() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(out.stderr_str().contains(&addr), "{}", out.stderr_str());
 }
+
+/// Rough edge 8, for case files: a file that stops being text is refused once, naming the file
+/// and the line, exit status 2, as `solve` does; the cases before it are answered.
+#[test]
+fn a_file_that_is_not_text_is_refused_once_naming_its_line() {
+    let scratch = Scratch::new("rps-binary");
+    // Two cases announced; the second's `n` line is a NUL and garbage follows.
+    let mut bytes = b"2\n0\n1 0 0\n".to_vec();
+    bytes.extend_from_slice(b"\0\x01\x02\n");
+    for i in 0..20_000u32 {
+        bytes.extend_from_slice(&i.to_le_bytes());
+        bytes.push(b'\n');
+    }
+    let path = scratch.write("cases.bin", &bytes);
+    let out = patience().args(&["rps", &path]).output();
+    let head: String = out
+        .stdout_str()
+        .lines()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(out.code(), Some(2), "{head}; {}", out.stderr_str());
+    // Maze alone, always rock: she is the last one left.
+    assert_eq!(out.stdout_str(), "1.0000000000\n");
+    let stderr = out.stderr_str();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&path), "{stderr}");
+    assert!(stderr.contains("line 4"), "{stderr}");
+    assert!(stderr.contains("not text"), "{stderr}");
+}
+
+/// Rough edge 6: the top-level help names both games and the subcommand of the second.
+#[test]
+fn the_top_level_help_names_both_games() {
+    for args in [&["--help"][..], &["help"], &["-h"]] {
+        let out = patience().args(args).output();
+        assert_eq!(out.code(), Some(0), "{args:?}: {out:?}");
+        let help = out.stdout_str();
+        let about = help.lines().next().unwrap_or("");
+        assert!(about.contains("Double Patience"), "{args:?}: {help}");
+        assert!(about.contains("rock-paper-scissors"), "{args:?}: {help}");
+        assert!(about.contains("FZU 2145"), "{args:?}: {help}");
+        assert!(help.contains("\n  rps "), "{args:?}: {help}");
+    }
+}

@@ -3,8 +3,8 @@
 use crate::common;
 
 use common::{
-    Authority, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience, probability,
-    run, wire,
+    Authority, DEAD, Daemon, Scratch, TOLERANCE, TestServer, config, corpus, data, patience,
+    probability, run, wire,
 };
 use patience::auth::{AddBearer, Secret};
 use patience::proto::SolveRequest;
@@ -561,4 +561,168 @@ fn the_documented_certificate_recipe_makes_certificates_for_mutual_tls() {
         !stderr.contains("listening on"),
         "refused after a start was announced: {stderr}"
     );
+}
+
+/// Rough edge 2: a token file that cannot be read is one line naming it, with its cause once
+/// (the error's message and its source both printed the operating system's words).
+#[test]
+fn an_unreadable_token_file_is_one_line_with_its_cause_once() {
+    let dir = Scratch::new("no_token");
+    let missing = dir.join("nosuch").display().to_string();
+    let sample = data("sample.in");
+    for args in [
+        &["client", "--auth-token-file", &missing, &sample][..],
+        &[
+            "rps",
+            "--addr",
+            DEAD,
+            "--auth-token-file",
+            &missing,
+            &sample,
+        ],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--auth-token-file",
+            &missing,
+        ],
+    ] {
+        let out = patience().args(args).output();
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot read the token file {missing}")),
+            "{args:?}: {stderr}"
+        );
+        let cause = std::fs::read(&missing).unwrap_err().to_string();
+        assert_eq!(stderr.matches(&cause).count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+/// `openssl ARGS` in `dir`; `None` (and a note saying what is skipped) when openssl is not
+/// installed.
+fn openssl(dir: &Scratch, args: &[&str]) -> Option<()> {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir.path())
+        .output();
+    match out {
+        Err(e) => {
+            eprintln!(
+                "skipped: openssl cannot run here ({e}); install it to test its certificates"
+            );
+            None
+        }
+        Ok(out) => {
+            assert!(out.status.success(), "openssl {args:?}: {out:?}");
+            Some(())
+        }
+    }
+}
+
+/// Rough edge 1: a client certificate made the common way (`openssl x509 -req` without
+/// extensions) is X.509 version 1, which rustls refuses; the client used to fail every daemon with
+/// only "cannot set up TLS for https://...". It now says so in words before dialling anything,
+/// naming the file and how to make a certificate it takes; and one made as it says works against
+/// a daemon that requires client certificates.
+#[test]
+fn a_version_1_client_certificate_is_named_with_how_to_make_one_that_works() {
+    let dir = Scratch::new("v1_client_cert");
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca = [
+        &["req", "-x509"][..],
+        &ec,
+        &["-keyout", "ca.key", "-out", "ca.pem"],
+    ];
+    if openssl(
+        &dir,
+        &[
+            &ca.concat()[..],
+            &["-days", "2", "-subj", "/CN=test client CA"],
+        ]
+        .concat(),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let request = [
+        &["req"][..],
+        &ec,
+        &["-keyout", "client.key", "-out", "client.csr"],
+    ];
+    openssl(
+        &dir,
+        &[&request.concat()[..], &["-subj", "/CN=client"]].concat(),
+    );
+    let sign = [
+        "x509",
+        "-req",
+        "-in",
+        "client.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-set_serial",
+        "1",
+        "-days",
+        "2",
+    ];
+    openssl(&dir, &[&sign[..], &["-out", "v1.pem"]].concat());
+    dir.write("client.ext", "subjectAltName=DNS:client\n");
+    openssl(
+        &dir,
+        &[&sign[..], &["-extfile", "client.ext", "-out", "v3.pem"]].concat(),
+    );
+
+    let server_ca = Authority::new();
+    let (cert, key) = server_ca.issue(&["localhost", "127.0.0.1"]);
+    let cert = dir.write("server.pem", cert);
+    let key = dir.write("server.key", key);
+    let trust = dir.write("server-ca.pem", server_ca.pem());
+    let client_ca = dir.join("ca.pem").display().to_string();
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &client_ca,
+    ]);
+    let addr = format!("https://{}", daemon.socket);
+    let client_key = dir.join("client.key").display().to_string();
+    let client = |cert: &str| {
+        patience()
+            .args(&["client", "--addr", &addr, "--tls-ca", &trust])
+            .args(&["--tls-cert", cert, "--tls-key", &client_key])
+            .arg(data("sample.in"))
+            .output()
+    };
+
+    let v1 = dir.join("v1.pem").display().to_string();
+    let out = client(&v1);
+    let stderr = out.stderr_str();
+    assert_eq!(out.code(), Some(2), "{stderr}");
+    assert_eq!(out.stdout_str(), "", "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&v1), "{stderr}");
+    assert!(stderr.contains("X.509 version 1"), "{stderr}");
+    assert!(stderr.contains("-extfile"), "{stderr}");
+    assert!(stderr.contains("openssl req -x509"), "{stderr}");
+    assert!(!stderr.contains("every daemon failed"), "{stderr}");
+
+    let out = client(&dir.join("v3.pem").display().to_string());
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert_eq!(out.stdout_str(), "0.589314\n");
 }

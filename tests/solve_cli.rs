@@ -274,9 +274,11 @@ fn bad_deals_cost_only_their_own_line() {
     };
     let one_line = format!("{}\n", deals[10].join(" ")).into_bytes();
     let one_line_bad = format!("{}\n", with_token(&deals[11], 9, 4, "ZZ").join(" ")).into_bytes();
-    let not_utf8 = {
-        let mut bytes = plain(12);
-        bytes[0] = 0xff;
+    // Text beyond ASCII is still text: a bad token like any other (bytes that are not UTF-8
+    // make the file unreadable instead; see a_file_that_is_not_text_is_refused_once_naming_its_line).
+    let not_ascii = {
+        let mut bytes = "Ä".as_bytes().to_vec();
+        bytes.extend_from_slice(&plain(12)[1..]);
         bytes
     };
     let messy = deals[13]
@@ -330,7 +332,7 @@ fn bad_deals_cost_only_their_own_line() {
         good(blank_lines, 9),
         good(one_line, 10),
         bad(one_line_bad, 1, &["pile 9, position 4", "\"ZZ\""]),
-        bad(not_utf8, 1, &["pile 1, position 1"]),
+        bad(not_ascii, 1, &["pile 1, position 1"]),
         good(messy, 13),
         good(plain(14), 14),
         // Cut after five piles: the end of the file comes where the sixth pile should.
@@ -619,4 +621,150 @@ fn a_line_too_long_ends_the_run_with_an_error_naming_it() {
         "{}",
         out.stderr_str()
     );
+}
+
+/// Rough edge 4: a number flag given something it cannot take says what it takes, in words, not
+/// in the words of Rust's integer parser ("number would be zero for non-zero type").
+#[test]
+fn number_flags_say_what_they_take() {
+    let sample = data("sample.in");
+    let rps = data("rps-sample.in");
+    for (args, flag, takes) in [
+        (
+            &["solve", "--workers", "0", &sample][..],
+            "--workers",
+            "at least 1",
+        ),
+        (&["rps", "--workers", "0", &rps], "--workers", "at least 1"),
+        (&["serve", "--workers", "0"], "--workers", "at least 1"),
+        (
+            &["serve", "--max-connections", "0"],
+            "--max-connections",
+            "at least 1",
+        ),
+        (
+            &["solve", "--workers", "many", &sample],
+            "--workers",
+            "at least 1",
+        ),
+        (
+            &["solve", "--precision", "18", &sample],
+            "--precision",
+            "from 0 to 17",
+        ),
+        (
+            &["rps", "--precision=-1", &rps],
+            "--precision",
+            "from 0 to 17",
+        ),
+        (
+            &["client", "--batch", "0", &sample],
+            "--batch",
+            "from 1 to 10000",
+        ),
+        (
+            &["rps", "--batch", "10001", &rps],
+            "--batch",
+            "from 1 to 10000",
+        ),
+        (
+            &["serve", "--max-in-flight", "lots"],
+            "--max-in-flight",
+            "a whole number",
+        ),
+        (
+            &["serve", "--max-message-bytes", "4MiB"],
+            "--max-message-bytes",
+            "a whole number",
+        ),
+        (
+            &["serve", "--max-concurrent-streams", "4294967296"],
+            "--max-concurrent-streams",
+            "at most 4294967295",
+        ),
+        (&["gen", "--count", "1e3"], "--count", "a whole number"),
+    ] {
+        let out = patience().args(args).output();
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+        assert!(stderr.contains(takes), "{args:?}: {stderr}");
+        for raw in [
+            "non-zero type",
+            "invalid digit",
+            "is not in",
+            "too large",
+            "too small",
+        ] {
+            assert!(!stderr.contains(raw), "{args:?}: {stderr}");
+        }
+        assert_eq!(out.stdout_str(), "", "{args:?}");
+    }
+}
+
+/// Rough edge 7: a card twice in a position (the `/` form) is a position's mistake: no word of a
+/// 36-card deck, which a position need not be.
+#[test]
+fn a_duplicate_card_in_a_position_is_worded_for_a_position() {
+    let out = patience()
+        .arg("solve")
+        .stdin("7S 6S / 6C 7S / / / / / / /\n")
+        .output();
+    assert_eq!(out.code(), Some(1), "{out:?}");
+    let line = out.stdout_str();
+    assert!(
+        line.starts_with(
+            "error: deal 1 (line 1): 7S appears twice, at pile 1, position 1 and at pile 2, \
+             position 2"
+        ),
+        "{line}"
+    );
+    assert!(line.contains("position"), "{line}");
+    assert!(!line.contains("36-card"), "{line}");
+    // A full deal keeps the deck's wording.
+    let sample = std::fs::read_to_string(data("sample.in")).unwrap();
+    let out = patience()
+        .arg("solve")
+        .stdin(sample.replacen("6H", "AS", 1))
+        .output();
+    assert!(out.stdout_str().contains("36-card deck"), "{out:?}");
+}
+
+/// Rough edge 8: a file that is not text (here a NUL byte, then bytes that are not UTF-8) is
+/// refused once, naming the file and the line where the text stops, exit status 2; the deals
+/// before it are answered. It used to print an `error:` line per line of garbage.
+#[test]
+fn a_file_that_is_not_text_is_refused_once_naming_its_line() {
+    let scratch = Scratch::new("binary");
+    let sample = std::fs::read(data("sample.in")).unwrap();
+    let mut garbage = Vec::new();
+    for i in 0..20_000u32 {
+        garbage.extend_from_slice(&i.to_le_bytes());
+        garbage.push(b'\n');
+    }
+    for (name, bad_line) in [
+        ("nul.bin", b"AS 9S\0 6C KS\n".to_vec()),
+        ("latin1.bin", b"AS 9S 6C K\xd6\n".to_vec()),
+    ] {
+        let mut bytes = sample.clone();
+        bytes.extend_from_slice(b"\n");
+        bytes.extend_from_slice(&bad_line);
+        bytes.extend_from_slice(&garbage);
+        let path = scratch.write(name, &bytes);
+        let out = patience().args(&["solve", &path]).output();
+        let stderr = out.stderr_str();
+        let stdout = out.stdout_str();
+        let head: String = stdout.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            out.code(),
+            Some(2),
+            "{name}: {} lines, starting {head}; {stderr}",
+            stdout.lines().count()
+        );
+        assert_eq!(stdout, "0.589314\n", "{name}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(&path), "{name}: {stderr}");
+        assert!(stderr.contains("line 11"), "{name}: {stderr}");
+        assert!(stderr.contains("not text"), "{name}: {stderr}");
+    }
 }

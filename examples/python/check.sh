@@ -4,18 +4,29 @@
 # message, which can word a deal's problem differently (a short pile is "the deal has 35 cards"
 # there, "pile 9 has 3 cards" in `solve`): so error lines are compared up to "deal N:".
 #   examples/python/check.sh PATH/TO/patience DEAL_FILE...
+# It writes nothing into the checkout: the stubs, Python's bytecode and (unless PATIENCE_VENV names
+# a venv with requirements.txt installed, as .ci/run's target/tools/venv) the venv all go into a
+# temporary directory, removed at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 patience=$(realpath "$1")
 shift
 work=$(mktemp -d)
-trap 'kill "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
+daemon=
+trap 'if [ -n "$daemon" ]; then kill "$daemon" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+export PYTHONDONTWRITEBYTECODE=1
 
-python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
-mkdir -p "$here/gen"
-"$work/venv/bin/python" -m grpc_tools.protoc -I "$here/../../proto" \
-  --python_out="$here/gen" --grpc_python_out="$here/gen" patience/v1/patience.proto
+venv=${PATIENCE_VENV:-}
+if [ -z "$venv" ] || ! "$venv/bin/python" -c 'import grpc, grpc_tools' 2>/dev/null; then
+  venv=$work/venv
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+fi
+mkdir -p "$work/gen"
+"$venv/bin/python" -m grpc_tools.protoc -I "$here/../../proto" \
+  --python_out="$work/gen" --grpc_python_out="$work/gen" patience/v1/patience.proto
+# patience_client.py imports the stubs from here instead of its own gen/.
+export PATIENCE_STUBS=$work/gen
 
 RUST_LOG=info "$patience" serve --addr 127.0.0.1:0 --workers 2 2>"$work/daemon.log" &
 daemon=$!
@@ -30,7 +41,7 @@ passed=0 failed=0
 for file in "$@"; do
   deals=$(realpath "$file")
   python_status=0 solve_status=0
-  "$work/venv/bin/python" "$here/patience_client.py" --addr "$addr" "$deals" >"$work/python.out" ||
+  "$venv/bin/python" "$here/patience_client.py" --addr "$addr" "$deals" >"$work/python.out" ||
     python_status=$?
   "$patience" solve "$deals" >"$work/solve.out" || solve_status=$?
   sed -E 's/^(error: .*: deal [0-9]+)( \(line [0-9]+\))?: .*/\1:/' "$work/solve.out" >"$work/solve.cmp"

@@ -8,11 +8,14 @@
 """
 
 import argparse
+import os
 import sys
 from collections import deque
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent / "gen"))
+# The stubs generated as above, in gen/ beside this file; or where PATIENCE_STUBS says (check.sh
+# generates them in a temporary directory, to leave the checkout as it found it).
+sys.path.insert(0, os.environ.get("PATIENCE_STUBS") or str(Path(__file__).parent / "gen"))
 
 import grpc  # noqa: E402
 from patience.v1 import patience_pb2, patience_pb2_grpc  # noqa: E402

@@ -10,7 +10,7 @@ use super::input::{Input, Reader, consumed};
 pub type Entry<T = Deal> = Result<T, String>;
 
 /// What the reader hands on, in input order.
-pub enum Event<T = Deal> {
+pub enum Batched<T = Deal> {
     /// Consecutive items of one input, and how many bytes of all the inputs (in order) they and
     /// the items before them span, for progress reports.
     Batch(Vec<Entry<T>>, u64),
@@ -50,8 +50,8 @@ impl Items for DealReader<Reader> {
     fn step(&mut self) -> Option<Step<Deal>> {
         Some(match self.next()? {
             Ok(deal) => Step::Item(deal),
-            Err(deal::ReadError::Deal(bad)) => Step::Bad(bad.to_string()),
-            Err(deal::ReadError::Io(e)) => Step::Failed(e.to_string()),
+            Err(deal::DealFileError::Deal(bad)) => Step::Bad(bad.to_string()),
+            Err(deal::DealFileError::Io(e)) => Step::Failed(e.to_string()),
         })
     }
 }
@@ -70,7 +70,8 @@ impl Items for CaseReader<Reader> {
     fn step(&mut self) -> Option<Step<Case>> {
         Some(match self.next()? {
             Ok(case) => Step::Item(case),
-            Err(e @ rps::ReadError::Io(_)) => Step::Failed(e.to_string()),
+            // The input's own words, as for deals: both games say an unreadable file alike.
+            Err(rps::CaseFileError::Io(e)) => Step::Failed(e.to_string()),
             Err(e) => Step::Bad(e.to_string()),
         })
     }
@@ -83,7 +84,7 @@ impl Items for CaseReader<Reader> {
 pub fn read_items<R: Items>(
     inputs: &[Input],
     max: usize,
-    mut emit: impl FnMut(Event<R::Item>) -> bool,
+    mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {
     let max = max.max(1);
     // Bytes of the inputs finished so far.
@@ -96,7 +97,7 @@ pub fn read_items<R: Items>(
                     Input::Stdin => "standard input".to_string(),
                     Input::File(p) => p.display().to_string(),
                 };
-                if !emit(Event::Unreadable(format!("cannot open {label}: {e}"))) {
+                if !emit(Batched::Unreadable(format!("cannot open {label}: {e}"))) {
                     return;
                 }
                 continue;
@@ -111,10 +112,10 @@ pub fn read_items<R: Items>(
                 Step::Bad(message) => batch.push(Err(format!("{prefix}{message}"))),
                 Step::Failed(message) => {
                     let at = done + consumed(items.input());
-                    if !batch.is_empty() && !emit(Event::Batch(std::mem::take(&mut batch), at)) {
+                    if !batch.is_empty() && !emit(Batched::Batch(std::mem::take(&mut batch), at)) {
                         return;
                     }
-                    if !emit(Event::Unreadable(format!("{prefix}{message}"))) {
+                    if !emit(Batched::Unreadable(format!("{prefix}{message}"))) {
                         return;
                     }
                     break;
@@ -122,7 +123,7 @@ pub fn read_items<R: Items>(
             }
             let dry = items.input().buffer().is_empty();
             if (batch.len() >= max || dry)
-                && !emit(Event::Batch(
+                && !emit(Batched::Batch(
                     std::mem::replace(&mut batch, Vec::with_capacity(max)),
                     done + consumed(items.input()),
                 ))
@@ -131,7 +132,7 @@ pub fn read_items<R: Items>(
             }
         }
         let end = done + consumed(items.input());
-        if !batch.is_empty() && !emit(Event::Batch(batch, end)) {
+        if !batch.is_empty() && !emit(Batched::Batch(batch, end)) {
             return;
         }
         done = end;

@@ -18,15 +18,15 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 
-use super::batches::{Event as Read, Items, read_items};
+use super::batches::{Batched, Items, read_items};
 use super::input::{Input, Reader};
-use super::output::{JsonAnalysis, Render, Status};
-use super::progress::{Progress, Unit};
+use super::output::{ExitStatus, JsonAnalysis, Render};
+use super::progress::{ProgressDisplay, Unit};
 use super::{ClientArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
-    self, Answer, Answers, ClientConfig, Connector, Deals, Event, Game, Rps, Submission,
-    SystemResolver, Target, TlsFiles,
+    self, Answer, Answers, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol,
+    RpsProtocol, SystemResolver, Target, TlsFiles,
 };
 use crate::deal::{Deal, DealReader};
 use crate::proto::{self, SolveRequest};
@@ -37,7 +37,7 @@ use crate::solver::Options;
 const AHEAD: usize = 32;
 
 /// What a game's files become on their way to the daemons.
-trait Remote: Game {
+trait Remote: Protocol {
     /// The game's file reader, the same as in-process.
     type Items: Items;
     const UNIT: Unit;
@@ -47,7 +47,7 @@ trait Remote: Game {
     ) -> Self::Request;
 }
 
-impl Remote for Deals {
+impl Remote for DealProtocol {
     type Items = DealReader<Reader>;
     const UNIT: Unit = Unit::DEALS;
     fn request(deals: Vec<Deal>, analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
@@ -62,7 +62,7 @@ impl Remote for Deals {
     }
 }
 
-impl Remote for Rps {
+impl Remote for RpsProtocol {
     type Items = CaseReader<Reader>;
     const UNIT: Unit = Unit::CASES;
     fn request(
@@ -74,7 +74,7 @@ impl Remote for Rps {
 }
 
 /// What one run reads and how it prints, from either command's flags.
-struct Job<'a> {
+struct Plan<'a> {
     files: &'a [std::path::PathBuf],
     batch: usize,
     render: Render,
@@ -114,17 +114,18 @@ fn config(
         asked,
         give_up_after: remote.give_up_after,
         dns_refresh: remote.dns_refresh,
-        hedge_floor: client::HEDGE_FLOOR,
+        hedge_floor: remote.hedge_floor.unwrap_or(client::HEDGE_FLOOR),
+        late_failures: remote.late_failures.unwrap_or(client::LATE_FAILURES),
         resolver: Arc::new(SystemResolver),
     })
 }
 
-pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
+pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
     let asked = args.analysis.options()?;
     // JSON always carries winnable and states, so it always asks the daemon for an analysis.
     let wanted = (args.analysis.format == OutputFormat::Json).then_some(asked);
     let config = config(&args.addr, &args.remote, args.batch, wanted)?;
-    let job = Job {
+    let plan = Plan {
         files: &args.files,
         batch: args.batch as usize,
         render: Render {
@@ -134,22 +135,22 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<Status> {
         },
         quiet: args.quiet,
     };
-    on_runtime(stream_files::<Deals>(job, config))
+    on_runtime(stream_files::<DealProtocol>(plan, config))
 }
 
 /// `patience rps --addr`: the cases go to the daemons, and print as in-process.
-pub fn run_rps(args: &RpsArgs) -> anyhow::Result<Status> {
+pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let config = config(&args.addr, &args.remote, args.batch, None)?;
-    let job = Job {
+    let plan = Plan {
         files: &args.files,
         batch: args.batch as usize,
-        render: super::rps::render(args),
+        render: args.render(),
         quiet: args.quiet,
     };
-    on_runtime(stream_files::<Rps>(job, config))
+    on_runtime(stream_files::<RpsProtocol>(plan, config))
 }
 
-fn on_runtime(run: impl Future<Output = anyhow::Result<Status>>) -> anyhow::Result<Status> {
+fn on_runtime(run: impl Future<Output = anyhow::Result<ExitStatus>>) -> anyhow::Result<ExitStatus> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -174,15 +175,18 @@ enum Slot {
     Unreadable(String),
 }
 
-async fn stream_files<G: Remote>(job: Job<'_>, config: ClientConfig) -> anyhow::Result<Status> {
-    let render = job.render;
+async fn stream_files<G: Remote>(
+    plan: Plan<'_>,
+    config: ClientConfig,
+) -> anyhow::Result<ExitStatus> {
+    let render = plan.render;
     let wire_options = config.asked.map(proto::AnalysisOptions::from);
-    let batch = job.batch;
-    let inputs = Input::from_args(job.files);
-    let progress = Progress::counting(G::UNIT, job.quiet, &inputs);
+    let batch = plan.batch;
+    let inputs = Input::from_args(plan.files);
+    let progress = ProgressDisplay::counting(G::UNIT, plan.quiet, &inputs);
     let ahead = AHEAD.max(2 * config.window * config.targets.len());
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
-    let (submit, submissions) = mpsc::channel::<Submission<G>>(1);
+    let (submit, submissions) = mpsc::channel::<Chunk<G>>(1);
     std::thread::Builder::new()
         .name("reader".into())
         .spawn(move || read::<G>(&inputs, batch, wire_options, &slots_tx, &submit))
@@ -260,12 +264,12 @@ fn read<G: Remote>(
     batch: usize,
     analysis: Option<proto::AnalysisOptions>,
     slots: &mpsc::Sender<Slot>,
-    submit: &mpsc::Sender<Submission<G>>,
+    submit: &mpsc::Sender<Chunk<G>>,
 ) {
     read_items::<G::Items>(inputs, batch, |event| {
         let (entries, at) = match event {
-            Read::Batch(entries, at) => (entries, at),
-            Read::Unreadable(msg) => return slots.blocking_send(Slot::Unreadable(msg)).is_ok(),
+            Batched::Batch(entries, at) => (entries, at),
+            Batched::Unreadable(msg) => return slots.blocking_send(Slot::Unreadable(msg)).is_ok(),
         };
         let mut items = Vec::new();
         let lines = entries
@@ -296,12 +300,12 @@ fn read<G: Remote>(
             return false;
         }
         let request = G::request(items, analysis);
-        submit.blocking_send(Submission { request, reply }).is_ok()
+        submit.blocking_send(Chunk { request, reply }).is_ok()
     });
 }
 
 /// One line on standard error about what happened to a daemon.
-fn tell(progress: &Progress, event: &Event) {
+fn tell(progress: &ProgressDisplay, event: &Event) {
     match event {
         Event::Failed {
             daemon,
@@ -345,9 +349,9 @@ fn tell(progress: &Progress, event: &Event) {
 /// How printing ended.
 enum Printed {
     /// Every slot was printed.
-    All(Status),
+    All(ExitStatus),
     /// Whoever reads standard output closed it (`patience client big | head`): not an error.
-    Closed(Status),
+    Closed(ExitStatus),
     /// A chunk's answers will never come: the session gave up.
     Lost,
 }
@@ -356,10 +360,10 @@ enum Printed {
 async fn print(
     mut slots: mpsc::Receiver<Slot>,
     render: Render,
-    progress: &Progress,
+    progress: &ProgressDisplay,
 ) -> anyhow::Result<Printed> {
     let mut out = BufWriter::new(io::stdout().lock());
-    let mut status = Status::Ok;
+    let mut status = ExitStatus::Ok;
     let mut index = 0u64;
     loop {
         if slots.is_empty() {
@@ -375,7 +379,7 @@ async fn print(
             Slot::Unreadable(msg) => {
                 out.flush().ok();
                 progress.eprintln(format_args!("patience: {msg}"));
-                status = Status::Trouble;
+                status = ExitStatus::Trouble;
                 continue;
             }
             Slot::Lines { lines, answers, at } => (lines, answers, at),
@@ -402,7 +406,7 @@ async fn print(
         for line in lines {
             let line = match line {
                 Some(error) => {
-                    status = status.max(Status::BadInput);
+                    status = status.max(ExitStatus::BadInput);
                     render.failed(index, &error)
                 }
                 // The session checked the response: one answer per deal sent, each printable.
@@ -417,7 +421,7 @@ async fn print(
                         render.solved(index, probability, analysis)
                     }
                     Some(Answer::Failed(message)) => {
-                        status = status.max(Status::BadInput);
+                        status = status.max(ExitStatus::BadInput);
                         render.failed(index, &format!("server: {message}"))
                     }
                     None => bail!("a chunk's answers ran short (a bug in this client)"),
@@ -437,7 +441,7 @@ async fn print(
 }
 
 /// A closed pipe (`patience client big | head`) is the reader's choice, not an error.
-fn write_failed(e: io::Error, status: Status) -> anyhow::Result<Printed> {
+fn write_failed(e: io::Error, status: ExitStatus) -> anyhow::Result<Printed> {
     if e.kind() == io::ErrorKind::BrokenPipe {
         Ok(Printed::Closed(status))
     } else {

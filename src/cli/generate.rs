@@ -5,22 +5,24 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context as _;
 
 use super::GenArgs;
-use super::output::Status;
+use super::output::ExitStatus;
 use crate::deal::Deal;
 
-pub fn run(args: &GenArgs) -> anyhow::Result<Status> {
+pub fn run(args: &GenArgs) -> anyhow::Result<ExitStatus> {
     let mut rng = args
         .seed
         .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let mut out = BufWriter::new(io::stdout().lock());
     for _ in 0..args.count {
         match write!(out, "{}", Deal::shuffled(&mut rng)) {
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Status::Ok),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Ok),
             other => other.context("cannot write the deals")?,
         }
     }
     match out.flush() {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Status::Ok),
-        other => other.context("cannot write the deals").map(|()| Status::Ok),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitStatus::Ok),
+        other => other
+            .context("cannot write the deals")
+            .map(|()| ExitStatus::Ok),
     }
 }

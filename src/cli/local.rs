@@ -7,19 +7,19 @@ use std::io::{self, Write};
 use std::sync::mpsc;
 use std::thread;
 
-use super::batches::{Entry, Event, Items, read_items};
+use super::batches::{Batched, Entry, Items, read_items};
 use super::input::Input;
-use super::output::{Printer, Status};
+use super::output::{ExitStatus, Printer};
 use crate::pool::{BatchTicket, Engines, Pool};
 
 /// One item's answer, or the message of its `error:` line (already naming the file, item and
 /// line).
-pub type Answer<A> = Result<A, String>;
+pub type ItemResult<A> = Result<A, String>;
 
 /// What the reader hands the printer, in input order.
 enum Piece<A> {
     /// A batch's answers to come, and the input bytes it and the batches before it span.
-    Answers(BatchTicket<Answer<A>>, u64),
+    Answers(BatchTicket<ItemResult<A>>, u64),
     Unreadable(String),
 }
 
@@ -29,10 +29,10 @@ pub fn run<R, A, W>(
     inputs: &[Input],
     pool: &Pool,
     batch: usize,
-    solve: impl Fn(&mut Engines, Entry<R::Item>) -> Answer<A> + Clone + Send + 'static,
+    solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
     printer: Printer<'_, W>,
-    print: impl FnMut(&mut Printer<'_, W>, Answer<A>) -> io::Result<()>,
-) -> anyhow::Result<Status>
+    print: impl FnMut(&mut Printer<'_, W>, ItemResult<A>) -> io::Result<()>,
+) -> anyhow::Result<ExitStatus>
 where
     R: Items,
     R::Item: Send + 'static,
@@ -44,13 +44,13 @@ where
         scope.spawn(move || {
             read_items::<R>(inputs, batch, |event| {
                 let piece = match event {
-                    Event::Batch(items, at) => {
+                    Batched::Batch(items, at) => {
                         match pool.submit_batch_blocking(items, solve.clone()) {
                             Ok(ticket) => Piece::Answers(ticket, at),
                             Err(e) => Piece::Unreadable(e.to_string()),
                         }
                     }
-                    Event::Unreadable(message) => Piece::Unreadable(message),
+                    Batched::Unreadable(message) => Piece::Unreadable(message),
                 };
                 // Stops reading once the printer has gone.
                 tx.send(piece).is_ok()
@@ -64,8 +64,8 @@ where
 fn print_in_order<A, W: Write>(
     pieces: mpsc::Receiver<Piece<A>>,
     mut printer: Printer<'_, W>,
-    mut print: impl FnMut(&mut Printer<'_, W>, Answer<A>) -> io::Result<()>,
-) -> anyhow::Result<Status> {
+    mut print: impl FnMut(&mut Printer<'_, W>, ItemResult<A>) -> io::Result<()>,
+) -> anyhow::Result<ExitStatus> {
     loop {
         let piece = match printer.receive(&pieces) {
             Ok(Some(piece)) => piece,

@@ -5,11 +5,11 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::mpsc;
 
-use super::progress::Progress;
+use super::progress::ProgressDisplay;
 
 /// The outcome of a whole run, as an exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
+pub enum ExitStatus {
     /// Every deal or case was answered.
     Ok = 0,
     /// Some deal or case (or a case file's framing) was bad; every good one was answered.
@@ -18,8 +18,8 @@ pub enum Status {
     Trouble = 2,
 }
 
-impl From<Status> for ExitCode {
-    fn from(s: Status) -> ExitCode {
+impl From<ExitStatus> for ExitCode {
+    fn from(s: ExitStatus) -> ExitCode {
         ExitCode::from(s as u8)
     }
 }
@@ -162,20 +162,20 @@ impl Render {
 pub struct Printer<'a, W: Write> {
     out: W,
     render: Render,
-    progress: &'a Progress,
+    progress: &'a ProgressDisplay,
     /// The next line's index: items printed so far, bad ones included.
     index: u64,
-    status: Status,
+    status: ExitStatus,
 }
 
 impl<'a, W: Write> Printer<'a, W> {
-    pub fn new(out: W, render: Render, progress: &'a Progress) -> Self {
+    pub fn new(out: W, render: Render, progress: &'a ProgressDisplay) -> Self {
         Printer {
             out,
             render,
             progress,
             index: 0,
-            status: Status::Ok,
+            status: ExitStatus::Ok,
         }
     }
 
@@ -185,9 +185,9 @@ impl<'a, W: Write> Printer<'a, W> {
         self.line(&line)
     }
 
-    /// The next item's `error:` line; the run will end with [`Status::BadInput`].
+    /// The next item's `error:` line; the run will end with [`ExitStatus::BadInput`].
     pub fn failed(&mut self, message: &str) -> io::Result<()> {
-        self.status = self.status.max(Status::BadInput);
+        self.status = self.status.max(ExitStatus::BadInput);
         let line = self.render.failed(self.index, message);
         self.line(&line)
     }
@@ -203,11 +203,11 @@ impl<'a, W: Write> Printer<'a, W> {
     }
 
     /// An input that could not be read (further): said on standard error, after the lines so
-    /// far; the run will end with [`Status::Trouble`].
+    /// far; the run will end with [`ExitStatus::Trouble`].
     pub fn unreadable(&mut self, message: &str) {
         let _ = self.out.flush();
         self.progress.eprintln(format_args!("patience: {message}"));
-        self.status = Status::Trouble;
+        self.status = ExitStatus::Trouble;
     }
 
     /// The next piece from `pieces`, or `None` once its sender is gone. When it would have to
@@ -225,7 +225,7 @@ impl<'a, W: Write> Printer<'a, W> {
     }
 
     /// Ends the run: flushes, and gives its status.
-    pub fn finish(mut self) -> anyhow::Result<Status> {
+    pub fn finish(mut self) -> anyhow::Result<ExitStatus> {
         match self.out.flush() {
             Ok(()) => Ok(self.status),
             Err(e) => self.write_failed(e),
@@ -234,7 +234,7 @@ impl<'a, W: Write> Printer<'a, W> {
 
     /// Ends the run after a failed write. A closed pipe (`patience solve big | head`) is the
     /// reader's choice, not an error.
-    pub fn write_failed(&self, e: io::Error) -> anyhow::Result<Status> {
+    pub fn write_failed(&self, e: io::Error) -> anyhow::Result<ExitStatus> {
         if e.kind() == io::ErrorKind::BrokenPipe {
             Ok(self.status)
         } else {

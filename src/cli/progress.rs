@@ -4,7 +4,7 @@
 //! It is drawn only when standard error is a terminal and standard output is not (results going to
 //! the same terminal would be torn by redraws), and never with `--quiet`; otherwise every call here
 //! does nothing, so scripts and tests see exactly the output they always saw. Messages meant for
-//! standard error go through [`Progress::eprintln`], which lifts the bar out of the way first.
+//! standard error go through [`ProgressDisplay::eprintln`], which lifts the bar out of the way first.
 //!
 //! The number of items (deals or cases) is not known before the input is read, so the total is an
 //! estimate: when every input is a regular file, the items printed so far scaled by the file bytes
@@ -43,25 +43,25 @@ impl Unit {
 
 /// The bar, or nothing when it is off.
 #[derive(Clone)]
-pub struct Progress {
+pub struct ProgressDisplay {
     bar: Option<ProgressBar>,
     /// Total bytes of the inputs, when every one is a regular file.
     bytes: Option<u64>,
 }
 
-impl Progress {
-    /// A bar counting deals; see [`Progress::counting`].
-    pub fn new(quiet: bool, inputs: &[Input]) -> Progress {
-        Progress::counting(Unit::DEALS, quiet, inputs)
+impl ProgressDisplay {
+    /// A bar counting deals; see [`ProgressDisplay::counting`].
+    pub fn new(quiet: bool, inputs: &[Input]) -> ProgressDisplay {
+        ProgressDisplay::counting(Unit::DEALS, quiet, inputs)
     }
 
     /// A bar for reading `inputs`, counting `unit`s, shown only if the terminals allow it and
     /// `quiet` is off.
-    pub fn counting(unit: Unit, quiet: bool, inputs: &[Input]) -> Progress {
+    pub fn counting(unit: Unit, quiet: bool, inputs: &[Input]) -> ProgressDisplay {
         let noun = unit.noun;
         let shown = !quiet && std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
         if !shown {
-            return Progress::off();
+            return ProgressDisplay::off();
         }
         let bytes = inputs
             .iter()
@@ -98,15 +98,15 @@ impl Progress {
             bar.set_length(bytes.div_ceil(unit.typical_bytes));
         }
         bar.enable_steady_tick(Duration::from_millis(200));
-        Progress {
+        ProgressDisplay {
             bar: Some(bar),
             bytes,
         }
     }
 
     /// No bar: every method does nothing.
-    pub fn off() -> Progress {
-        Progress {
+    pub fn off() -> ProgressDisplay {
+        ProgressDisplay {
             bar: None,
             bytes: None,
         }

@@ -10,8 +10,8 @@ use anyhow::Context as _;
 use super::RpsArgs;
 use super::input::{Input, Reader};
 use super::local;
-use super::output::{Printer, Render, Status};
-use super::progress::{Progress, Unit};
+use super::output::{ExitStatus, Printer};
+use super::progress::{ProgressDisplay, Unit};
 use crate::pool::{Engines, Pool, default_workers};
 use crate::rps::{Case, CaseReader};
 
@@ -21,14 +21,12 @@ use crate::rps::{Case, CaseReader};
 /// worker.
 const BATCH: usize = 16;
 
-pub fn run(args: &RpsArgs) -> anyhow::Result<Status> {
-    if !args.addr.is_empty() {
-        return super::client::run_rps(args);
-    }
+/// Solves the cases in this process (`rps` without `--addr`; with it, `client::run_rps`).
+pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
-    let progress = Progress::counting(Unit::CASES, args.quiet, &inputs);
+    let progress = ProgressDisplay::counting(Unit::CASES, args.quiet, &inputs);
     let status = local::run::<CaseReader<Reader>, _, _>(
         &inputs,
         &pool,
@@ -36,7 +34,11 @@ pub fn run(args: &RpsArgs) -> anyhow::Result<Status> {
         |engines: &mut Engines, entry: Result<Case, String>| {
             entry.map(|case| engines.rps.solve(&case))
         },
-        Printer::new(BufWriter::new(io::stdout().lock()), render(args), &progress),
+        Printer::new(
+            BufWriter::new(io::stdout().lock()),
+            args.render(),
+            &progress,
+        ),
         |printer, answer| match answer {
             Ok(p) => printer.solved(p, None),
             Err(message) => printer.failed(&message),
@@ -44,14 +46,4 @@ pub fn run(args: &RpsArgs) -> anyhow::Result<Status> {
     );
     progress.finish();
     status
-}
-
-/// How each case's line is rendered, in-process and through daemons alike.
-pub fn render(args: &RpsArgs) -> Render {
-    Render {
-        format: args.format,
-        precision: args.precision,
-        // No analysis for this game: JSON lines hold the index and the probability or error.
-        asked: crate::solver::Options::default(),
-    }
 }

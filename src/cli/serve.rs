@@ -6,13 +6,13 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use super::output::Status;
+use super::output::ExitStatus;
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
 use crate::server::{self, ServerConfig, TlsIdentity};
 use crate::service::Limits;
 
-pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
     init_logging(args.log_format)?;
     let open_files = raise_open_file_limit();
     let config = ServerConfig {
@@ -101,7 +101,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<Status> {
         );
         server::run_bound(listener, metrics_listener, config, shutdown_signal()).await?;
         tracing::info!("stopped");
-        Ok(Status::Ok)
+        Ok(ExitStatus::Ok)
     })
 }
 

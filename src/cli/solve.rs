@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use super::SolveArgs;
 use super::input::Input;
 use super::local;
-use super::output::{JsonAnalysis, Printer, Render, Status};
-use super::progress::Progress;
+use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
+use super::progress::ProgressDisplay;
 use crate::deal::DealReader;
 use crate::pool::{Engines, Pool, default_workers};
 
@@ -17,12 +17,12 @@ use crate::pool::{Engines, Pool, default_workers};
 /// against ~20 µs of solving per deal, small enough to keep every worker busy.
 const BATCH: usize = 32;
 
-pub fn run(args: &SolveArgs) -> anyhow::Result<Status> {
+pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
     let options = args.analysis.options()?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let inputs = Input::from_args(&args.files);
-    let progress = Progress::new(args.quiet, &inputs);
+    let progress = ProgressDisplay::new(args.quiet, &inputs);
     let render = Render {
         format: args.analysis.format,
         precision: args.precision,

@@ -66,7 +66,7 @@ pub enum Delivery {
 }
 
 #[derive(Debug, Default)]
-struct Lane {
+struct LaneState {
     up: bool,
     /// Chunks given to this lane and not answered by it, in the order it will answer them.
     holding: VecDeque<Seq>,
@@ -85,7 +85,7 @@ struct Lane {
 #[derive(Debug)]
 pub struct Dispatcher {
     policy: Policy,
-    lanes: Vec<Lane>,
+    lanes: Vec<LaneState>,
     /// Open chunks and how many lanes hold each.
     open: BTreeMap<Seq, u8>,
     /// Open chunks no lane holds, oldest first.
@@ -118,9 +118,9 @@ impl Dispatcher {
 
     /// A new lane, taken to be up: chunks may wait in its inbox while it connects.
     pub fn add_lane(&mut self) -> LaneId {
-        self.lanes.push(Lane {
+        self.lanes.push(LaneState {
             up: true,
-            ..Lane::default()
+            ..LaneState::default()
         });
         self.none_up_since = None;
         self.lanes.len() - 1

@@ -18,7 +18,7 @@ use crate::proto::{
 use crate::solver::Options;
 
 /// A game the client can stream to daemons.
-pub trait Game: Send + Sync + 'static {
+pub trait Protocol: Send + Sync + 'static {
     /// One chunk, as sent (and resent) to a daemon.
     type Request: Clone + Send + Sync + std::fmt::Debug + 'static;
     type Response: Send + 'static;
@@ -44,9 +44,9 @@ pub trait Game: Send + Sync + 'static {
 
 /// Double Patience deals, on `patience.v1.Solver/SolveStream`.
 #[derive(Debug)]
-pub struct Deals;
+pub struct DealProtocol;
 
-impl Game for Deals {
+impl Protocol for DealProtocol {
     type Request = SolveRequest;
     type Response = SolveResponse;
 
@@ -77,9 +77,9 @@ impl Game for Deals {
 
 /// FZU 2145 cases, on `patience.v1.RpsService/SolveRpsStream`.
 #[derive(Debug)]
-pub struct Rps;
+pub struct RpsProtocol;
 
-impl Game for Rps {
+impl Protocol for RpsProtocol {
     type Request = SolveRpsStreamRequest;
     type Response = SolveRpsStreamResponse;
 
@@ -108,7 +108,7 @@ impl Game for Rps {
     }
 }
 
-/// The cases of one chunk, for [`Rps`].
+/// The cases of one chunk, for [`RpsProtocol`].
 pub fn rps_request(cases: &[crate::rps::Case]) -> SolveRpsStreamRequest {
     SolveRpsStreamRequest {
         cases: cases.iter().map(proto::RpsCase::from).collect(),

@@ -15,7 +15,7 @@ use tonic::transport::Endpoint;
 
 use super::answers::Answers;
 use super::dispatch::{LaneId, Seq};
-use super::game::{Deals, Game};
+use super::game::{DealProtocol, Protocol};
 use super::status::{Verdict, causes, verdict, with_hint};
 use crate::auth::AddBearer;
 use crate::solver::Options;
@@ -24,11 +24,11 @@ const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// A chunk on its way to a lane.
-pub type Outgoing<R> = (Seq, R);
+pub type LaneChunk<R> = (Seq, R);
 
 /// What a lane tells the session.
 #[derive(Debug)]
-pub enum Report<G: Game = Deals> {
+pub enum Report<G: Protocol = DealProtocol> {
     /// The lane's daemon answered chunk `seq`.
     Answered {
         lane: LaneId,
@@ -42,13 +42,13 @@ pub enum Report<G: Game = Deals> {
     /// The daemon is back with a new call; chunks go to this inbox now.
     Back {
         lane: LaneId,
-        inbox: mpsc::Sender<Outgoing<G::Request>>,
+        inbox: mpsc::Sender<LaneChunk<G::Request>>,
     },
 }
 
 /// What a lane needs for its whole life.
 #[derive(Debug)]
-pub struct Lane<G: Game = Deals> {
+pub struct Lane<G: Protocol = DealProtocol> {
     pub id: LaneId,
     pub endpoint: Endpoint,
     pub bearer: AddBearer,
@@ -64,15 +64,15 @@ pub struct Lane<G: Game = Deals> {
 
 /// A call just opened: where its requests go and where its responses come from.
 type Call<G> = (
-    mpsc::Sender<<G as Game>::Request>,
-    tonic::Streaming<<G as Game>::Response>,
+    mpsc::Sender<<G as Protocol>::Request>,
+    tonic::Streaming<<G as Protocol>::Response>,
 );
 
 /// Reports the lane failed if its task ends without saying how (a panic): the session would
 /// otherwise wait for its chunks for ever.
-struct Unreported<'a, G: Game>(Option<&'a Lane<G>>);
+struct Unreported<'a, G: Protocol>(Option<&'a Lane<G>>);
 
-impl<G: Game> Drop for Unreported<'_, G> {
+impl<G: Protocol> Drop for Unreported<'_, G> {
     fn drop(&mut self) {
         if let Some(lane) = self.0 {
             let _ = lane.reports.send(Report::Failed {
@@ -83,11 +83,11 @@ impl<G: Game> Drop for Unreported<'_, G> {
     }
 }
 
-impl<G: Game> Lane<G> {
+impl<G: Protocol> Lane<G> {
     /// Runs the lane until its inbox closes with every chunk answered, its daemon refuses the run,
     /// or the run is cancelled. The first inbox exists before the first call is open, so chunks
     /// can wait for a daemon that is slow to answer at start.
-    pub async fn run(self, first_inbox: mpsc::Receiver<Outgoing<G::Request>>) {
+    pub async fn run(self, first_inbox: mpsc::Receiver<LaneChunk<G::Request>>) {
         let mut inbox = first_inbox;
         let mut call = None;
         loop {
@@ -129,7 +129,7 @@ impl<G: Game> Lane<G> {
     /// Tries to open a new call until one opens (then reports the lane back), the daemon refuses
     /// the run (reported), or the run is over. Attempts that fail are not reported: the failure
     /// was, once.
-    async fn come_back(&self) -> Option<(Call<G>, mpsc::Receiver<Outgoing<G::Request>>)> {
+    async fn come_back(&self) -> Option<(Call<G>, mpsc::Receiver<LaneChunk<G::Request>>)> {
         let mut wait = RETRY_FIRST;
         loop {
             let jittered = wait.mul_f64(0.8 + 0.4 * fastrand::f64());
@@ -188,7 +188,7 @@ impl<G: Game> Lane<G> {
     /// their answers until the inbox closes and every chunk is answered, or the call fails.
     async fn one_call(
         &self,
-        inbox: &mut mpsc::Receiver<Outgoing<G::Request>>,
+        inbox: &mut mpsc::Receiver<LaneChunk<G::Request>>,
         call: Option<Call<G>>,
     ) -> Result<(), Verdict> {
         // Chunks sent and not yet answered, oldest first, with their number of deals.

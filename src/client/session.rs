@@ -17,44 +17,50 @@ use super::answers::Answers;
 use super::connect::{Daemon, Target};
 use super::discovery::{Found, Watch};
 use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
-use super::game::{Deals, Game};
-use super::lane::{self, Outgoing, Report};
-use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, LATE_FAILURES, sleep_until_some};
+use super::game::{DealProtocol, Protocol};
+use super::lane::{self, LaneChunk, Report};
+use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, sleep_until_some};
 
 /// One request message and where its answers go.
 #[derive(Debug)]
-pub struct Submission<G: Game = Deals> {
+pub struct Chunk<G: Protocol = DealProtocol> {
     pub request: G::Request,
     pub reply: oneshot::Sender<Answers>,
 }
 
 /// A lane as the session sees it.
-struct LaneHandle<G: Game> {
+struct LaneHandle<G: Protocol> {
     daemon: Daemon,
     /// Where its chunks go; `None` while it is down, and once the input is done.
-    inbox: Option<mpsc::Sender<Outgoing<G::Request>>>,
+    inbox: Option<mpsc::Sender<LaneChunk<G::Request>>>,
     /// Its name's watcher, told to resolve again when the lane fails.
     again: Option<Arc<Notify>>,
+    /// Why it last failed, for the run's error if no daemon ever answers.
+    failure: Option<String>,
 }
 
-struct Session<G: Game> {
+struct Session<G: Protocol> {
     config: ClientConfig,
     dispatcher: Dispatcher,
     lanes: Vec<LaneHandle<G>>,
-    chunks: HashMap<Seq, Submission<G>>,
+    chunks: HashMap<Seq, Chunk<G>>,
     reports: mpsc::UnboundedSender<Report<G>>,
     events: mpsc::UnboundedSender<Event>,
     cancel: CancellationToken,
     /// Cancelled once every chunk is answered: failed lanes stop trying to come back.
     retire: CancellationToken,
+    /// What happened to the daemons while none has ever answered: told as soon as one does. If
+    /// none ever does, the run's error says what each failed with, once, instead of a warning
+    /// per daemon that its work "waits for a daemon to be back" just before the run gives up.
+    held: Vec<Event>,
 }
 
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
 /// the run (`ClientError`). Submissions are taken only as fast as the daemons have room, which is
 /// the submitter's backpressure. What happens to the daemons goes to `events`.
-pub async fn run<G: Game>(
+pub async fn run<G: Protocol>(
     config: ClientConfig,
-    mut submissions: mpsc::Receiver<Submission<G>>,
+    mut submissions: mpsc::Receiver<Chunk<G>>,
     events: mpsc::UnboundedSender<Event>,
 ) -> Result<(), ClientError> {
     let cancel = CancellationToken::new();
@@ -76,6 +82,7 @@ pub async fn run<G: Game>(
         events,
         cancel: cancel.clone(),
         retire: cancel.child_token(),
+        held: Vec::new(),
         config,
     };
     let mut unresolved: Vec<(String, String)> = Vec::new();
@@ -127,6 +134,7 @@ pub async fn run<G: Game>(
             return Err(session.gave_up());
         }
         if session.dispatcher.is_done() {
+            session.tell_held();
             break;
         }
         let deadline = session.dispatcher.deadline().map(Instant::from_std);
@@ -153,6 +161,7 @@ pub async fn run<G: Game>(
         events,
         reports: ours,
         retire,
+        config,
         ..
     } = session;
     retire.cancel();
@@ -175,11 +184,11 @@ pub async fn run<G: Game>(
             }
         }
     };
-    let _ = tokio::time::timeout(LATE_FAILURES, late).await;
+    let _ = tokio::time::timeout(config.late_failures, late).await;
     Ok(())
 }
 
-impl<G: Game> Session<G> {
+impl<G: Protocol> Session<G> {
     fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
         let id = self.dispatcher.add_lane();
         let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
@@ -195,15 +204,17 @@ impl<G: Game> Session<G> {
                 retire: self.retire.child_token(),
             },
             Err(e) => {
-                // Checked when the targets were parsed; a resolved address cannot fail here.
+                // Addresses were checked when the targets were parsed, and the certificates when
+                // they were read; what is left (TLS set-up) says why through its sources.
                 let _ = self.reports.send(Report::Failed {
                     lane: id,
-                    reason: e.to_string(),
+                    reason: super::status::causes(&e),
                 });
                 self.lanes.push(LaneHandle {
                     daemon,
                     inbox: None,
                     again,
+                    failure: None,
                 });
                 return;
             }
@@ -213,6 +224,7 @@ impl<G: Game> Session<G> {
             daemon,
             inbox: Some(inbox_tx),
             again,
+            failure: None,
         });
     }
 
@@ -237,10 +249,8 @@ impl<G: Game> Session<G> {
                 }
                 Action::Slowed { lane, holding } => {
                     if let Some(l) = self.lanes.get(lane) {
-                        let _ = self.events.send(Event::Slowed {
-                            daemon: l.daemon.clone(),
-                            holding,
-                        });
+                        let daemon = l.daemon.clone();
+                        self.tell(Event::Slowed { daemon, holding });
                     }
                 }
             }
@@ -257,6 +267,7 @@ impl<G: Game> Session<G> {
                     // The submitter may be gone (its reader closed the output): nothing to do.
                     let _ = chunk.reply.send(answers);
                 }
+                self.tell_held();
             }
             Report::Failed { lane, reason } => {
                 let resent = self.dispatcher.failed(lane, now);
@@ -280,8 +291,10 @@ impl<G: Game> Session<G> {
                     if let Some(again) = &l.again {
                         again.notify_one();
                     }
-                    let _ = self.events.send(Event::Failed {
-                        daemon: l.daemon.clone(),
+                    l.failure = Some(reason.clone());
+                    let daemon = l.daemon.clone();
+                    self.tell(Event::Failed {
+                        daemon,
                         reason,
                         resent,
                         others,
@@ -296,9 +309,8 @@ impl<G: Game> Session<G> {
                 self.dispatcher.back(lane);
                 if let Some(l) = self.lanes.get_mut(lane) {
                     l.inbox = Some(inbox);
-                    let _ = self.events.send(Event::Back {
-                        daemon: l.daemon.clone(),
-                    });
+                    let daemon = l.daemon.clone();
+                    self.tell(Event::Back { daemon });
                 }
             }
         }
@@ -327,19 +339,47 @@ impl<G: Game> Session<G> {
         }
     }
 
+    /// Tells `event` now, or holds it while no daemon has ever answered (see `held`).
+    fn tell(&mut self, event: Event) {
+        self.held.push(event);
+        self.tell_held();
+    }
+
+    /// Tells the events held, once some daemon has answered.
+    fn tell_held(&mut self) {
+        if self.dispatcher.ever_up() || self.dispatcher.is_done() {
+            for event in self.held.drain(..) {
+                let _ = self.events.send(event);
+            }
+        }
+    }
+
     fn daemon(&self, lane: LaneId) -> Daemon {
         self.lanes
             .get(lane)
             .map_or_else(|| Daemon::Url("?".into()), |l| l.daemon.clone())
     }
 
+    /// The run's error when it gives up; the events held (if none ever answered) are in it.
     fn gave_up(&self) -> ClientError {
-        ClientError::GaveUp {
-            daemons: self.lanes.iter().map(|l| l.daemon.clone()).collect(),
-            waited: self
-                .dispatcher
-                .ever_up()
-                .then_some(self.config.give_up_after),
+        let daemons = self.lanes.iter().map(|l| l.daemon.clone());
+        if self.dispatcher.ever_up() {
+            return ClientError::GaveUp {
+                daemons: daemons.collect(),
+                waited: self.config.give_up_after,
+            };
         }
+        let failed = self
+            .lanes
+            .iter()
+            .map(|l| {
+                let reason = l.failure.clone();
+                (
+                    l.daemon.clone(),
+                    reason.unwrap_or_else(|| "not reached".into()),
+                )
+            })
+            .collect();
+        ClientError::NeverUp { failed }
     }
 }

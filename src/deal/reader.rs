@@ -35,13 +35,20 @@ pub struct BadDeal {
 
 /// Why the reader could not produce a deal.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub enum DealFileError {
     /// This deal is bad; the reader has moved past it and can go on.
     #[error(transparent)]
     Deal(#[from] BadDeal),
-    /// The input itself failed; nothing more can be read.
+    /// The input itself failed; nothing more can be read. Its message is the cause's, so it is
+    /// not also the error's source (which would print it twice).
     #[error("read failed: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for DealFileError {
+    fn from(e: io::Error) -> Self {
+        DealFileError::Io(e)
+    }
 }
 
 /// Iterates over the deals of a UVa-format input. Holds one line at a time.
@@ -66,14 +73,14 @@ impl<R: BufRead> DealReader<R> {
         self.lines.get_ref()
     }
 
-    fn read_deal(&mut self) -> Result<Option<Deal>, ReadError> {
+    fn read_deal(&mut self) -> Result<Option<Deal>, DealFileError> {
         if !self.lines.advance()? {
             return Ok(None);
         }
         self.deal_no += 1;
         let deal = self.deal_no;
         let first_line = self.lines.number();
-        let bad = |line, error| ReadError::Deal(BadDeal { deal, line, error });
+        let bad = |line, error| DealFileError::Deal(BadDeal { deal, line, error });
 
         // A position has eight slashes; one stray slash in a pile line must not turn that line
         // into a position and shift the framing of the eight pile lines after it.
@@ -218,7 +225,7 @@ fn four_cards(line: &[u8]) -> Option<[Card; PILE_HEIGHT]> {
 }
 
 impl<R: BufRead> Iterator for DealReader<R> {
-    type Item = Result<Deal, ReadError>;
+    type Item = Result<Deal, DealFileError>;
 
     /// Yields deals in file order. After an I/O error it yields nothing more.
     fn next(&mut self) -> Option<Self::Item> {
@@ -228,7 +235,7 @@ impl<R: BufRead> Iterator for DealReader<R> {
         match self.read_deal() {
             Ok(deal) => deal.map(Ok),
             Err(e) => {
-                self.failed = matches!(e, ReadError::Io(_));
+                self.failed = matches!(e, DealFileError::Io(_));
                 Some(Err(e))
             }
         }
@@ -401,11 +408,24 @@ mod tests {
         assert!(four_cards(b"AS 9S 6X KS").is_none());
     }
 
+    /// Rough edge 2: the cause is in the message, so it must not be the source as well.
     #[test]
-    fn invalid_utf8_is_a_bad_card_not_an_io_error() {
+    fn a_read_failure_says_its_cause_once() {
+        use std::error::Error as _;
+        let e = DealFileError::from(io::Error::other("the cable is cut"));
+        assert_eq!(e.to_string(), "read failed: the cable is cut");
+        assert!(e.source().is_none());
+    }
+
+    /// A file that is not text ends with one error, not one bad deal per line of it.
+    #[test]
+    fn invalid_utf8_ends_the_input_with_one_error() {
         let mut bytes = SAMPLE.as_bytes().to_vec();
         bytes[0] = 0xff;
         let got: Vec<_> = DealReader::new(&bytes[..]).collect();
-        assert!(matches!(got[0], Err(ReadError::Deal(_))));
+        assert_eq!(got.len(), 1);
+        assert!(
+            matches!(&got[0], Err(DealFileError::Io(e)) if e.kind() == io::ErrorKind::InvalidData)
+        );
     }
 }

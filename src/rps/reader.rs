@@ -28,17 +28,17 @@
 //! case start) and a case whose `n` is too *small*: its extra lines come where the next case
 //! should start, so they are reported as a bad case of their own, and the case before them was
 //! answered from its first `n` players. Either way the numbering of the cases after it is one off,
-//! which the count `T` then exposes as [`ReadError::Trailing`] or [`ReadError::Truncated`].
+//! which the count `T` then exposes as [`CaseFileError::Trailing`] or [`CaseFileError::Truncated`].
 //!
 //! The reader never reads past the end of a case before handing it on, so someone typing cases
 //! sees each answer as soon as the case is complete. Only a bad case may wait for the next start
 //! line.
 //!
 //! # The count, and what ends the input
-//! A missing or unreadable `T` ([`ReadError::NoCount`], [`ReadError::Count`]) ends the input:
+//! A missing or unreadable `T` ([`CaseFileError::NoCount`], [`CaseFileError::Count`]) ends the input:
 //! without it nothing says where the cases stop. Input that ends before `T` cases is
-//! [`ReadError::Truncated`], naming the case and the line it was waiting for. Anything but blank
-//! lines after the `T`-th case is [`ReadError::Trailing`], reported once without reading further:
+//! [`CaseFileError::Truncated`], naming the case and the line it was waiting for. Anything but blank
+//! lines after the `T`-th case is [`CaseFileError::Trailing`], reported once without reading further:
 //! the cases before it were all read, so whether that fails a run is the caller's choice, but it is
 //! never silently ignored, because a `T` that is too small is an easy way to lose cases.
 
@@ -80,7 +80,7 @@ impl std::fmt::Display for Expected {
 
 /// Why the reader could not produce a case.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub enum CaseFileError {
     /// This case is bad; the reader has moved past it and can go on.
     #[error(transparent)]
     Case(#[from] BadCase),
@@ -115,16 +115,16 @@ pub enum ReadError {
     Io(io::Error),
 }
 
-impl ReadError {
+impl CaseFileError {
     /// Whether the reader stops after this error; only a bad case lets it go on.
     pub fn ends_input(&self) -> bool {
-        !matches!(self, ReadError::Case(_))
+        !matches!(self, CaseFileError::Case(_))
     }
 }
 
-impl From<io::Error> for ReadError {
+impl From<io::Error> for CaseFileError {
     fn from(e: io::Error) -> Self {
-        ReadError::Io(e)
+        CaseFileError::Io(e)
     }
 }
 
@@ -171,7 +171,7 @@ impl<R: BufRead> CaseReader<R> {
         self.lines.advance()
     }
 
-    /// The current line as text. Invalid UTF-8 becomes U+FFFD, which no number contains.
+    /// The current line as text (borrowed: `Lines` hands on only lines that are UTF-8).
     fn text(&self) -> Cow<'_, str> {
         String::from_utf8_lossy(self.lines.line())
     }
@@ -181,15 +181,15 @@ impl<R: BufRead> CaseReader<R> {
         self.text().split_whitespace().nth(1).is_none()
     }
 
-    fn read_count(&mut self) -> Result<u64, ReadError> {
+    fn read_count(&mut self) -> Result<u64, CaseFileError> {
         if !self.next_line()? {
-            return Err(ReadError::NoCount);
+            return Err(CaseFileError::NoCount);
         }
         let text = self.text();
         let mut tokens = text.split_whitespace();
         match (tokens.next().map(str::parse::<u64>), tokens.next()) {
             (Some(Ok(count)), None) => Ok(count),
-            _ => Err(ReadError::Count {
+            _ => Err(CaseFileError::Count {
                 line: self.lines.number(),
                 token: quote(text.trim()),
             }),
@@ -210,7 +210,7 @@ impl<R: BufRead> CaseReader<R> {
     }
 
     /// The next case, or `None` after the last; the count is read first if it has not been.
-    fn advance(&mut self) -> Result<Option<Case>, ReadError> {
+    fn advance(&mut self) -> Result<Option<Case>, CaseFileError> {
         let cases = match self.count {
             Some(cases) => cases,
             None => {
@@ -224,7 +224,7 @@ impl<R: BufRead> CaseReader<R> {
         }
         self.done = true;
         match self.next_line()? {
-            true => Err(ReadError::Trailing {
+            true => Err(CaseFileError::Trailing {
                 line: self.lines.number(),
                 cases,
             }),
@@ -232,16 +232,16 @@ impl<R: BufRead> CaseReader<R> {
         }
     }
 
-    fn read_case(&mut self, cases: u64) -> Result<Case, ReadError> {
+    fn read_case(&mut self, cases: u64) -> Result<Case, CaseFileError> {
         self.case_no += 1;
         let case = self.case_no;
-        let truncated = |line, expected| ReadError::Truncated {
+        let truncated = |line, expected| CaseFileError::Truncated {
             case,
             line,
             expected,
             cases,
         };
-        let bad = |line, error| ReadError::Case(BadCase { case, line, error });
+        let bad = |line, error| CaseFileError::Case(BadCase { case, line, error });
 
         if !self.next_line()? {
             return Err(truncated(self.lines.number(), Expected::Start));
@@ -292,7 +292,7 @@ impl<R: BufRead> CaseReader<R> {
 }
 
 impl<R: BufRead> Iterator for CaseReader<R> {
-    type Item = Result<Case, ReadError>;
+    type Item = Result<Case, CaseFileError>;
 
     /// Yields cases in input order, then at most one error that ends the input.
     fn next(&mut self) -> Option<Self::Item> {

@@ -171,10 +171,10 @@ impl Admission {
     }
 
     /// A place for a call of `kind`, or the status it is refused with.
-    fn admit(&self, kind: Kind, peer: Option<SocketAddr>) -> Result<Place, Status> {
+    fn admit(&self, kind: Kind, peer: Option<SocketAddr>) -> Result<Admitted, Status> {
         let s = &self.0;
         let cap = match kind {
-            Kind::Free => return Ok(Place::free()),
+            Kind::Free => return Ok(Admitted::free()),
             Kind::Watch => &s.watches,
             Kind::Stream => &s.streams,
             Kind::Unary => &s.unary,
@@ -211,7 +211,7 @@ impl Admission {
         } else {
             s.metrics.watches(1);
         }
-        Ok(Place {
+        Ok(Admitted {
             _permit: Some(permit),
             solving: solving.then(|| s.solving.token()),
             metrics: Some(s.metrics.clone()),
@@ -296,16 +296,16 @@ fn method_kinds(
 }
 
 /// A call's place under its cap, given back when its response is done.
-struct Place {
+struct Admitted {
     _permit: Option<OwnedSemaphorePermit>,
     /// Set for a solving call: what a drain waits for.
     solving: Option<TaskTrackerToken>,
     metrics: Option<Metrics>,
 }
 
-impl Place {
-    fn free() -> Place {
-        Place {
+impl Admitted {
+    fn free() -> Admitted {
+        Admitted {
             _permit: None,
             solving: None,
             metrics: None,
@@ -313,7 +313,7 @@ impl Place {
     }
 }
 
-impl Drop for Place {
+impl Drop for Admitted {
     fn drop(&mut self) {
         match (&self.metrics, &self.solving) {
             (Some(metrics), Some(_)) => metrics.calls(-1),

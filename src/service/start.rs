@@ -25,7 +25,7 @@ pub(super) struct Answered<R> {
 pub(super) type Started<R> = Result<BoxFuture<'static, Vec<Answered<R>>>, Status>;
 
 /// Where a valid item's result goes: (request in the group, position in the request).
-type Place = (usize, usize);
+type ResultAt = (usize, usize);
 
 impl SolverService {
     /// Splits consecutive requests and queues their valid items on the pool, waiting for queue
@@ -37,7 +37,7 @@ impl SolverService {
         requests: Vec<(G::Request, u64)>,
     ) -> Started<G::Response> {
         let mut answers = Vec::with_capacity(requests.len());
-        let mut valid: Vec<(Place, G::Work)> = Vec::new();
+        let mut valid: Vec<(ResultAt, G::Work)> = Vec::new();
         for (r, (request, first_index)) in requests.into_iter().enumerate() {
             let split = G::split(self, request, first_index);
             answers.push(Answered {
@@ -50,7 +50,7 @@ impl SolverService {
         let mut batches = Vec::new();
         let mut rest = valid.into_iter().peekable();
         while rest.peek().is_some() {
-            let (places, items): (Vec<Place>, Vec<G::Work>) =
+            let (places, items): (Vec<ResultAt>, Vec<G::Work>) =
                 rest.by_ref().take(self.limits.batch.max(1)).unzip();
             let metrics = self.metrics.clone();
             let queued = Instant::now();

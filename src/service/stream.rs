@@ -11,8 +11,8 @@
 //!    when tonic takes the response.
 //!
 //! So items read but not yet handed to the transport never exceed `--max-in-flight`, whether the
-//! workers or the client's reading are the bottleneck. Beside the pipeline, a [`Watch`] waits for
-//! what can end the call from outside: the client leaving, its deadline, the drain, a stall.
+//! workers or the client's reading are the bottleneck. Beside the pipeline, [`Interrupts`] waits for what can
+//! end the call from outside: the client leaving, its deadline, the drain, a stall.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -70,7 +70,7 @@ struct StreamCall<G: Game> {
     reading: Reading,
     pipeline: Pipeline<G>,
     out: Outbox<G::Response>,
-    watch: Watch,
+    interrupts: Interrupts,
     /// Items read: the stream index of the next one.
     received: u64,
     /// Items whose responses were handed to tonic, and how many of them were errors.
@@ -82,9 +82,9 @@ struct StreamCall<G: Game> {
 
 /// What the call waits for, in the order it handles them when several are ready: the client's
 /// leaving and every other interruption first, then finished work, then new requests.
-enum Event<G: Game> {
+enum CallEvent<G: Game> {
     Interrupted(Interrupt),
-    Step(Step<G::Response>),
+    Stage(Stage<G::Response>),
     Read(Result<Option<G::StreamRequest>, Status>),
 }
 
@@ -102,7 +102,7 @@ impl<G: Game> StreamCall<G> {
             reading: Reading::Open,
             pipeline: Pipeline::new(limits.max_in_flight, limits.batch),
             out,
-            watch: Watch {
+            interrupts: Interrupts {
                 deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))),
                 lifecycle: service.lifecycle.clone(),
                 stall: StallWatch::new(limits.stall_timeout),
@@ -127,21 +127,21 @@ impl<G: Game> StreamCall<G> {
             let event = tokio::select! {
                 biased;
                 () = self.out.closed() => return CallEnd::CancelledByClient,
-                interrupt = self.watch.next(&self.out, reading) => Event::<G>::Interrupted(interrupt),
-                step = self.pipeline.next() => Event::Step(step),
+                interrupt = self.interrupts.next(&self.out, reading) => CallEvent::<G>::Interrupted(interrupt),
+                step = self.pipeline.next() => CallEvent::Stage(step),
                 message = self.inbound.message(), if reading && self.pipeline.has_room() => {
-                    Event::Read(message)
+                    CallEvent::Read(message)
                 }
             };
             let handled = match event {
-                Event::Interrupted(interrupt) => self.interrupted(interrupt),
-                Event::Step(Step::Solved(group)) => self.send(group).await,
-                Event::Step(Step::Queued(started, held)) => {
+                CallEvent::Interrupted(interrupt) => self.interrupted(interrupt),
+                CallEvent::Stage(Stage::Solved(group)) => self.send(group).await,
+                CallEvent::Stage(Stage::Queued(started, held)) => {
                     self.queued(started, held);
                     Ok(())
                 }
-                Event::Step(Step::Admitted(held)) => self.admitted(held),
-                Event::Read(message) => self.read(message),
+                CallEvent::Stage(Stage::Admitted(held)) => self.admitted(held),
+                CallEvent::Read(message) => self.read(message),
             };
             if let Err(end) = handled {
                 return end;
@@ -277,8 +277,8 @@ impl<G: Game> StreamCall<G> {
         tokio::select! {
             () = self.out.all_taken() => end,
             () = self.out.closed() => CallEnd::CancelledByClient,
-            () = self.watch.lifecycle.reached(Phase::Aborting) => end,
-            () = stalled(&mut self.watch.stall, &self.out) => self.stall_cut(),
+            () = self.interrupts.lifecycle.reached(Phase::Aborting) => end,
+            () = stalled(&mut self.interrupts.stall, &self.out) => self.stall_cut(),
         }
     }
 
@@ -357,7 +357,7 @@ struct Pipeline<G: Game> {
 }
 
 /// A stage of the pipeline done.
-enum Step<R> {
+enum Stage<R> {
     /// The oldest group being solved is finished.
     Solved(Vec<(Answered<R>, Held)>),
     /// A group is on the pool, or could not be put there.
@@ -393,16 +393,16 @@ impl<G: Game> Pipeline<G> {
     }
 
     /// The next stage done, finished work first; never, with nothing in the pipeline.
-    async fn next(&mut self) -> Step<G::Response> {
+    async fn next(&mut self) -> Stage<G::Response> {
         tokio::select! {
             biased;
-            Some(group) = self.solving.next() => Step::Solved(group),
+            Some(group) = self.solving.next() => Stage::Solved(group),
             (started, held) = fired(self.queueing.as_mut()) => {
                 self.queueing = None;
-                Step::Queued(started, held)
+                Stage::Queued(started, held)
             }
             held = fired(self.waiting.as_mut().map(|(_, budget)| budget)) => {
-                Step::Admitted(held)
+                Stage::Admitted(held)
             }
         }
     }
@@ -446,7 +446,7 @@ enum Interrupt {
 }
 
 /// Waits for an [`Interrupt`].
-struct Watch {
+struct Interrupts {
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
     deadline: Option<Pin<Box<Sleep>>>,
@@ -459,7 +459,7 @@ struct Watch {
     cut: Option<Pin<Box<Sleep>>>,
 }
 
-impl Watch {
+impl Interrupts {
     /// The next interrupt: the deadline, the drain's abort, a stall; and while the call still
     /// reads, the drain cut.
     async fn next<R>(&mut self, out: &Outbox<R>, reading: bool) -> Interrupt {
