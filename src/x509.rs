@@ -1,48 +1,58 @@
 //! The one thing about certificates that both ends check themselves: the X.509 version.
 //!
 //! `openssl x509 -req` without `-extfile` (or `-copy_extensions`), the most common recipe, makes a
-//! version 1 certificate, which rustls (and with it the daemon and its client) refuses with an
-//! error that never says "version". Both sides look at the version first, so that the refusal
-//! says what is wrong and how to make a certificate that works.
+//! version 1 certificate, which rustls (through webpki) refuses with no more than
+//! `UnsupportedCertVersion`. Both the daemon and its client look at the version first, so that
+//! the refusal says what is wrong and how to make a certificate that works.
 
-/// What to do about a version 1 certificate, for error messages and logs.
-pub const VERSION_1_HELP: &str = "it is an X.509 version 1 certificate, and TLS here needs \
-     version 3 (openssl x509 -req makes version 1 unless given -extfile with a subjectAltName, or \
-     -copy_extensions copy; see docs/serving.md for a recipe)";
+/// How to make a certificate that rustls takes, for the messages of both ends.
+pub const HOW_TO_MAKE_VERSION_3: &str = "version 3 is what certificate extensions make: issue it \
+     again with extensions, such as `openssl x509 -req ... -extfile FILE` with a line like \
+     `subjectAltName=DNS:localhost` in FILE (or `-copy_extensions copyall`, for a request made \
+     with `openssl req -addext ...`), or make it with `openssl req -x509 -CA CA.pem -CAkey CA.key \
+     ...`; docs/serving.md has a recipe";
 
-/// Whether `der` is an X.509 certificate without a version field, that is version 1. Anything
-/// that is not a DER certificate at all answers false: rustls reports that itself.
+/// The X.509 version of a DER certificate (1, 2 or 3), from the first bytes of its
+/// `TBSCertificate`, or `None` when they are not laid out as a certificate's (rustls then
+/// refuses it in its own words):
 ///
-/// `Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] EXPLICIT version DEFAULT v1, ... } }`:
-/// version 2 and 3 certificates start their `tbsCertificate` with the context tag `[0]` (0xA0).
-pub fn is_version_1(der: &[u8]) -> bool {
-    let Some(certificate) = sequence_body(der) else {
-        return false;
-    };
-    let Some(tbs) = sequence_body(certificate) else {
-        return false;
-    };
-    tbs.first().is_some_and(|&tag| tag != 0xA0)
+/// ```text
+/// Certificate    ::= SEQUENCE { tbsCertificate TBSCertificate, ... }
+/// TBSCertificate ::= SEQUENCE { version [0] EXPLICIT INTEGER DEFAULT v1,  -- 0 is v1, 2 is v3
+///                               serialNumber INTEGER, ... }
+/// ```
+///
+/// A version 1 certificate usually leaves the version out (DER omits a default), so the
+/// `TBSCertificate` starts with the serial number's INTEGER tag.
+pub fn version(der: &[u8]) -> Option<u8> {
+    let tbs = sequence_contents(sequence_contents(der)?)?;
+    match tbs {
+        [0xa0, 0x03, 0x02, 0x01, v @ 0..=2, ..] => Some(v + 1),
+        [0x02, ..] => Some(1),
+        _ => None,
+    }
 }
 
-/// The contents of the DER SEQUENCE at the start of `der`.
-fn sequence_body(der: &[u8]) -> Option<&[u8]> {
-    let (&tag, rest) = der.split_first()?;
-    if tag != 0x30 {
+/// The version of `der` when it is a certificate of another version than 3.
+pub fn not_version_3(der: &[u8]) -> Option<u8> {
+    version(der).filter(|&v| v != 3)
+}
+
+/// The contents of the DER SEQUENCE that `der` starts with.
+fn sequence_contents(der: &[u8]) -> Option<&[u8]> {
+    let [0x30, first, rest @ ..] = der else {
         return None;
-    }
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
+    };
+    let (len, rest) = if first & 0x80 == 0 {
+        (usize::from(*first), rest)
     } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
+        // Long form: the low bits count the length's bytes (a certificate needs at most 4).
+        let bytes = usize::from(first & 0x7f);
+        if !(1..=4).contains(&bytes) {
             return None;
         }
-        let (bytes, rest) = rest.split_at(n);
-        let len = bytes
-            .iter()
-            .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+        let (len, rest) = rest.split_at_checked(bytes)?;
+        let len = len.iter().fold(0usize, |n, &b| n << 8 | usize::from(b));
         (len, rest)
     };
     rest.get(..len)
@@ -52,45 +62,33 @@ fn sequence_body(der: &[u8]) -> Option<&[u8]> {
 mod tests {
     use super::*;
 
-    /// A certificate as DER: SEQUENCE { tbs, and some signature bytes }.
-    fn certificate(tbs_body: &[u8]) -> Vec<u8> {
-        let mut tbs = vec![0x30, u8::try_from(tbs_body.len()).unwrap()];
-        tbs.extend_from_slice(tbs_body);
-        let mut body = tbs;
-        body.extend_from_slice(&[0x03, 0x02, 0x00, 0xff]);
-        let mut der = vec![0x30, 0x82];
-        der.extend_from_slice(&u16::try_from(body.len()).unwrap().to_be_bytes());
-        der.extend(body);
-        der
-    }
-
+    /// rcgen's certificates are version 3; one without the version field (as `openssl x509 -req`
+    /// writes without extensions) is version 1, and so is one that says v1 explicitly.
     #[test]
-    fn a_certificate_without_a_version_field_is_version_1() {
-        // v3: [0] { INTEGER 2 }, then the serial number.
-        let v3 = certificate(&[0xA0, 0x03, 0x02, 0x01, 0x02, 0x02, 0x01, 0x07]);
-        assert!(!is_version_1(&v3));
-        // v1: the serial number comes first.
-        let v1 = certificate(&[0x02, 0x01, 0x07, 0x30, 0x00]);
-        assert!(is_version_1(&v1));
-    }
-
-    #[test]
-    fn what_is_not_a_certificate_is_left_to_rustls() {
+    fn the_x509_version_is_read_from_the_der() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let v3 = rcgen::CertificateParams::new(vec!["client".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        assert_eq!(version(v3.der()), Some(3));
+        assert_eq!(not_version_3(v3.der()), None);
+        // SEQUENCE { SEQUENCE { INTEGER 1, ... } ... }, lengths short and long.
+        let v1 = [0x30, 0x07, 0x30, 0x05, 0x02, 0x01, 0x01, 0x05, 0x00];
+        assert_eq!(version(&v1), Some(1));
+        assert_eq!(not_version_3(&v1), Some(1));
+        let mut long = vec![0x30, 0x81, 0x09, 0x30, 0x82, 0x00, 0x05];
+        long.extend([0xa0, 0x03, 0x02, 0x01, 0x00]);
+        assert_eq!(version(&long), Some(1));
         for junk in [
             &[][..],
             &[0x30],
-            &[0x30, 0x85, 1, 2, 3, 4, 5],
-            &[0x04, 0x00],
             &[0x30, 0x05, 0x30],
+            &[0x31, 0x00],
+            &[0x30, 0x85],
         ] {
-            assert!(!is_version_1(junk), "{junk:?}");
+            assert_eq!(version(junk), None, "{junk:?}");
+            assert_eq!(not_version_3(junk), None, "{junk:?}");
         }
-    }
-
-    /// rcgen makes version 3 certificates, as rustls needs.
-    #[test]
-    fn a_generated_certificate_is_version_3() {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        assert!(!is_version_1(cert.cert.der()));
     }
 }

@@ -407,9 +407,13 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         refused.message().contains("--max-deals-in-flight"),
         "{refused:?}"
     );
-    // The gauge shows what holds the budget: their finished, unsent results.
-    let held = scrape(&metrics);
-    assert!(held.contains("patience_deals_in_flight 64\n"), "{held}");
+    // The gauge shows what holds the budget: their finished, unsent results, once their windows
+    // are full (the first refusal can come a moment before, while tonic still takes some).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !scrape(&metrics).contains("patience_deals_in_flight 64\n") {
+        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     for _ in 0..2 {
         let line = daemon.line_with("took no results", Duration::from_secs(15));

@@ -51,11 +51,8 @@ pub enum ConnectError {
     /// (through webpki) takes version 3 certificates only, and would refuse it at connection time
     /// with no more than "UnsupportedCertVersion".
     #[error(
-        "{path}: {which} is X.509 version {version}, and TLS here takes version 3 only (version 3 \
-         is what certificate extensions make): issue it again with extensions, such as \
-         `openssl x509 -req ... -extfile FILE` with a line like `subjectAltName=DNS:client` in \
-         FILE (or `-copy_extensions copyall`, for a request made with `openssl req -addext ...`), \
-         or make it with `openssl req -x509 -CA CA.pem -CAkey CA.key ...`"
+        "{path}: {which} is X.509 version {version}, and TLS here takes version 3 only ({})",
+        crate::x509::HOW_TO_MAKE_VERSION_3
     )]
     CertVersion {
         path: String,
@@ -206,61 +203,18 @@ fn check_versions(pem: &[u8], path: &std::path::Path) -> Result<(), ConnectError
     use tokio_rustls::rustls::pki_types::pem::PemObject as _;
     let certificates = CertificateDer::pem_slice_iter(pem).filter_map(Result::ok);
     for (n, certificate) in certificates.enumerate() {
-        match x509_version(&certificate) {
-            Some(version) if version != 3 => {
-                return Err(ConnectError::CertVersion {
-                    path: path.display().to_string(),
-                    which: match n {
-                        0 => "the certificate".to_string(),
-                        n => format!("certificate {} of the file", n + 1),
-                    },
-                    version,
-                });
-            }
-            _ => {}
+        if let Some(version) = crate::x509::not_version_3(&certificate) {
+            return Err(ConnectError::CertVersion {
+                path: path.display().to_string(),
+                which: match n {
+                    0 => "the certificate".to_string(),
+                    n => format!("certificate {} of the file", n + 1),
+                },
+                version,
+            });
         }
     }
     Ok(())
-}
-
-/// The X.509 version of a DER certificate (1, 2 or 3), from the first bytes of its
-/// `TBSCertificate`, or `None` when they are not laid out as a certificate's:
-///
-/// ```text
-/// Certificate    ::= SEQUENCE { tbsCertificate TBSCertificate, ... }
-/// TBSCertificate ::= SEQUENCE { version [0] EXPLICIT INTEGER DEFAULT v1,  -- 0 is v1, 2 is v3
-///                               serialNumber INTEGER, ... }
-/// ```
-///
-/// A version 1 certificate usually leaves the version out (DER omits a default), so the
-/// `TBSCertificate` starts with the serial number's INTEGER tag.
-fn x509_version(der: &[u8]) -> Option<u8> {
-    let tbs = sequence_contents(sequence_contents(der)?)?;
-    match tbs {
-        [0xa0, 0x03, 0x02, 0x01, v @ 0..=2, ..] => Some(v + 1),
-        [0x02, ..] => Some(1),
-        _ => None,
-    }
-}
-
-/// The contents of the DER SEQUENCE that `der` starts with.
-fn sequence_contents(der: &[u8]) -> Option<&[u8]> {
-    let [0x30, first, rest @ ..] = der else {
-        return None;
-    };
-    let (len, rest) = if first & 0x80 == 0 {
-        (usize::from(*first), rest)
-    } else {
-        // Long form: the low bits count the length's bytes (a certificate needs at most 4).
-        let bytes = usize::from(first & 0x7f);
-        if !(1..=4).contains(&bytes) {
-            return None;
-        }
-        let (len, rest) = rest.split_at_checked(bytes)?;
-        let len = len.iter().fold(0usize, |n, &b| n << 8 | usize::from(b));
-        (len, rest)
-    };
-    rest.get(..len)
 }
 
 fn display(target: &Target) -> String {
@@ -301,34 +255,6 @@ mod tests {
         ] {
             let e = Target::parse(bad).unwrap_err().to_string();
             assert!(e.contains("dns:///NAME:PORT"), "{bad}: {e}");
-        }
-    }
-
-    /// Rough edge 1: the version is read from the DER without a parser: rcgen's certificates are
-    /// version 3; one without the version field (as `openssl x509 -req` writes without
-    /// extensions) is version 1, and so is one that says v1 explicitly.
-    #[test]
-    fn the_x509_version_is_read_from_the_der() {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let v3 = rcgen::CertificateParams::new(vec!["client".to_string()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
-        assert_eq!(x509_version(v3.der()), Some(3));
-        // SEQUENCE { SEQUENCE { INTEGER 1, ... } ... }, lengths short and long.
-        let v1 = [0x30, 0x07, 0x30, 0x05, 0x02, 0x01, 0x01, 0x05, 0x00];
-        assert_eq!(x509_version(&v1), Some(1));
-        let mut long = vec![0x30, 0x81, 0x09, 0x30, 0x82, 0x00, 0x05];
-        long.extend([0xa0, 0x03, 0x02, 0x01, 0x00]);
-        assert_eq!(x509_version(&long), Some(1));
-        for junk in [
-            &[][..],
-            &[0x30],
-            &[0x30, 0x05, 0x30],
-            &[0x31, 0x00],
-            &[0x30, 0x85],
-        ] {
-            assert_eq!(x509_version(junk), None, "{junk:?}");
         }
     }
 

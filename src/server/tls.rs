@@ -25,10 +25,11 @@ pub enum TlsError {
     #[error("the certificate file holds no PEM certificate")]
     NoCertificate,
     #[error(
-        "the certificate file's certificate cannot be used: {}",
-        x509::VERSION_1_HELP
+        "the certificate file's certificate is X.509 version {version}, and TLS here takes \
+         version 3 only ({})",
+        x509::HOW_TO_MAKE_VERSION_3
     )]
-    Version1,
+    CertVersion { version: u8 },
     #[error("the key file holds no PEM private key (PKCS#8, PKCS#1 or SEC1)")]
     NoKey,
     #[error("the client CA file holds no PEM certificate")]
@@ -45,8 +46,11 @@ pub fn acceptor(identity: &TlsIdentity) -> Result<TlsAcceptor, TlsError> {
     let certs = certificates(&identity.cert_pem);
     match certs.first() {
         None => return Err(TlsError::NoCertificate),
-        Some(leaf) if x509::is_version_1(leaf) => return Err(TlsError::Version1),
-        Some(_) => {}
+        Some(leaf) => {
+            if let Some(version) = x509::not_version_3(leaf) {
+                return Err(TlsError::CertVersion { version });
+            }
+        }
     }
     let key = PrivateKeyDer::from_pem_reader(&mut Cursor::new(&identity.key_pem))
         .map_err(|_| TlsError::NoKey)?;
@@ -75,8 +79,8 @@ fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
 }
 
 /// The client certificate verifier, with the version looked at first: a version 1 client
-/// certificate is refused in words ([`x509::VERSION_1_HELP`]), which the server logs, where
-/// rustls's own verifier says only `Other(UnsupportedCertVersion)`.
+/// certificate is refused in words ([`x509::HOW_TO_MAKE_VERSION_3`]), which the server logs,
+/// where rustls's own verifier says only `Other(UnsupportedCertVersion)`.
 #[derive(Debug)]
 struct VersionFirst(Arc<dyn ClientCertVerifier>);
 
@@ -99,10 +103,11 @@ impl ClientCertVerifier for VersionFirst {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        if x509::is_version_1(end_entity) {
+        if let Some(version) = x509::not_version_3(end_entity) {
             return Err(rustls::Error::General(format!(
-                "the client's certificate cannot be used: {}",
-                x509::VERSION_1_HELP
+                "the client's certificate is X.509 version {version}, and TLS here takes version \
+                 3 only ({})",
+                x509::HOW_TO_MAKE_VERSION_3
             )));
         }
         self.0.verify_client_cert(end_entity, intermediates, now)

@@ -236,26 +236,30 @@ impl Admission {
         Ok(Held {
             _call: None,
             _server: server,
-            in_flight: None,
+            _in_flight: None,
         })
     }
 
-    /// Waits for `items` of a call's own budget `call`, then of the server's, in that order (a
-    /// call never holds server budget while it waits for its own).
+    /// Waits for a request's `items` in its call's own budget `call` (of `call_max`), then in
+    /// the server's, in that order (a call never holds server budget while it waits for its
+    /// own; a request larger than either budget takes all of it). Once held they count in
+    /// `patience_deals_in_flight`, in the same step, so the gauge moves with the budget.
     pub(super) fn hold_with(
         &self,
         call: Arc<Semaphore>,
+        call_max: usize,
         items: usize,
     ) -> impl Future<Output = Result<Held, AcquireError>> + Send + 'static {
         let server = self.0.deals.clone();
-        let cost = self.cost(items);
+        let cost = self.cost(items.clamp(1, call_max.max(1)));
+        let metrics = self.0.metrics.clone();
         async move {
             let own = call.acquire_many_owned(cost).await?;
             let server = server.acquire_many_owned(cost).await?;
             Ok(Held {
                 _call: Some(own),
                 _server: server,
-                in_flight: None,
+                _in_flight: Some(InFlight::new(&metrics, items)),
             })
         }
     }
@@ -424,14 +428,8 @@ impl<G: Unpin> http_body::Body for Guarded<G> {
 pub(super) struct Held {
     _call: Option<OwnedSemaphorePermit>,
     _server: OwnedSemaphorePermit,
-    in_flight: Option<InFlight>,
-}
-
-impl Held {
-    /// Counts the request's `items` in `patience_deals_in_flight` while this is held.
-    pub fn count(&mut self, metrics: &Metrics, items: usize) {
-        self.in_flight = Some(InFlight::new(metrics, items));
-    }
+    /// A stream request's count; a unary call counts its own, from before it waits.
+    _in_flight: Option<InFlight>,
 }
 
 /// Counts items (a unary call's, or a stream request's) in `patience_deals_in_flight` until

@@ -158,7 +158,8 @@ impl<G: Game> StreamCall<G> {
                     let items = G::items(&request);
                     let budget = self.service.admission.hold_with(
                         self.pipeline.budget.clone(),
-                        items.clamp(1, self.pipeline.max_in_flight),
+                        self.pipeline.max_in_flight,
+                        items,
                     );
                     self.pipeline.waiting = Some((request, budget.boxed()));
                 }
@@ -179,11 +180,10 @@ impl<G: Game> StreamCall<G> {
     /// The waiting request has its budget: it gets its stream indices and joins the queue.
     fn admitted(&mut self, held: Result<Held, AcquireError>) -> Result<(), CallEnd> {
         let request = self.pipeline.waiting.take().map(|(request, _)| request);
-        let (Ok(mut held), Some(request)) = (held, request) else {
+        let (Ok(held), Some(request)) = (held, request) else {
             return Err(CallEnd::BudgetClosed);
         };
         let items = G::items(&request);
-        held.count(&self.service.metrics, items);
         self.pipeline
             .ready
             .push_back((request, self.received, held));
