@@ -45,18 +45,27 @@ fn listing(dir: &Path) -> Vec<PathBuf> {
 /// Rough edge 9: `examples/python/check.sh` generated its stubs into `examples/python/gen` and
 /// Python its bytecode beside them, in the checkout it ran from. It must leave that checkout as
 /// it found it: it runs here on a copy of `examples/python` and `proto/`, whose files must be the
-/// same afterwards. It needs a venv with the example's requirements: `PATIENCE_VENV`, or
-/// `target/tools/venv`, which `.ci/run` installs; without one the test says so and is skipped.
+/// same afterwards; and the example prints what `patience solve` prints, on the 1,000 random
+/// deals and on bad ones. It needs a venv with the example's requirements: `PATIENCE_VENV` (which
+/// must then have them), or `target/tools/venv`, which `.ci/run` installs; without one the test
+/// says so and is skipped.
 #[test]
 fn the_python_example_check_leaves_the_checkout_as_it_found_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let venv = std::env::var_os("PATIENCE_VENV")
+    let given = std::env::var_os("PATIENCE_VENV");
+    let venv = given
+        .clone()
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target/tools/venv"));
     let ready = Command::new(venv.join("bin/python"))
         .args(["-c", "import grpc, grpc_tools"])
         .output()
         .is_ok_and(|out| out.status.success());
+    assert!(
+        ready || given.is_none(),
+        "PATIENCE_VENV={} has no grpcio and grpcio-tools",
+        venv.display()
+    );
     if !ready {
         eprintln!(
             "skipped: no venv with examples/python/requirements.txt at {} (.ci/run installs one \
@@ -75,7 +84,7 @@ fn the_python_example_check_leaves_the_checkout_as_it_found_it() {
     let out = check
         .arg(copy.join("examples/python/check.sh"))
         .arg(exe())
-        .arg(data("sample.in"))
+        .arg(data("random1000.in"))
         .arg(root.join("examples/python/bad-deals.in"))
         .env("PATIENCE_VENV", &venv)
         .output()
