@@ -189,20 +189,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     drop(submit);
-    let mut got = Vec::new();
-    for answer in answers {
-        for a in answer.await.expect("every chunk is answered") {
-            match a {
-                Answer::Solved { probability, .. } => got.push(probability),
-                Answer::Failed(e) => panic!("a deal failed: {e}"),
-            }
-        }
-    }
-    tokio::time::timeout(Duration::from_secs(20), run)
-        .await
-        .expect("the run ends")
-        .unwrap()
-        .expect("the run succeeds");
+    let got = probabilities(answers, run).await;
     assert_eq!(got.len(), expected.len());
     for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
@@ -215,6 +202,28 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         found |= matches!(event, Event::Found { .. });
     }
     assert!(found, "the new address was not reported");
+}
+
+/// Every chunk's probabilities, in order, once the run that answers them has ended well.
+async fn probabilities(
+    answers: Vec<oneshot::Receiver<Vec<Answer>>>,
+    run: tokio::task::JoinHandle<Result<(), client::ClientError>>,
+) -> Vec<f64> {
+    let mut got = Vec::new();
+    for answer in answers {
+        for a in answer.await.expect("every chunk is answered") {
+            match a {
+                Answer::Solved { probability, .. } => got.push(probability),
+                Answer::Failed(e) => panic!("a deal failed: {e}"),
+            }
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the run ends")
+        .unwrap()
+        .expect("the run succeeds");
+    got
 }
 
 /// Rough edge 10: the hedge floor and the wait for late failures are settings of the client's
@@ -259,20 +268,7 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
         answers.push(answer);
     }
     drop(submit);
-    let mut got = Vec::new();
-    for answer in answers {
-        for a in answer.await.expect("every chunk is answered") {
-            match a {
-                Answer::Solved { probability, .. } => got.push(probability),
-                Answer::Failed(e) => panic!("a deal failed: {e}"),
-            }
-        }
-    }
-    tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the run ends")
-        .unwrap()
-        .expect("the run succeeds");
+    let got = probabilities(answers, run).await;
     assert_eq!(got.len(), 64);
     for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert!(
