@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::reason::Reason;
 use subtle::ConstantTimeEq as _;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Status};
@@ -70,6 +71,7 @@ pub fn read_token_file(path: &Path) -> Result<Secret, TokenFileError> {
 /// call through. Refusals are counted and logged (rate-limited) through `metrics`.
 #[derive(Clone, Debug)]
 pub struct RequireBearer {
+    /// The token itself, without its scheme.
     expected: Option<Vec<u8>>,
     metrics: crate::metrics::Metrics,
 }
@@ -77,46 +79,52 @@ pub struct RequireBearer {
 impl RequireBearer {
     pub fn new(token: Option<&Secret>, metrics: crate::metrics::Metrics) -> RequireBearer {
         RequireBearer {
-            expected: token.map(|t| format!("Bearer {}", t.expose()).into_bytes()),
+            expected: token.map(|t| t.expose().as_bytes().to_vec()),
             metrics,
+        }
+    }
+
+    /// Whether an `authorization` value (its bytes) carries the server's token: the scheme
+    /// `Bearer` in any case (RFC 9110 makes schemes case-insensitive; RFC 6750 names it), one or
+    /// more spaces, the token. The token is compared in time independent of where the first
+    /// difference is (its length may show).
+    pub fn admits(&self, authorization: &[u8]) -> Result<(), Reason> {
+        let Some(expected) = &self.expected else {
+            return Ok(());
+        };
+        let token_given = !authorization.is_empty();
+        let token = authorization
+            .split_at_checked(6)
+            .filter(|(scheme, rest)| {
+                scheme.eq_ignore_ascii_case(b"bearer") && rest.first() == Some(&b' ')
+            })
+            .map(|(_, rest)| rest.trim_ascii_start());
+        match token {
+            Some(token) if bool::from(token.ct_eq(expected)) => Ok(()),
+            _ => Err(Reason::Unauthenticated { token_given }),
         }
     }
 }
 
 impl tonic::service::Interceptor for RequireBearer {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let Some(expected) = &self.expected else {
-            return Ok(request);
-        };
         let given = request
             .metadata()
             .get("authorization")
             .map(|v| v.as_bytes())
             .unwrap_or_default();
-        // Compares in time independent of where the first difference is (the length may show).
-        if bool::from(given.ct_eq(expected)) {
-            Ok(request)
-        } else {
-            let (what, status) = if given.is_empty() {
-                (
-                    "no token",
-                    Status::unauthenticated(
-                        "this server requires `authorization: Bearer <token>` metadata, and the \
-                         call has none",
-                    ),
-                )
-            } else {
-                (
-                    "a wrong token",
-                    Status::unauthenticated(
-                        "the call's `authorization` metadata is not `Bearer` with this server's \
-                         token",
-                    ),
-                )
-            };
-            self.metrics
-                .call_refused("unauthenticated", request.remote_addr(), what);
-            Err(status)
+        match self.admits(given) {
+            Ok(()) => Ok(request),
+            Err(reason) => {
+                let what = if given.is_empty() {
+                    "no token"
+                } else {
+                    "a wrong token"
+                };
+                self.metrics
+                    .call_refused("unauthenticated", request.remote_addr(), what);
+                Err(reason.status())
+            }
         }
     }
 }
@@ -153,6 +161,41 @@ impl tonic::service::Interceptor for AddBearer {
 mod tests {
     use super::*;
     use std::error::Error as _;
+
+    /// The scheme is case-insensitive (RFC 9110, RFC 6750): `bearer T` is as good as `Bearer T`;
+    /// the token is not, and nothing but the `Bearer` scheme is.
+    #[test]
+    fn the_bearer_scheme_is_taken_in_any_case_and_the_token_exactly() {
+        let secret = Secret::new("s3cret");
+        let check = RequireBearer::new(Some(&secret), crate::metrics::Metrics::new());
+        for good in [
+            "Bearer s3cret",
+            "bearer s3cret",
+            "BEARER s3cret",
+            "bEaReR   s3cret",
+        ] {
+            assert_eq!(check.admits(good.as_bytes()), Ok(()), "{good}");
+        }
+        for bad in [
+            "Bearer S3CRET",
+            "Bearers3cret",
+            "Basic s3cret",
+            "Bearer s3cre",
+            "s3cret",
+        ] {
+            assert_eq!(
+                check.admits(bad.as_bytes()),
+                Err(Reason::Unauthenticated { token_given: true }),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            check.admits(b""),
+            Err(Reason::Unauthenticated { token_given: false })
+        );
+        let open = RequireBearer::new(None, crate::metrics::Metrics::new());
+        assert_eq!(open.admits(b""), Ok(()));
+    }
 
     /// Rough edge 2: the operating system's words are the source; the message must not repeat
     /// them.

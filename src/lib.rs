@@ -40,6 +40,7 @@ mod lines;
 pub mod metrics;
 pub mod pool;
 pub mod proto;
+pub mod reason;
 pub mod rps;
 pub mod server;
 pub mod service;

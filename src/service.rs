@@ -73,6 +73,7 @@ use crate::proto::{
     self, SolveRequest, SolveResponse, SolveRpsRequest, SolveRpsResponse, SolveRpsStreamRequest,
     SolveRpsStreamResponse,
 };
+use crate::reason::Reason;
 
 /// The gRPC service. Cheap to clone: everything is shared. Calls reach it through
 /// [`Admission`]'s [`Capped`] layer, which decides whether they may open at all.
@@ -167,13 +168,16 @@ impl SolverService {
                 .await?
                 .await
                 .pop()
-                .ok_or_else(|| Status::internal("no response was produced"))
+                .ok_or_else(|| {
+                    let detail = "no response was produced".to_string();
+                    Reason::Internal { detail }.status()
+                })
         };
         // Past the deadline the work is dropped, and with it the pool tickets.
         match deadline {
             Some(at) => tokio::time::timeout_at(at, work)
                 .await
-                .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))?,
+                .map_err(|_| Reason::DeadlineExceeded { resume_index: None }.status())?,
             None => work.await,
         }
     }

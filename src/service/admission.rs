@@ -40,6 +40,7 @@ use tower::Service;
 
 use super::lifecycle::{Lifecycle, Phase};
 use crate::metrics::Metrics;
+use crate::reason::Reason;
 
 /// How many calls of each kind may be open at once across all connections.
 #[derive(Clone, Copy, Debug)]
@@ -181,30 +182,23 @@ impl Admission {
         };
         let solving = kind != Kind::Watch;
         if solving && s.lifecycle.phase() >= Phase::Draining {
-            let status =
-                Status::unavailable("the server is shutting down; retry on another replica");
             s.metrics
                 .call_refused("shutting_down", peer, "shutting down");
-            return Err(status);
+            return Err(Reason::Draining.status());
         }
         let Ok(permit) = cap.places.clone().try_acquire_owned() else {
-            let status = Status::resource_exhausted(format!(
-                "the server has its limit of {} such calls open (server flag {}); retry later, \
-                 or on another replica",
-                cap.max, cap.flag
-            ));
-            s.metrics.call_refused(cap.reason, peer, status.message());
-            return Err(status);
+            let reason = Reason::MaxOpenCalls {
+                flag: cap.flag,
+                limit: cap.max,
+            };
+            s.metrics.call_refused(cap.reason, peer, &reason.message());
+            return Err(reason.status());
         };
         if solving && s.deals.available_permits() == 0 {
-            let status = Status::resource_exhausted(format!(
-                "the server holds its limit of {} unanswered deals (server flag \
-                 --max-deals-in-flight); retry later, or on another replica",
-                s.max_deals
-            ));
+            let reason = Reason::MaxDealsInFlight { limit: s.max_deals };
             s.metrics
-                .call_refused("max_deals_in_flight", peer, status.message());
-            return Err(status);
+                .call_refused("max_deals_in_flight", peer, &reason.message());
+            return Err(reason.status());
         }
         if solving {
             s.metrics.calls(1);

@@ -8,6 +8,8 @@
 use std::time::Duration;
 
 use tonic::Status;
+
+use crate::reason::Reason;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 
 /// Stands in for "no deadline": far enough never to fire, near enough not to overflow.
@@ -22,8 +24,8 @@ const MAX_DIGITS: usize = 8;
 pub(super) struct BadTimeout;
 
 impl From<BadTimeout> for Status {
-    fn from(e: BadTimeout) -> Status {
-        Status::invalid_argument(e.to_string())
+    fn from(_: BadTimeout) -> Status {
+        Reason::BadTimeout.status()
     }
 }
 

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use tonic::Status;
 
+use crate::reason::Reason;
+
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -63,13 +65,10 @@ impl Default for Limits {
 impl Limits {
     /// Refuses a request with more items (deals, or rps cases: the limit counts both) than one
     /// may carry, naming the flag, so the client knows to split it rather than retry it.
-    pub(super) fn check_size(&self, items: usize, what: &str) -> Result<(), Status> {
+    pub(super) fn check_size(&self, items: usize, what: &'static str) -> Result<(), Status> {
         let limit = self.max_deals_per_request;
         if items > limit {
-            return Err(Status::invalid_argument(format!(
-                "the request has {items} {what}; the limit is {limit} {what} per request \
-                 (server flag --max-deals-per-request); split it into several requests"
-            )));
+            return Err(Reason::MaxDealsPerRequest { items, limit, what }.status());
         }
         Ok(())
     }
@@ -79,8 +78,5 @@ impl Limits {
 /// the gRPC spec and every other implementation have it (tonic's own says `OUT_OF_RANGE`), naming
 /// the flag, so a user knows which limit to raise or how to split the request.
 pub fn message_too_large(limit: usize) -> Status {
-    Status::resource_exhausted(format!(
-        "the request message is larger than the limit of {limit} bytes (server flag \
-         --max-message-bytes); send fewer deals per request"
-    ))
+    Reason::MaxMessageBytes { limit }.status()
 }

@@ -13,6 +13,7 @@ use tonic::Status;
 use super::SolverService;
 use super::game::Game;
 use crate::pool::{Engines, PoolError};
+use crate::reason::Reason;
 
 /// A finished response and how many of its items failed, for the call's log line.
 pub(super) struct Answered<R> {
@@ -68,7 +69,8 @@ impl SolverService {
                     solved
                 })
                 .await
-                .map_err(|e| Status::unavailable(e.to_string()))?;
+                // The pool takes no more work only once the server is going away.
+                .map_err(|_| Reason::Draining.status())?;
             batches.push((places, ticket));
         }
 

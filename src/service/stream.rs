@@ -34,6 +34,7 @@ use super::game::Game;
 use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
 use super::start::{Answered, Started};
+use crate::reason::Reason;
 
 /// How far the call has read its client's requests.
 #[derive(Debug)]
@@ -225,8 +226,7 @@ impl<G: Game> StreamCall<G> {
 
     /// Something from outside the call's own work: it ends the call, or stops its reading.
     fn interrupted(&mut self, interrupt: Interrupt) -> Result<(), CallEnd> {
-        let answered = self.answered;
-        let items = G::ITEMS;
+        let resume_index = self.answered;
         let end = match interrupt {
             Interrupt::StopReading => {
                 self.reading = Reading::CutShort;
@@ -234,16 +234,13 @@ impl<G: Game> StreamCall<G> {
             }
             Interrupt::Stalled => return Err(self.stall_cut()),
             Interrupt::Deadline => {
-                self.end_with(Status::deadline_exceeded(format!(
-                    "the call's deadline passed; results before index {answered} were sent"
-                )));
+                let resume_index = Some(resume_index);
+                self.end_with(Reason::DeadlineExceeded { resume_index }.status());
                 CallEnd::DeadlineExceeded
             }
             Interrupt::Abort => {
-                self.end_with(Status::unavailable(format!(
-                    "the server is shutting down; results before index {answered} were sent, \
-                     resend the {items} from index {answered} on"
-                )));
+                let what = G::ITEMS;
+                self.end_with(Reason::DrainTimeout { resume_index, what }.status());
                 CallEnd::AbortedByShutdown
             }
         };
@@ -261,13 +258,8 @@ impl<G: Game> StreamCall<G> {
                 self.until_taken(CallEnd::Failed).await
             }
             Reading::CutShort => {
-                let answered = self.answered;
-                self.end_with(Status::unavailable(format!(
-                    "the server is shutting down and stopped reading this stream; results \
-                     before index {answered} were sent, resend the {} from index {answered} on \
-                     (to another replica)",
-                    G::ITEMS
-                )));
+                let (resume_index, what) = (self.answered, G::ITEMS);
+                self.end_with(Reason::DrainCut { resume_index, what }.status());
                 CallEnd::CutShortByShutdown
             }
         }
@@ -293,14 +285,13 @@ impl<G: Game> StreamCall<G> {
     fn stall_cut(&mut self) -> CallEnd {
         let after = self.service.limits.stall_timeout.unwrap_or_default();
         let mut told = None;
-        self.out.cut(|resume| {
-            let status = Status::resource_exhausted(format!(
-                "the client took none of its results for {}s (server flag --stall-timeout), so \
-                 the server dropped the rest; results before index {resume} were sent, resend \
-                 the {} from index {resume} on",
-                after.as_secs_f64(),
-                G::ITEMS
-            ));
+        self.out.cut(|resume_index| {
+            let status = Reason::StallTimeout {
+                resume_index,
+                after,
+                what: G::ITEMS,
+            }
+            .status();
             told = Some(status.clone());
             status
         });
