@@ -20,11 +20,12 @@ mod solve;
 mod values;
 
 use values::{
-    NO_MAX, at_least_one, parse_duration, parse_listen_addr, parse_optional_duration, whole,
+    NO_MAX, at_least_one, parse_duration, parse_listen_addr, parse_optional_bytes,
+    parse_optional_duration, whole,
 };
 
 pub use output::ExitStatus;
-pub use values::MaybeDuration;
+pub use values::{MaybeBytes, MaybeDuration};
 
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
@@ -204,6 +205,19 @@ pub struct ServeArgs {
     /// (health stays open for probes) [default: no token needed].
     #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
     pub auth_token_file: Option<PathBuf>,
+    /// Compress each response message of at least this many bytes, with zstd or gzip, for clients
+    /// that accept it (grpc-accept-encoding); "off" never compresses responses. Compressed
+    /// requests (gzip, zstd) are taken either way.
+    #[arg(long, env = "PATIENCE_COMPRESS_MIN_BYTES", default_value = "512", value_parser = parse_optional_bytes)]
+    pub compress_min_bytes: MaybeBytes,
+    /// Let browsers on this origin call with gRPC-Web (CORS), e.g. https://app.example; repeat
+    /// it, or separate origins with commas; "*" allows any [default: none].
+    #[arg(
+        long = "cors-allow-origin",
+        env = "PATIENCE_CORS_ALLOW_ORIGIN",
+        value_delimiter = ','
+    )]
+    pub cors_allow_origins: Vec<String>,
     /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which)
     /// [default: off].
     #[arg(long, env = "PATIENCE_METRICS_ADDR", value_parser = parse_listen_addr)]

@@ -7,8 +7,9 @@
 //! services on top, so that every connection is under its limits from the first byte.
 
 mod connection;
+mod frames;
+mod front;
 mod listener;
-mod message_limit;
 mod tls;
 
 use std::future::Future;
@@ -29,6 +30,7 @@ use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Admission, CapError, Caps, Lifecycle, Limits, Phase, SolverService};
 
+pub use front::CorsOrigins;
 pub use tls::TlsError;
 
 /// HTTP/2 receive window per stream. This is what a stream whose reading has been paused (its
@@ -45,6 +47,10 @@ pub const STREAM_WINDOW: u32 = 64 << 10;
 /// HTTP/2 receive window per connection: large, so that the small-frame budget (half of it) is
 /// never what stops a well-behaved client; the per-stream windows bound the memory.
 pub const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// The default `--compress-min-bytes`: a response of a few dozen deals. Below it compression
+/// saves a handful of bytes for its CPU, and a one-deal answer compressed grows.
+pub const DEFAULT_COMPRESS_MIN_BYTES: usize = 512;
 
 /// Files the process keeps for itself beside its connections (standard streams, the runtime's
 /// epoll and wake-up descriptors, the listeners, the metrics endpoint and its scrapes, the
@@ -101,6 +107,11 @@ pub struct ServerConfig {
     pub tls: Option<TlsIdentity>,
     /// Require `authorization: Bearer <token>` on every Solver call.
     pub auth_token: Option<Secret>,
+    /// Compress response messages of at least this many bytes for clients that accept gzip or
+    /// zstd; `None`: never compress responses.
+    pub compress_min_bytes: Option<usize>,
+    /// Browser origins whose gRPC-Web calls are allowed (CORS); none by default.
+    pub cors_allow_origins: CorsOrigins,
     /// Serve Prometheus text at `/metrics` on this address (port 0 picks one; the log says which).
     pub metrics_addr: Option<SocketAddr>,
     /// Where the service records; give one in to read it (tests do).
@@ -149,6 +160,8 @@ impl Default for ServerConfig {
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
             close_after_abort: Duration::from_secs(5),
+            compress_min_bytes: Some(DEFAULT_COMPRESS_MIN_BYTES),
+            cors_allow_origins: CorsOrigins::default(),
             tls: None,
             auth_token: None,
             metrics_addr: None,
@@ -282,7 +295,8 @@ async fn serve(
 
     // Every service under admission (`service/admission.rs`), each by its own descriptors; the
     // solving ones behind the token check too. tonic's message limit is only a backstop: the
-    // connections hold request bodies to it first, with the status that names the flag.
+    // framing (`frames.rs`) holds request messages to it first, with the status that names the
+    // flag, and decompresses them itself.
     let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
     let limit = config.limits.max_message_bytes;
     let solver = InterceptedService::new(
@@ -316,6 +330,19 @@ async fn serve(
             .add_service(solver)
             .add_service(rps)
             .prepare();
+    let grpc = front::Route::new(frames::Framed::new(
+        app,
+        frames::FrameSettings {
+            max_message_bytes: limit,
+            compress_min_bytes: config.compress_min_bytes,
+        },
+    ));
+    let api = front::Route::new(tower::service_fn(|_| async {
+        let mut response = http::Response::new(tonic::body::Body::empty());
+        *response.status_mut() = http::StatusCode::NOT_IMPLEMENTED;
+        Ok::<_, std::convert::Infallible>(response)
+    }));
+    let app = front::Front::new(grpc, api, &config.cors_allow_origins);
 
     let settings = Arc::new(connection::Settings {
         handshake_timeout: config.handshake_timeout,
@@ -324,13 +351,13 @@ async fn serve(
         max_age: config.max_connection_age,
         age_grace: config.max_connection_age_grace,
         keepalive: Some(config.keepalive_interval),
-        max_message_bytes: limit,
-        http2: connection::Settings::http2(
+        http: connection::Settings::http(
             config.max_concurrent_streams,
             STREAM_WINDOW,
             CONNECTION_WINDOW,
             config.keepalive_interval,
             config.keepalive_timeout,
+            config.handshake_timeout,
         ),
     });
 
@@ -433,6 +460,10 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
         ),
         ("max_connections", config.max_connections as u64),
         ("max_open_watches", config.max_open_watches as u64),
+        (
+            "compress_min_bytes",
+            config.compress_min_bytes.map_or(0, |n| n as u64),
+        ),
     ] {
         metrics.limit(flag, value);
     }

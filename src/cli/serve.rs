@@ -49,6 +49,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             .map(read_token_file)
             .transpose()?,
         metrics_addr: args.metrics_addr,
+        compress_min_bytes: args.compress_min_bytes.0,
+        cors_allow_origins: server::CorsOrigins(args.cors_allow_origins.clone()),
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -89,6 +91,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
             drain_cut_after = %shown(config.limits.drain_cut_after),
             stall_timeout = %shown(config.limits.stall_timeout),
+            compress_min_bytes = %config.compress_min_bytes.map_or_else(|| "off".to_string(), |n| n.to_string()),
+            cors_allow_origin = %config.cors_allow_origins.0.join(","),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
             metrics_addr = %metrics_bound.map_or_else(|| "off".to_string(), |a| a.to_string()),

@@ -111,3 +111,17 @@ pub(super) fn parse_optional_duration(text: &str) -> Result<MaybeDuration, Strin
         other => parse_duration(other).map(|d| MaybeDuration(Some(d).filter(|d| !d.is_zero()))),
     }
 }
+
+/// A byte count that can be `off` (see [`MaybeDuration`] for why not a plain `Option`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaybeBytes(pub Option<usize>);
+
+/// A whole number of bytes, or `off` for none.
+pub(super) fn parse_optional_bytes(text: &str) -> Result<MaybeBytes, String> {
+    match text.trim() {
+        "off" | "none" => Ok(MaybeBytes(None)),
+        other => whole::<usize>(0, NO_MAX)(other)
+            .map(|n| MaybeBytes(Some(n)))
+            .map_err(|e| format!("{e}, or off")),
+    }
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -34,7 +35,6 @@ use tokio_util::either::Either;
 use tonic::transport::server::TcpConnectInfo;
 use tower::Service;
 
-use super::message_limit::Limited;
 use crate::metrics::Metrics;
 use crate::service::{Guarded, Lifecycle, Phase};
 
@@ -52,9 +52,9 @@ pub struct Settings {
     pub max_age: Option<Duration>,
     pub age_grace: Option<Duration>,
     pub keepalive: Option<Duration>,
-    /// `--max-message-bytes`, for every request body.
-    pub max_message_bytes: usize,
-    pub http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    /// HTTP/2 (gRPC, h2c) and HTTP/1.1 (the plain HTTP API, gRPC-Web), told apart per connection
+    /// by its first bytes.
+    pub http: auto::Builder<TokioExecutor>,
 }
 
 impl Settings {
@@ -63,15 +63,18 @@ impl Settings {
     /// the server itself resets for a client's protocol errors stays at h2's 1,024 (tonic turns
     /// it off), which is what stops a "MadeYouReset" flood (CVE-2025-8671). Rapid resets by the
     /// client (CVE-2023-44487) are stopped by h2's own defaults.
-    pub fn http2(
+    ///
+    /// HTTP/1.1 must send its request head within the handshake timeout, as HTTP/2 its preface.
+    pub fn http(
         max_concurrent_streams: u32,
         stream_window: u32,
         connection_window: u32,
         keepalive_interval: Duration,
         keepalive_timeout: Duration,
-    ) -> hyper::server::conn::http2::Builder<TokioExecutor> {
-        let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-        http2
+        handshake_timeout: Duration,
+    ) -> auto::Builder<TokioExecutor> {
+        let mut http = auto::Builder::new(TokioExecutor::new());
+        http.http2()
             .timer(TokioTimer::new())
             .initial_connection_window_size(connection_window)
             .initial_stream_window_size(stream_window)
@@ -81,7 +84,10 @@ impl Settings {
             .adaptive_window(false)
             .max_pending_accept_reset_streams(None)
             .max_local_error_reset_streams(Some(1024));
-        http2
+        http.http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(handshake_timeout);
+        http
     }
 }
 
@@ -151,10 +157,9 @@ pub async fn serve<S>(
         inner: service,
         info: info.clone(),
         calls: Arc::new(calls),
-        max_message_bytes: settings.max_message_bytes,
     };
     let conn = settings
-        .http2
+        .http
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(per_connection));
     tokio::pin!(conn);
 
@@ -237,14 +242,13 @@ fn jittered(age: Duration, info: &TcpConnectInfo) -> Instant {
 }
 
 /// The service as one connection sees it: each request is told the connection's addresses (what
-/// `Request::remote_addr` reads), its body is held to `--max-message-bytes`, and it is counted as
-/// open on the connection (for idleness) until its response body is done.
+/// `Request::remote_addr` reads), and it is counted as open on the connection (for idleness)
+/// until its response body is done.
 #[derive(Clone)]
 struct PerConnection<S> {
     inner: S,
     info: TcpConnectInfo,
     calls: Arc<watch::Sender<usize>>,
-    max_message_bytes: usize,
 }
 
 impl<S> Service<http::Request<Incoming>> for PerConnection<S>
@@ -270,9 +274,7 @@ where
         self.calls.send_modify(|n| *n += 1);
         let open = OpenCall(self.calls.clone());
         request.extensions_mut().insert(self.info.clone());
-        let limit = self.max_message_bytes;
-        let request = request.map(|body| tonic::body::Body::new(Limited::new(body, limit)));
-        let response = self.inner.call(request);
+        let response = self.inner.call(request.map(tonic::body::Body::new));
         Box::pin(async move {
             let response = response.await?;
             Ok(response.map(|body| Guarded::new(body, open)))

@@ -1,0 +1,574 @@
+//! The gRPC messages on the wire, both ways, for every gRPC call (and gRPC-Web, once translated):
+//! each message is framed by a 5-byte header, a compression flag and a big-endian length.
+//!
+//! RequestFrames: a message over `--max-message-bytes` is refused from its header, before any of it is
+//! buffered; a compressed one (gzip or zstd, as its `grpc-encoding` says) is decompressed here,
+//! its output held to the same limit, and handed on uncompressed; a bad flag is a malformed
+//! message. Every refusal is the service's own status with its details (`crate::reason`), which
+//! tonic hands on to the call unchanged. (tonic has its own limit and decompression, but says
+//! `OUT_OF_RANGE` or `UNIMPLEMENTED` in words of its own that name no flag.)
+//!
+//! ResponseFrames: when the client accepts gzip or zstd (`grpc-accept-encoding`) and response
+//! compression is on, each message of at least `--compress-min-bytes` is compressed (zstd
+//! preferred); smaller ones go as they are, which gRPC allows message by message. tonic's own
+//! response compression has no such minimum, and a one-deal answer compressed grows.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::io::Read as _;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use http::HeaderValue;
+use http_body::{Frame, SizeHint};
+use tonic::body::Body;
+use tower::Service;
+
+use crate::reason::Reason;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The length of a gRPC message's header.
+const HEADER_LEN: usize = 5;
+
+/// What a client may compress requests with, as the server says it in `grpc-accept-encoding`.
+const ACCEPTED: &str = "zstd,gzip";
+
+/// How messages are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Gzip,
+    Zstd,
+}
+
+impl Encoding {
+    fn name(self) -> &'static str {
+        match self {
+            Encoding::Gzip => "gzip",
+            Encoding::Zstd => "zstd",
+        }
+    }
+
+    /// A request's `grpc-encoding`: `None` for none or `identity`, `Err` for one not taken.
+    fn of_request(value: Option<&HeaderValue>) -> Result<Option<Encoding>, Reason> {
+        let name = value.map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
+        match name.as_deref() {
+            None | Some("identity") => Ok(None),
+            Some("gzip") => Ok(Some(Encoding::Gzip)),
+            Some("zstd") => Ok(Some(Encoding::Zstd)),
+            Some(other) => Err(Reason::UnsupportedEncoding {
+                encoding: other.to_string(),
+            }),
+        }
+    }
+
+    /// The encoding to answer with, from a client's `grpc-accept-encoding`: zstd if it takes
+    /// it (smaller and cheaper than gzip on these messages), else gzip, else none.
+    fn for_response(accept: Option<&HeaderValue>) -> Option<Encoding> {
+        let accept = accept?.to_str().ok()?;
+        let takes = |name: &str| accept.split(',').any(|e| e.trim() == name);
+        if takes("zstd") {
+            Some(Encoding::Zstd)
+        } else if takes("gzip") {
+            Some(Encoding::Gzip)
+        } else {
+            None
+        }
+    }
+
+    /// `data` decompressed, at most `limit` bytes of it.
+    fn decompress(self, data: &[u8], limit: usize) -> Result<Vec<u8>, Reason> {
+        let malformed = |e: std::io::Error| Reason::MalformedMessage {
+            detail: format!("it does not decompress as {}: {e}", self.name()),
+        };
+        let mut out = Vec::new();
+        let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+        match self {
+            Encoding::Gzip => flate2::read::GzDecoder::new(data)
+                .take(cap)
+                .read_to_end(&mut out)
+                .map_err(malformed)?,
+            Encoding::Zstd => zstd::stream::read::Decoder::new(data)
+                .map_err(malformed)?
+                .take(cap)
+                .read_to_end(&mut out)
+                .map_err(malformed)?,
+        };
+        if out.len() > limit {
+            return Err(Reason::MaxMessageBytes { limit });
+        }
+        Ok(out)
+    }
+
+    /// `data` compressed, at the fast end of each method: these answers are small and many.
+    fn compress(self, data: &[u8]) -> std::io::Result<Vec<u8>> {
+        match self {
+            Encoding::Gzip => {
+                let mut encoder =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut encoder, data)?;
+                encoder.finish()
+            }
+            Encoding::Zstd => zstd::stream::encode_all(data, 1),
+        }
+    }
+}
+
+/// How the server frames gRPC messages: `--max-message-bytes`, and response compression.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameSettings {
+    pub max_message_bytes: usize,
+    /// Compress responses for clients that accept it, each message of at least this many bytes;
+    /// `None`: never.
+    pub compress_min_bytes: Option<usize>,
+}
+
+/// The layer over every gRPC service (see the module's doc).
+#[derive(Clone, Debug)]
+pub struct Framed<S> {
+    inner: S,
+    settings: Arc<FrameSettings>,
+}
+
+impl<S> Framed<S> {
+    pub fn new(inner: S, settings: FrameSettings) -> Framed<S> {
+        Framed {
+            inner,
+            settings: Arc::new(settings),
+        }
+    }
+}
+
+impl<S> Service<http::Request<Body>> for Framed<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        let headers = request.headers_mut();
+        let incoming = match Encoding::of_request(headers.get("grpc-encoding")) {
+            Ok(encoding) => encoding,
+            Err(reason) => {
+                let mut response = reason.status().into_http::<Body>();
+                advertise(&mut response);
+                return Box::pin(std::future::ready(Ok(response)));
+            }
+        };
+        // Decompressed here: tonic sees identity messages only.
+        headers.remove("grpc-encoding");
+        let outgoing = self.settings.compress_min_bytes.and_then(|min| {
+            Some((
+                Encoding::for_response(headers.get("grpc-accept-encoding"))?,
+                min,
+            ))
+        });
+        let limit = self.settings.max_message_bytes;
+        let request = request.map(|body| Body::new(RequestFrames::new(body, limit, incoming)));
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let mut response = response.await?;
+            advertise(&mut response);
+            let grpc = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|t| t.as_bytes().starts_with(b"application/grpc"));
+            match outgoing {
+                Some((encoding, min)) if grpc => {
+                    response
+                        .headers_mut()
+                        .insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
+                    Ok(response.map(|body| Body::new(ResponseFrames::new(body, encoding, min))))
+                }
+                _ => Ok(response),
+            }
+        })
+    }
+}
+
+/// Tells the client which request encodings the server takes.
+fn advertise(response: &mut http::Response<Body>) {
+    response
+        .headers_mut()
+        .insert("grpc-accept-encoding", HeaderValue::from_static(ACCEPTED));
+}
+
+/// A request body whose messages are checked, and decompressed when they are compressed.
+struct RequestFrames {
+    inner: Body,
+    limit: usize,
+    encoding: Option<Encoding>,
+    /// The current message's header, as far as it has come.
+    header: [u8; HEADER_LEN],
+    in_header: usize,
+    /// The current message's body: bytes still to come, and (when compressed) those come so far.
+    remaining: usize,
+    compressed: Option<BytesMut>,
+    /// What is ready to hand on.
+    out: VecDeque<Bytes>,
+    failed: bool,
+}
+
+impl RequestFrames {
+    fn new(inner: Body, limit: usize, encoding: Option<Encoding>) -> RequestFrames {
+        RequestFrames {
+            inner,
+            limit,
+            encoding,
+            header: [0; HEADER_LEN],
+            in_header: 0,
+            remaining: 0,
+            compressed: None,
+            out: VecDeque::new(),
+            failed: false,
+        }
+    }
+
+    /// Follows the framing through `data`, queueing what to hand on.
+    fn take(&mut self, mut data: Bytes) -> Result<(), Reason> {
+        while !data.is_empty() {
+            if self.remaining > 0 {
+                let n = self.remaining.min(data.len());
+                let piece = data.split_to(n);
+                self.remaining -= n;
+                match &mut self.compressed {
+                    Some(buffer) => buffer.put(piece),
+                    None => self.out.push_back(piece),
+                }
+                if self.remaining == 0 {
+                    self.finish_message()?;
+                }
+                continue;
+            }
+            let n = (HEADER_LEN - self.in_header).min(data.len());
+            self.header[self.in_header..self.in_header + n].copy_from_slice(&data[..n]);
+            self.in_header += n;
+            data.advance(n);
+            if self.in_header == HEADER_LEN {
+                self.in_header = 0;
+                self.start_message()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A message's header is complete.
+    fn start_message(&mut self) -> Result<(), Reason> {
+        let [flag, a, b, c, d] = self.header;
+        let len = u32::from_be_bytes([a, b, c, d]) as usize;
+        // The flag first: a body that is not gRPC at all has nonsense for a length too.
+        if flag > 1 {
+            return Err(Reason::MalformedMessage {
+                detail: format!(
+                    "a message's compressed flag is {flag}, not 0 or 1 (is the body gRPC, with \
+                     its 5-byte message headers?)"
+                ),
+            });
+        }
+        if len > self.limit {
+            return Err(Reason::MaxMessageBytes { limit: self.limit });
+        }
+        match (flag, self.encoding) {
+            (0, _) => self.out.push_back(Bytes::copy_from_slice(&self.header)),
+            (_, None) => {
+                return Err(Reason::MalformedMessage {
+                    detail: "a message is flagged compressed, and the call has no grpc-encoding"
+                        .into(),
+                });
+            }
+            (_, Some(_)) => self.compressed = Some(BytesMut::with_capacity(len)),
+        }
+        self.remaining = len;
+        if len == 0 {
+            self.finish_message()?;
+        }
+        Ok(())
+    }
+
+    /// A message's body is complete: a compressed one goes on decompressed.
+    fn finish_message(&mut self) -> Result<(), Reason> {
+        let (Some(buffer), Some(encoding)) = (self.compressed.take(), self.encoding) else {
+            return Ok(());
+        };
+        let plain = encoding.decompress(&buffer, self.limit)?;
+        let len = u32::try_from(plain.len()).unwrap_or(u32::MAX);
+        let mut header = BytesMut::with_capacity(HEADER_LEN);
+        header.put_u8(0);
+        header.put_u32(len);
+        self.out.push_back(header.freeze());
+        self.out.push_back(Bytes::from(plain));
+        Ok(())
+    }
+}
+
+impl http_body::Body for RequestFrames {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            if let Some(ready) = self.out.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(ready))));
+            }
+            if self.failed {
+                return Poll::Ready(None);
+            }
+            let frame = match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => frame,
+                Some(Err(e)) => return Poll::Ready(Some(Err(Box::new(e)))),
+                None => return Poll::Ready(None),
+            };
+            match frame.into_data() {
+                Ok(data) => {
+                    if let Err(reason) = self.take(data) {
+                        self.failed = true;
+                        self.out.clear();
+                        return Poll::Ready(Some(Err(Box::new(reason.status()))));
+                    }
+                }
+                Err(frame) => return Poll::Ready(Some(Ok(frame))),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.out.is_empty() && (self.failed || self.inner.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+/// A response body whose messages of at least `min` bytes are compressed.
+struct ResponseFrames {
+    inner: Body,
+    encoding: Encoding,
+    min: usize,
+    /// Bytes of messages not yet complete.
+    pending: BytesMut,
+}
+
+impl ResponseFrames {
+    fn new(inner: Body, encoding: Encoding, min: usize) -> ResponseFrames {
+        ResponseFrames {
+            inner,
+            encoding,
+            min,
+            pending: BytesMut::new(),
+        }
+    }
+
+    /// The complete messages in `pending`, each compressed or not, as one chunk.
+    fn complete_messages(&mut self) -> Result<Option<Bytes>, Reason> {
+        let mut out = BytesMut::new();
+        while let Some(header) = self.pending.get(..HEADER_LEN) {
+            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+            if self.pending.len() < HEADER_LEN + len {
+                break;
+            }
+            let message = self.pending.split_to(HEADER_LEN + len);
+            let (flag, payload) = (message[0], &message[HEADER_LEN..]);
+            if flag != 0 || len < self.min {
+                out.put(message);
+                continue;
+            }
+            let packed = self
+                .encoding
+                .compress(payload)
+                .map_err(|e| Reason::Internal {
+                    detail: format!("cannot compress a response: {e}"),
+                })?;
+            out.put_u8(1);
+            out.put_u32(u32::try_from(packed.len()).unwrap_or(u32::MAX));
+            out.put(&packed[..]);
+        }
+        Ok((!out.is_empty()).then(|| out.freeze()))
+    }
+}
+
+impl http_body::Body for ResponseFrames {
+    type Data = Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
+        loop {
+            let frame = match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => frame,
+                other => return Poll::Ready(other),
+            };
+            match frame.into_data() {
+                Ok(data) => {
+                    self.pending.put(data);
+                    match self.complete_messages() {
+                        Ok(Some(chunk)) => return Poll::Ready(Some(Ok(Frame::data(chunk)))),
+                        Ok(None) => {}
+                        Err(reason) => return Poll::Ready(Some(Err(reason.status()))),
+                    }
+                }
+                // Trailers come after every message.
+                Err(trailers) => return Poll::Ready(Some(Ok(trailers))),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pending.is_empty() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(flag: u8, payload: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![flag];
+        bytes.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_be_bytes());
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    /// Everything a request body hands on for `stream`, fed in chunks of `chunk` bytes.
+    fn through(
+        stream: &[u8],
+        chunk: usize,
+        limit: usize,
+        encoding: Option<Encoding>,
+    ) -> Result<Vec<u8>, Reason> {
+        let mut requests = RequestFrames::new(Body::empty(), limit, encoding);
+        for piece in stream.chunks(chunk) {
+            requests.take(Bytes::copy_from_slice(piece))?;
+        }
+        assert_eq!((requests.in_header, requests.remaining), (0, 0));
+        Ok(requests.out.iter().flat_map(|b| b.to_vec()).collect())
+    }
+
+    #[test]
+    fn plain_messages_up_to_the_limit_pass_unchanged_however_the_bytes_are_split() {
+        let mut stream = message(0, &[7; 10]);
+        stream.extend(message(0, &[]));
+        stream.extend(message(0, &[9; 9]));
+        for chunk in 1..=stream.len() {
+            assert_eq!(through(&stream, chunk, 10, None), Ok(stream.clone()));
+        }
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_refused_from_its_header() {
+        let mut stream = message(0, &[1, 2, 3]);
+        stream.extend(&message(0, &[0; 11])[..HEADER_LEN]);
+        for chunk in 1..=stream.len() {
+            let refused = through(&stream, chunk, 10, None);
+            assert_eq!(refused, Err(Reason::MaxMessageBytes { limit: 10 }));
+        }
+        let huge = [0, 0xff, 0xff, 0xff, 0xff];
+        assert!(through(&huge, 5, 10, None).is_err());
+    }
+
+    /// A compressed message goes on decompressed, for both encodings and any split; its
+    /// decompressed size is held to the limit too (a small bomb is refused).
+    #[test]
+    fn compressed_messages_go_on_decompressed_within_the_limit() {
+        let payload: Vec<u8> = (0..200u8).collect();
+        for encoding in [Encoding::Gzip, Encoding::Zstd] {
+            let packed = encoding.compress(&payload).unwrap();
+            let mut stream = message(1, &packed);
+            stream.extend(message(0, b"plain"));
+            let mut expected = message(0, &payload);
+            expected.extend(message(0, b"plain"));
+            for chunk in [1, 3, 7, stream.len()] {
+                assert_eq!(
+                    through(&stream, chunk, 1000, Some(encoding)),
+                    Ok(expected.clone())
+                );
+            }
+            let bomb = encoding.compress(&[0; 100_000]).unwrap();
+            assert!(bomb.len() < 1000);
+            assert_eq!(
+                through(&message(1, &bomb), 64, 1000, Some(encoding)),
+                Err(Reason::MaxMessageBytes { limit: 1000 })
+            );
+        }
+    }
+
+    #[test]
+    fn bad_flags_and_bad_compressed_data_are_malformed_messages() {
+        let json = b"{\"deals\":[]}";
+        let refused = through(json, json.len(), 1 << 20, None);
+        assert!(
+            matches!(&refused, Err(Reason::MalformedMessage { detail }) if detail.contains("123")),
+            "{refused:?}"
+        );
+        let unannounced = through(&message(1, b"x"), 6, 100, None);
+        assert!(matches!(unannounced, Err(Reason::MalformedMessage { .. })));
+        let garbage = through(&message(1, b"not gzip"), 13, 100, Some(Encoding::Gzip));
+        assert!(matches!(garbage, Err(Reason::MalformedMessage { .. })));
+    }
+
+    #[test]
+    fn encodings_are_read_and_chosen_by_their_names() {
+        let value = |s: &'static str| HeaderValue::from_static(s);
+        assert_eq!(Encoding::of_request(None), Ok(None));
+        assert_eq!(Encoding::of_request(Some(&value("identity"))), Ok(None));
+        assert_eq!(
+            Encoding::of_request(Some(&value("gzip"))),
+            Ok(Some(Encoding::Gzip))
+        );
+        assert!(Encoding::of_request(Some(&value("snappy"))).is_err());
+        assert_eq!(
+            Encoding::for_response(Some(&value("identity, deflate, gzip"))),
+            Some(Encoding::Gzip)
+        );
+        assert_eq!(
+            Encoding::for_response(Some(&value("gzip,zstd"))),
+            Some(Encoding::Zstd)
+        );
+        assert_eq!(Encoding::for_response(Some(&value("identity"))), None);
+        assert_eq!(Encoding::for_response(None), None);
+    }
+
+    /// ResponseFrames: messages of at least the minimum are compressed (flag 1, and they decompress
+    /// to what they were), smaller ones pass as they are, however tonic's chunks split them.
+    #[test]
+    fn responses_compress_the_messages_of_at_least_the_minimum() {
+        let big = vec![b'7'; 300];
+        let mut stream = message(0, b"small");
+        stream.extend(message(0, &big));
+        for encoding in [Encoding::Gzip, Encoding::Zstd] {
+            for chunk in [1, 4, 9, stream.len()] {
+                let mut responses = ResponseFrames::new(Body::empty(), encoding, 100);
+                let mut out = Vec::new();
+                for piece in stream.chunks(chunk) {
+                    responses.pending.put(piece);
+                    if let Some(ready) = responses.complete_messages().unwrap() {
+                        out.extend_from_slice(&ready);
+                    }
+                }
+                assert_eq!(&out[..10], &message(0, b"small")[..]);
+                assert_eq!(out[10], 1, "the large message is flagged compressed");
+                let plain = encoding.decompress(&out[15..], 1000).unwrap();
+                assert_eq!(plain, big);
+                assert!(out.len() < stream.len());
+            }
+        }
+    }
+}
