@@ -5,6 +5,8 @@ use std::error::Error as _;
 
 use tonic::Code;
 
+use crate::reason::{Reason, Said};
+
 /// Why a lane's call ended early, which decides what the run does about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -40,14 +42,44 @@ pub fn code_name(code: Code) -> &'static str {
     }
 }
 
-/// Sorts a status that ended a daemon's call. Codes about the daemon's or the connection's
-/// health fail over, and so does any status tonic made up from a transport error (it carries the
-/// error as its source), whatever its code: an HTTP/2 reset is not the daemon's opinion of our
-/// requests. `INTERNAL` and `UNKNOWN` fail over too: tonic also reports a stream cut short by a
-/// proxy as `UNKNOWN`, without a source.
+/// Sorts a status that ended a daemon's call, by the reason in its details
+/// ([`crate::reason`]) when it has one, else (a daemon older than the details, a proxy) by its
+/// code and words.
 pub fn verdict(status: &tonic::Status) -> Verdict {
+    let text = format!(
+        "{}: {}",
+        code_name(status.code()),
+        own_words(status.message())
+    );
+    match Said::of(status) {
+        Some(said) => by_reason(&said.reason, text),
+        None => by_code(status, text),
+    }
+}
+
+/// The daemon said why. Load, drain, stall and deadline are about that daemon at that moment:
+/// another daemon (or it, later) takes the chunk. The rest is about the requests themselves.
+fn by_reason(reason: &str, text: String) -> Verdict {
+    let hint = match reason {
+        "MAX_OPEN_STREAMS" | "MAX_OPEN_UNARY" | "MAX_OPEN_WATCHES" | "MAX_DEALS_IN_FLIGHT"
+        | "DRAINING" | "DRAIN_TIMEOUT" | "DRAIN_CUT" | "STALL_TIMEOUT" | "DEADLINE_EXCEEDED"
+        | "INTERNAL" => return Verdict::Failed(text),
+        "MAX_DEALS_PER_REQUEST" => "lower --batch to at most the daemon's --max-deals-per-request",
+        "MAX_MESSAGE_BYTES" => "the request messages are too large for the daemon: lower --batch",
+        "UNAUTHENTICATED" => "give the daemon's token with --auth-token-file",
+        _ => "check the client's flags against the daemon's",
+    };
+    Verdict::Rejected(format!("rejected the requests with {text}; {hint}"))
+}
+
+/// For a status without our details. Codes about the daemon's or the connection's health fail
+/// over, and so does any status tonic made up from a transport error (it carries the error as its
+/// source), whatever its code: an HTTP/2 reset is not the daemon's opinion of our requests.
+/// `INTERNAL` and `UNKNOWN` fail over too: tonic also reports a stream cut short by a proxy as
+/// `UNKNOWN`, without a source. A daemon older than the details names the flag of a busy cap in
+/// its words, which is all there is to go by then.
+fn by_code(status: &tonic::Status, text: String) -> Verdict {
     let code = status.code();
-    let text = format!("{}: {}", code_name(code), own_words(status.message()));
     let unwell = matches!(
         code,
         Code::Unavailable
@@ -57,8 +89,6 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
             | Code::Internal
             | Code::Unknown
     );
-    // A daemon at its call or deal caps is busy, not refusing these requests: another daemon,
-    // or this one a little later, will take them.
     let busy = code == Code::ResourceExhausted
         && [
             "--max-open-streams",
@@ -178,6 +208,51 @@ mod tests {
             Verdict::Rejected(reason) => Some(reason),
             Verdict::Failed(_) => None,
         }
+    }
+
+    /// With details, the reason decides, whatever the words: a busy daemon whose message names no
+    /// flag still fails over, and a refusal with a health-like code still stops the run.
+    #[test]
+    fn the_reason_in_the_details_decides_not_the_words() {
+        let busy = Reason::MaxOpenCalls {
+            flag: "--max-open-streams",
+            limit: 1,
+        };
+        let mut worded_otherwise = busy.status();
+        assert!(rejected(&worded_otherwise).is_none());
+        worded_otherwise = tonic::Status::with_details(
+            worded_otherwise.code(),
+            "busy",
+            worded_otherwise.details().to_vec().into(),
+        );
+        assert!(rejected(&worded_otherwise).is_none(), "{worded_otherwise:?}");
+        for failed in [
+            Reason::MaxDealsInFlight { limit: 1 },
+            Reason::Draining,
+            Reason::DrainTimeout {
+                resume_index: 3,
+                what: "deals",
+            },
+            Reason::StallTimeout {
+                resume_index: 3,
+                after: std::time::Duration::from_secs(1),
+                what: "deals",
+            },
+        ] {
+            assert!(rejected(&failed.status()).is_none(), "{failed:?}");
+        }
+        let batch = Reason::MaxDealsPerRequest {
+            items: 11,
+            limit: 10,
+            what: "deals",
+        };
+        let reason = rejected(&batch.status()).unwrap_or_default();
+        assert!(reason.contains("lower --batch"), "{reason}");
+        let token = Reason::Unauthenticated { token_given: false };
+        let reason = rejected(&token.status()).unwrap_or_default();
+        assert!(reason.contains("--auth-token-file"), "{reason}");
+        let too_large = Reason::MaxMessageBytes { limit: 10 };
+        assert!(rejected(&too_large.status()).is_some());
     }
 
     #[test]
