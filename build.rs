@@ -15,6 +15,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("patience_descriptor.bin"),
         descriptors.encode_to_vec(),
     )?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Our codec words a request that does not decode as the client's error (src/proto/codec.rs).
+    tonic_prost_build::configure()
+        .codec_path("crate::proto::codec::CheckedCodec")
+        .compile_fds(descriptors)?;
     Ok(())
 }

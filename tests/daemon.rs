@@ -179,6 +179,9 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     };
     let status = client.solve(eleven.clone()).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
+    let said = common::assert_reason(&status, "MAX_DEALS_PER_REQUEST");
+    assert_eq!(said["limit"], "10");
+    assert_eq!(said["flag"], "--max-deals-per-request");
     assert!(
         status.message().contains("limit is 10 deals"),
         "{}",
@@ -197,6 +200,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     assert!((probability(&first.results[2]) - expected[2]).abs() <= TOLERANCE);
     let status = inbound.message().await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
+    common::assert_reason(&status, "MAX_DEALS_PER_REQUEST");
 
     let huge = SolveRequest {
         analysis: None,
@@ -207,6 +211,10 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     };
     let status = client.solve(huge.clone()).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted);
+    assert_eq!(
+        common::assert_reason(&status, "MAX_MESSAGE_BYTES")["limit"],
+        "4096"
+    );
     assert!(
         status.message().contains("limit of 4096 bytes"),
         "{}",
@@ -214,6 +222,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     );
     let status = stream_all(&mut client, vec![huge]).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted);
+    common::assert_reason(&status, "MAX_MESSAGE_BYTES");
     assert!(
         status.message().contains("--max-message-bytes"),
         "{}",
@@ -481,6 +490,8 @@ async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_wo
         }
     };
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    let said = common::assert_reason(&status, "DEADLINE_EXCEEDED");
+    assert_eq!(said["resume_index"], answered.to_string());
     assert!(
         status
             .message()

@@ -136,6 +136,12 @@ fn assert_cut_after_an_in_order_prefix(
     expected: &[f64],
 ) {
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let said = patience::reason::Said::of(status).expect("details");
+    assert!(
+        ["DRAIN_TIMEOUT", "DRAIN_CUT"].contains(&said.reason.as_str()),
+        "{said:?}"
+    );
+    assert_eq!(said.metadata["resume_index"], results.len().to_string());
     let resume = format!("from index {} on", results.len());
     assert!(status.message().contains(&resume), "{}", status.message());
     for (i, r) in results.iter().enumerate() {

@@ -177,6 +177,8 @@ async fn silent_calls_beyond_the_cap_are_refused_and_memory_stays_bounded() {
         .await
         .expect_err("the stream cap is full");
     assert_eq!(status.code(), Code::ResourceExhausted);
+    let said = common::assert_reason(&status, "MAX_OPEN_STREAMS");
+    assert_eq!(said["flag"], "--max-open-streams");
 
     let peak = daemon.status_kib("VmHWM");
     assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
@@ -285,6 +287,8 @@ async fn an_endless_sender_is_cut_at_the_drain_timeout_with_the_exact_resume_ind
         }
     };
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let said = common::assert_reason(&status, "DRAIN_TIMEOUT");
+    assert_eq!(said["resume_index"], results.len().to_string());
     let resume = format!("from index {} on", results.len());
     assert!(status.message().contains(&resume), "{}", status.message());
     // The drain timeout did it, not something before it.
@@ -321,6 +325,7 @@ async fn refused_calls_are_counted_and_logged_without_flooding_the_log() {
     for _ in 0..30 {
         let status = client.solve(request(&deals, 0)).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated);
+        common::assert_reason(&status, "UNAUTHENTICATED");
     }
     let first = daemon.line_with("refused a call", Duration::from_secs(5));
     assert!(first.contains("unauthenticated"), "{first}");
@@ -407,6 +412,10 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         refused.message().contains("--max-deals-in-flight"),
         "{refused:?}"
     );
+    assert_eq!(
+        common::assert_reason(&refused, "MAX_DEALS_IN_FLIGHT")["limit"],
+        "64"
+    );
     // The gauge shows what holds the budget: their finished, unsent results, once their windows
     // are full (the first refusal can come a moment before, while tonic still takes some).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -466,6 +475,7 @@ async fn watches_past_their_cap_are_refused_and_solving_goes_on() {
         refused.message().contains("--max-open-watches"),
         "{refused:?}"
     );
+    common::assert_reason(&refused, "MAX_OPEN_WATCHES");
 
     let (deals, expected) = corpus("sample");
     let mut client = daemon.client().await;
@@ -586,6 +596,10 @@ async fn assert_cut_after(responses: &mut tonic::Streaming<SolveResponse>, sent:
     assert!(results < sent, "{results} of {sent}");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     assert!(status.message().contains("--stall-timeout"), "{status:?}");
+    assert_eq!(
+        common::assert_reason(&status, "STALL_TIMEOUT")["resume_index"],
+        results.to_string()
+    );
     assert!(
         status
             .message()

@@ -253,6 +253,14 @@ async fn too_many_cases_in_one_request_is_invalid_argument_naming_the_flag() {
     .await
     .unwrap_err();
     assert_eq!(streamed.code(), Code::InvalidArgument);
+    let said = common::assert_reason(&streamed, "MAX_DEALS_PER_REQUEST");
+    assert_eq!(said["flag"], "--max-deals-per-request");
+    let violations = tonic_types::StatusExt::get_error_details(&streamed)
+        .bad_request()
+        .map(|b| b.field_violations.clone())
+        .unwrap_or_default();
+    assert_eq!(violations.len(), 1, "{streamed:?}");
+    assert_eq!(violations[0].field, "cases");
     server.stop().await;
 }
 

@@ -144,6 +144,7 @@ async fn a_bearer_token_is_required_for_solving_but_not_for_health() {
         );
         let status = client.solve(request()).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{wrong:?}");
+        common::assert_reason(&status, "UNAUTHENTICATED");
         let status = client
             .solve_stream(tokio_stream::iter(vec![request()]))
             .await

@@ -5,7 +5,7 @@ use std::error::Error as _;
 
 use tonic::Code;
 
-use crate::reason::{Reason, Said};
+use crate::reason::Said;
 
 /// Why a lane's call ended early, which decides what the run does about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +61,15 @@ pub fn verdict(status: &tonic::Status) -> Verdict {
 /// another daemon (or it, later) takes the chunk. The rest is about the requests themselves.
 fn by_reason(reason: &str, text: String) -> Verdict {
     let hint = match reason {
-        "MAX_OPEN_STREAMS" | "MAX_OPEN_UNARY" | "MAX_OPEN_WATCHES" | "MAX_DEALS_IN_FLIGHT"
-        | "DRAINING" | "DRAIN_TIMEOUT" | "DRAIN_CUT" | "STALL_TIMEOUT" | "DEADLINE_EXCEEDED"
+        "MAX_OPEN_STREAMS"
+        | "MAX_OPEN_UNARY"
+        | "MAX_OPEN_WATCHES"
+        | "MAX_DEALS_IN_FLIGHT"
+        | "DRAINING"
+        | "DRAIN_TIMEOUT"
+        | "DRAIN_CUT"
+        | "STALL_TIMEOUT"
+        | "DEADLINE_EXCEEDED"
         | "INTERNAL" => return Verdict::Failed(text),
         "MAX_DEALS_PER_REQUEST" => "lower --batch to at most the daemon's --max-deals-per-request",
         "MAX_MESSAGE_BYTES" => "the request messages are too large for the daemon: lower --batch",
@@ -176,6 +183,7 @@ fn in_words(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reason::Reason;
     use std::sync::Arc;
 
     #[test]
@@ -225,7 +233,10 @@ mod tests {
             "busy",
             worded_otherwise.details().to_vec().into(),
         );
-        assert!(rejected(&worded_otherwise).is_none(), "{worded_otherwise:?}");
+        assert!(
+            rejected(&worded_otherwise).is_none(),
+            "{worded_otherwise:?}"
+        );
         for failed in [
             Reason::MaxDealsInFlight { limit: 1 },
             Reason::Draining,

@@ -5,6 +5,18 @@ use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use tonic::transport::Channel;
 
+/// Asserts that `status` carries the daemon's details with this reason (`patience::reason`),
+/// and returns their metadata (`flag`, `limit`, `resume_index`...).
+pub fn assert_reason(
+    status: &tonic::Status,
+    reason: &str,
+) -> std::collections::HashMap<String, String> {
+    let said =
+        patience::reason::Said::of(status).unwrap_or_else(|| panic!("no details in {status:?}"));
+    assert_eq!(said.reason, reason, "{status:?}");
+    said.metadata
+}
+
 /// A deal as the wire carries it: its cards on one line, with this id.
 pub fn wire(deal: &Deal, id: impl Into<String>) -> proto::Deal {
     proto::Deal {
