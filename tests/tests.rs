@@ -19,6 +19,7 @@ mod hostile;
 mod json_cli;
 mod layout;
 mod metrics;
+mod protocols;
 mod rps;
 mod rps_cli;
 mod rps_daemon;

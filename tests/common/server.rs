@@ -47,7 +47,16 @@ impl TestServer {
     }
 
     pub async fn client(&self) -> SolverClient<Channel> {
-        SolverClient::connect(self.addr.clone()).await.unwrap()
+        SolverClient::new(self.channel().await)
+    }
+
+    /// A channel to the server, for clients of any service, set up as a test wants them.
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(self.addr.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
     }
 
     pub async fn stop(mut self) {
