@@ -24,6 +24,7 @@ use values::{
     parse_optional_duration, whole,
 };
 
+pub use crate::render::OutputFormat;
 pub use output::ExitStatus;
 pub use values::{MaybeBytes, MaybeDuration};
 
@@ -65,17 +66,6 @@ pub enum LogFormat {
     /// One human-readable line per event.
     Text,
     /// One JSON object per line, for log collectors.
-    Json,
-}
-
-/// How `solve`, `client` and `rps` print each answer (to standard output).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// One probability per line, as the judges expect.
-    #[default]
-    Text,
-    /// One JSON object per deal or case and line: index, probability or error, and for deals the
-    /// analysis asked for.
     Json,
 }
 

@@ -6,6 +6,7 @@
 //! connections itself (`listener.rs`, `connection.rs`) on hyper, with tonic's routing and
 //! services on top, so that every connection is under its limits from the first byte.
 
+mod api;
 mod connection;
 mod frames;
 mod front;
@@ -337,11 +338,13 @@ async fn serve(
             compress_min_bytes: config.compress_min_bytes,
         },
     ));
-    let api = front::Route::new(tower::service_fn(|_| async {
-        let mut response = http::Response::new(tonic::body::Body::empty());
-        *response.status_mut() = http::StatusCode::NOT_IMPLEMENTED;
-        Ok::<_, std::convert::Infallible>(response)
-    }));
+    let api = api::route(
+        grpc.clone(),
+        api::ApiSettings {
+            max_items_per_request: config.limits.max_deals_per_request,
+            max_in_flight: config.limits.max_in_flight,
+        },
+    );
     let app = front::Front::new(grpc, api, &config.cors_allow_origins);
 
     let settings = Arc::new(connection::Settings {

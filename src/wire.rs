@@ -8,9 +8,19 @@
 mod rps;
 pub use rps::WireCaseError;
 
-use crate::deal::{DealError, DealErrorKind, Rank};
+use crate::deal::{Deal, DealError, DealErrorKind, Rank};
 use crate::proto;
 use crate::solver::{Analysis, Fraction, FractionError, Move, MoveOdds, Options};
+
+/// A deal (or position) as its cards' text, which the service reads back with the same parser.
+impl From<&Deal> for proto::Deal {
+    fn from(deal: &Deal) -> proto::Deal {
+        proto::Deal {
+            id: String::new(),
+            cards: deal.to_string(),
+        }
+    }
+}
 
 impl From<&Move> for proto::Move {
     fn from(m: &Move) -> proto::Move {

@@ -16,6 +16,7 @@ mod engine;
 mod examples;
 mod hardening;
 mod hostile;
+mod http_api;
 mod json_cli;
 mod layout;
 mod metrics;

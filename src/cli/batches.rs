@@ -1,8 +1,8 @@
 //! Turning inputs into batches of items (deals, or rock-paper-scissors cases), for `solve`,
 //! `client` and `rps` alike.
 
-use crate::deal::{self, Deal, DealReader};
-use crate::rps::{self, Case, CaseReader};
+use crate::deal::Deal;
+pub use crate::items::{Items, Step};
 
 use super::input::{Input, Reader, consumed};
 
@@ -18,70 +18,11 @@ pub enum Batched<T = Deal> {
     Unreadable(String),
 }
 
-/// What one step of a game's reader produced, as the batcher needs to tell it.
-pub enum Step<T> {
-    Item(T),
-    /// Bad content: an `error:` line in the output, and reading goes on (the reader decides
-    /// whether anything follows).
-    Bad(String),
-    /// The input itself failed: nothing more can be read from it.
-    Failed(String),
-}
-
-/// A game's streaming reader over one input. Each game keeps its own error type; this is only
-/// the part the batcher looks at, so that both games batch, count bytes and cut batches short
-/// the same way.
-pub trait Items {
-    type Item;
-    fn over(input: Reader) -> Self;
-    /// The input, to see how far it has been read and whether more is buffered.
-    fn input(&self) -> &Reader;
-    fn step(&mut self) -> Option<Step<Self::Item>>;
-}
-
-impl Items for DealReader<Reader> {
-    type Item = Deal;
-    fn over(input: Reader) -> Self {
-        DealReader::new(input)
-    }
-    fn input(&self) -> &Reader {
-        self.get_ref()
-    }
-    fn step(&mut self) -> Option<Step<Deal>> {
-        Some(match self.next()? {
-            Ok(deal) => Step::Item(deal),
-            Err(deal::DealFileError::Deal(bad)) => Step::Bad(bad.to_string()),
-            Err(deal::DealFileError::Io(e)) => Step::Failed(e.to_string()),
-        })
-    }
-}
-
-/// A case file's count, truncation and trailing text are the file's content, not I/O: they get an
-/// `error:` line in place, like a bad case, so that a run over several files goes on and fails
-/// with status 1, not 2.
-impl Items for CaseReader<Reader> {
-    type Item = Case;
-    fn over(input: Reader) -> Self {
-        CaseReader::new(input)
-    }
-    fn input(&self) -> &Reader {
-        self.get_ref()
-    }
-    fn step(&mut self) -> Option<Step<Case>> {
-        Some(match self.next()? {
-            Ok(case) => Step::Item(case),
-            // The input's own words, as for deals: both games say an unreadable file alike.
-            Err(rps::CaseFileError::Io(e)) => Step::Failed(e.to_string()),
-            Err(e) => Step::Bad(e.to_string()),
-        })
-    }
-}
-
 /// Reads every input in order with the game's reader `R` and calls `emit` with batches of at most
 /// `max` entries. A batch is also cut short whenever the input has nothing more buffered, so that
 /// someone typing items sees each answer without waiting for a full batch. Stops early when
 /// `emit` returns false.
-pub fn read_items<R: Items>(
+pub fn read_items<R: Items<Reader>>(
     inputs: &[Input],
     max: usize,
     mut emit: impl FnMut(Batched<R::Item>) -> bool,

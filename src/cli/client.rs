@@ -39,10 +39,10 @@ const AHEAD: usize = 32;
 /// What a game's files become on their way to the daemons.
 trait Remote: Protocol {
     /// The game's file reader, the same as in-process.
-    type Items: Items;
+    type Items: Items<Reader>;
     const UNIT: Unit;
     fn request(
-        items: Vec<<Self::Items as Items>::Item>,
+        items: Vec<<Self::Items as Items<Reader>>::Item>,
         analysis: Option<proto::AnalysisOptions>,
     ) -> Self::Request;
 }

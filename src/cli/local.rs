@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::batches::{Batched, Entry, Items, read_items};
-use super::input::Input;
+use super::input::{Input, Reader};
 use super::output::{ExitStatus, Printer};
 use crate::pool::{BatchTicket, Engines, Pool};
 
@@ -34,7 +34,7 @@ pub fn run<R, A, W>(
     print: impl FnMut(&mut Printer<'_, W>, ItemResult<A>) -> io::Result<()>,
 ) -> anyhow::Result<ExitStatus>
 where
-    R: Items,
+    R: Items<Reader>,
     R::Item: Send + 'static,
     A: Send + 'static,
     W: Write,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 
 use super::progress::ProgressDisplay;
+pub use crate::render::{JsonAnalysis, Render};
 
 /// The outcome of a whole run, as an exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -21,138 +22,6 @@ pub enum ExitStatus {
 impl From<ExitStatus> for ExitCode {
     fn from(s: ExitStatus) -> ExitCode {
         ExitCode::from(s as u8)
-    }
-}
-
-/// One output line (without its newline) for a probability.
-pub fn probability_line(p: f64, precision: u8) -> String {
-    format!("{:.*}", usize::from(precision), p)
-}
-
-/// One output line (without its newline) for a deal that could not be solved.
-pub fn error_line(message: &str) -> String {
-    format!("error: {message}")
-}
-
-/// One deal's line in `--format json`. Fields are printed in this order; absent ones are left out.
-#[derive(Debug, serde::Serialize)]
-pub struct JsonLine<'a> {
-    /// Position of the deal in the whole run, from 0, bad deals included (as the API counts).
-    pub index: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probability: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a str>,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<JsonAnalysis>,
-}
-
-/// The analysis fields of a JSON line; the optional ones only when asked for.
-#[derive(Debug, serde::Serialize)]
-pub struct JsonAnalysis {
-    pub winnable: bool,
-    pub states: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exact: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub moves: Option<Vec<JsonMoveOdds>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<Vec<JsonMove>>,
-}
-
-/// A move as JSON: the two piles (1 to 9, lower first) and the rank removed.
-#[derive(Debug, serde::Serialize)]
-pub struct JsonMove {
-    pub piles: [u32; 2],
-    pub rank: String,
-}
-
-#[derive(Debug, serde::Serialize)]
-pub struct JsonMoveOdds {
-    pub piles: [u32; 2],
-    pub rank: String,
-    pub probability: f64,
-}
-
-impl JsonAnalysis {
-    /// The fields `asked` for, from the engine's analysis: `solve`'s own, or the one `client` read
-    /// from a daemon (`crate::wire`), so both commands print the same line. An exact fraction
-    /// asked for but absent prints as empty text, as the wire has it.
-    pub fn from_engine(a: &crate::solver::Analysis, asked: crate::solver::Options) -> JsonAnalysis {
-        let piles = |m: &crate::solver::Move| m.piles.map(u32::from);
-        JsonAnalysis {
-            winnable: a.winnable,
-            states: u64::from(a.states),
-            exact: asked.exact.then(|| {
-                a.exact
-                    .as_ref()
-                    .map(crate::solver::fraction_text)
-                    .unwrap_or_default()
-            }),
-            moves: asked.moves.then(|| {
-                a.moves
-                    .iter()
-                    .map(|m| JsonMoveOdds {
-                        piles: piles(&m.play),
-                        rank: m.play.rank.symbol().to_string(),
-                        probability: m.probability,
-                    })
-                    .collect()
-            }),
-            line: asked.line.then(|| {
-                a.line
-                    .iter()
-                    .map(|m| JsonMove {
-                        piles: piles(m),
-                        rank: m.rank.symbol().to_string(),
-                    })
-                    .collect()
-            }),
-        }
-    }
-}
-
-/// One output line (without its newline) in `--format json`.
-pub fn json_line(line: &JsonLine<'_>) -> String {
-    // Serialising plain structs of numbers and strings cannot fail; keep a valid line if it did.
-    serde_json::to_string(line)
-        .unwrap_or_else(|e| format!("{{\"index\":{},\"error\":\"{e}\"}}", line.index))
-}
-
-/// Formats each deal's line for `solve` and `client` alike, so the two print the same bytes.
-#[derive(Clone, Copy, Debug)]
-pub struct Render {
-    pub format: super::OutputFormat,
-    pub precision: u8,
-    /// What the user asked for, to tell an empty list from one not asked for.
-    pub asked: crate::solver::Options,
-}
-
-impl Render {
-    /// The line of a solved deal; `analysis` is used in JSON only.
-    pub fn solved(&self, index: u64, p: f64, analysis: Option<JsonAnalysis>) -> String {
-        match self.format {
-            super::OutputFormat::Text => probability_line(p, self.precision),
-            super::OutputFormat::Json => json_line(&JsonLine {
-                index,
-                probability: Some(p),
-                error: None,
-                analysis,
-            }),
-        }
-    }
-
-    /// The line of a deal that has no probability.
-    pub fn failed(&self, index: u64, message: &str) -> String {
-        match self.format {
-            super::OutputFormat::Text => error_line(message),
-            super::OutputFormat::Json => json_line(&JsonLine {
-                index,
-                probability: None,
-                error: Some(message),
-                analysis: None,
-            }),
-        }
     }
 }
 

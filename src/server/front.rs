@@ -94,9 +94,14 @@ impl Front {
     /// `grpc`: the services (framed); `api`: the plain HTTP API.
     pub fn new(grpc: Route, api: Route, origins: &CorsOrigins) -> Front {
         let web = tower::Layer::layer(&tonic_web::GrpcWebLayer::new(), grpc.clone());
-        let (web, cors) = match origins.layer() {
-            Some(cors) => (Route::new(tower::Layer::layer(&cors, web)), true),
-            None => (Route::new(web), false),
+        // The API's answers carry the same allowance, for pages of other origins that call it.
+        let (web, api, cors) = match origins.layer() {
+            Some(cors) => (
+                Route::new(tower::Layer::layer(&cors, web)),
+                Route::new(tower::Layer::layer(&cors, api)),
+                true,
+            ),
+            None => (Route::new(web), api, false),
         };
         Front {
             grpc,
@@ -158,7 +163,7 @@ fn is_grpc_path(path: &str) -> bool {
 }
 
 /// A plain answer in words.
-fn plain(status: StatusCode, text: &str) -> http::Response<Body> {
+pub(super) fn plain(status: StatusCode, text: &str) -> http::Response<Body> {
     let mut response = http::Response::new(Body::new(format!("{text}\n")));
     *response.status_mut() = status;
     response.headers_mut().insert(

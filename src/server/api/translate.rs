@@ -1,0 +1,495 @@
+//! One call of the plain HTTP API, translated to a gRPC stream and back. Three parts run at once:
+//! - the **reader**, on a blocking thread: the body through the game's reader, in batches cut as
+//!   `solve` cuts them (full, or when nothing more has arrived: someone typing deals into
+//!   `curl -T -` sees each answer at once);
+//! - the **feeder**: each batch's slots (a good item, or a bad one's message) into the call's
+//!   queue, then its good items in one request to the daemon's own gRPC route;
+//! - the **answerer**: each response's results into lines, taking slots off the queue in input
+//!   order, so that a bad item's `error:` line comes in its place, as `solve` prints it.
+//!
+//! Everything between is bounded: the reader waits for the feeder, the feeder for the service's
+//! budget (its requests are read only within `--max-in-flight`) and for room in the queue, and
+//! the answerer for the client to take the lines. So a call holds what its budget allows, however
+//! large its body.
+
+use std::collections::VecDeque;
+use std::io::{self, BufReader, Read};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{Stream, TryStreamExt as _};
+use http::HeaderValue;
+use tokio::sync::{Notify, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::io::{StreamReader, SyncIoBridge};
+use tonic::body::Body;
+use tonic::metadata::MetadataValue;
+use tonic::{Status, Streaming};
+
+use crate::deal::{Deal, DealReader};
+use crate::items::{Items, Step};
+use crate::proto::rps_service_client::RpsServiceClient;
+use crate::proto::solver_client::SolverClient;
+use crate::proto::{self, SolveRequest, SolveResponse, SolveRpsStreamRequest};
+use crate::proto::{SolveRpsStreamResponse, result, rps_result};
+use crate::render::{JsonAnalysis, OutputFormat, Render};
+use crate::rps::{Case, CaseReader};
+use crate::server::front::Route;
+use crate::solver::Analysis;
+
+/// Large enough that a big upload is batched well; the reader still holds one line at a time.
+const BUFFER: usize = 1 << 16;
+
+/// Which game a path serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Deals,
+    Rps,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Deals => "/v1/solve",
+            Endpoint::Rps => "/v1/rps",
+        }
+    }
+
+    pub fn file(self) -> &'static str {
+        match self {
+            Endpoint::Deals => "deal",
+            Endpoint::Rps => "FZU 2145 case",
+        }
+    }
+
+    pub fn parameters(self) -> &'static str {
+        match self {
+            Endpoint::Deals => "precision, format, exact, moves and line",
+            Endpoint::Rps => "precision and format",
+        }
+    }
+
+    /// Items per request: as `patience client` sends deals; cases, as `rps` batches them.
+    pub fn batch(self) -> usize {
+        match self {
+            Endpoint::Deals => 256,
+            Endpoint::Rps => 16,
+        }
+    }
+}
+
+/// Why a call's lines stop short.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The gRPC call failed: refused, or ended by its deadline, the drain, a stall.
+    #[error("{}", .0.message())]
+    ApiCall(Status),
+    /// The body could not be read on (not text, or the client's upload broke off).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What a call needs from its HTTP request.
+pub struct ApiCall {
+    pub grpc: Route,
+    /// Passed on as is: the gRPC route checks the token.
+    pub authorization: Option<HeaderValue>,
+    /// The connection's (its peer, for the logs).
+    pub extensions: http::Extensions,
+    pub render: Render,
+    pub batch: usize,
+    /// Slots the queue may hold before the feeder waits.
+    pub max_queued: usize,
+    pub gzip: bool,
+}
+
+/// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
+pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<Bytes, Failure>> {
+    let (lines, receiver) = mpsc::channel(4);
+    let reader = body_reader(body, call.gzip);
+    match game {
+        Endpoint::Deals => start::<DealsApi>(call, reader, lines),
+        Endpoint::Rps => start::<RpsApi>(call, reader, lines),
+    }
+    receiver
+}
+
+/// The body as a blocking reader, for the game readers.
+type BodyReader = BufReader<Box<dyn Read + Send + 'static>>;
+
+/// The body as a blocking reader, for the game readers. Made in the async context (the bridge
+/// needs its runtime), and finished on the reader's thread: a gzip decoder reads its header as
+/// soon as it is made, which must not block the runtime.
+fn body_reader(body: Body, gzip: bool) -> impl FnOnce() -> BodyReader + Send + 'static {
+    let bytes: Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>> =
+        Box::pin(http_body_util::BodyDataStream::new(body).map_err(io::Error::other));
+    let raw = SyncIoBridge::new(StreamReader::new(bytes));
+    move || {
+        let inner: Box<dyn Read + Send> = if gzip {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(raw)))
+        } else {
+            Box::new(raw)
+        };
+        BufReader::with_capacity(BUFFER, inner)
+    }
+}
+
+/// A game as the API serves it: its reader, its rpc, its answers.
+trait ApiGame: 'static {
+    type Item: Send + 'static;
+    type Reader: Items<BodyReader, Item = Self::Item> + Send;
+    type Request: Send + 'static;
+    type Response: Send + 'static;
+    fn request(items: &[Self::Item], render: Render) -> Self::Request;
+    fn open(
+        grpc: Route,
+        request: tonic::Request<ReceiverStream<Self::Request>>,
+    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
+    fn answers(response: Self::Response) -> Vec<Reply>;
+}
+
+/// One result from the service.
+enum Reply {
+    Solved(f64, Option<proto::Analysis>),
+    Failed(String),
+    Empty,
+}
+
+struct DealsApi;
+
+impl ApiGame for DealsApi {
+    type Item = Deal;
+    type Reader = DealReader<BodyReader>;
+    type Request = SolveRequest;
+    type Response = SolveResponse;
+
+    fn request(deals: &[Deal], render: Render) -> SolveRequest {
+        SolveRequest {
+            deals: deals.iter().map(proto::Deal::from).collect(),
+            // JSON lines carry `winnable` and `states` even when nothing more is asked.
+            analysis: (render.format == OutputFormat::Json).then(|| render.asked.into()),
+        }
+    }
+
+    fn open(
+        grpc: Route,
+        request: tonic::Request<ReceiverStream<SolveRequest>>,
+    ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
+        Box::pin(async move {
+            let mut client = SolverClient::new(grpc).max_decoding_message_size(usize::MAX);
+            Ok(client.solve_stream(request).await?.into_inner())
+        })
+    }
+
+    fn answers(response: SolveResponse) -> Vec<Reply> {
+        let answer = |r: proto::Result| match r.outcome {
+            Some(result::Outcome::Probability(p)) => Reply::Solved(p, r.analysis),
+            Some(result::Outcome::Error(e)) => Reply::Failed(e.message),
+            None => Reply::Empty,
+        };
+        response.results.into_iter().map(answer).collect()
+    }
+}
+
+struct RpsApi;
+
+impl ApiGame for RpsApi {
+    type Item = Case;
+    type Reader = CaseReader<BodyReader>;
+    type Request = SolveRpsStreamRequest;
+    type Response = SolveRpsStreamResponse;
+
+    fn request(cases: &[Case], _: Render) -> SolveRpsStreamRequest {
+        SolveRpsStreamRequest {
+            cases: cases.iter().map(proto::RpsCase::from).collect(),
+        }
+    }
+
+    fn open(
+        grpc: Route,
+        request: tonic::Request<ReceiverStream<SolveRpsStreamRequest>>,
+    ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
+        Box::pin(async move {
+            let mut client = RpsServiceClient::new(grpc).max_decoding_message_size(usize::MAX);
+            Ok(client.solve_rps_stream(request).await?.into_inner())
+        })
+    }
+
+    fn answers(response: SolveRpsStreamResponse) -> Vec<Reply> {
+        let answer = |r: proto::RpsResult| match r.outcome {
+            Some(rps_result::Outcome::Probability(p)) => Reply::Solved(p, None),
+            Some(rps_result::Outcome::Error(e)) => Reply::Failed(e.message),
+            None => Reply::Empty,
+        };
+        response.results.into_iter().map(answer).collect()
+    }
+}
+
+/// A batch of the body, in input order: items, or bad items' messages.
+type Batch<T> = Vec<Result<T, String>>;
+
+/// What the reader hands the feeder.
+enum Parsed<T> {
+    Batch(Batch<T>),
+    /// The body cannot be read on; nothing follows.
+    Unreadable(String),
+}
+
+fn start<G: ApiGame>(
+    call: ApiCall,
+    body: impl FnOnce() -> BodyReader + Send + 'static,
+    lines: mpsc::Sender<Result<Bytes, Failure>>,
+) {
+    let (parsed, batches) = mpsc::channel(2);
+    let batch = call.batch;
+    tokio::task::spawn_blocking(move || read::<G::Reader>(body(), batch, &parsed));
+    tokio::spawn(translate::<G>(call, batches, lines));
+}
+
+/// The reader: see the module's doc. Stops when the feeder has gone.
+fn read<R: Items<BodyReader>>(
+    body: BodyReader,
+    max: usize,
+    parsed: &mpsc::Sender<Parsed<R::Item>>,
+) {
+    let mut items = R::over(body);
+    let mut batch = Vec::with_capacity(max);
+    while let Some(step) = items.step() {
+        match step {
+            Step::Item(item) => batch.push(Ok(item)),
+            Step::Bad(message) => batch.push(Err(message)),
+            Step::Failed(message) => {
+                if !batch.is_empty() && parsed.blocking_send(Parsed::Batch(batch)).is_err() {
+                    return;
+                }
+                let _ = parsed.blocking_send(Parsed::Unreadable(message));
+                return;
+            }
+        }
+        if (batch.len() >= max || items.input().buffer().is_empty())
+            && parsed
+                .blocking_send(Parsed::Batch(std::mem::take(&mut batch)))
+                .is_err()
+        {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = parsed.blocking_send(Parsed::Batch(batch));
+    }
+}
+
+/// An item's place in the output.
+enum Spot {
+    /// Sent to the service: its line is the next result.
+    Sent,
+    /// A bad item: its `error:` line, in its place.
+    Bad(String),
+    /// The body broke off here.
+    Unreadable(String),
+}
+
+/// The slots of items read and not yet printed, in input order, shared by the feeder (which
+/// pushes a batch's slots before sending its request, so that any result finds its slot) and the
+/// answerer.
+struct Queue {
+    slots: Mutex<VecDeque<Spot>>,
+    /// Told when slots were pushed (bad ones may be printable at once).
+    pushed: Notify,
+    /// Told when slots were taken (the feeder may have waited for room).
+    taken: Notify,
+    max: usize,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Spot>> {
+        // Nothing panics while holding it; were it poisoned, the slots are still whole.
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+async fn translate<G: ApiGame>(
+    call: ApiCall,
+    batches: mpsc::Receiver<Parsed<G::Item>>,
+    lines: mpsc::Sender<Result<Bytes, Failure>>,
+) {
+    let (requests, inbound) = mpsc::channel(1);
+    let mut request = tonic::Request::new(ReceiverStream::new(inbound));
+    *request.extensions_mut() = call.extensions;
+    if let Some(bearer) = call
+        .authorization
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| MetadataValue::try_from(v).ok())
+    {
+        request.metadata_mut().insert("authorization", bearer);
+    }
+    let responses = match G::open(call.grpc, request).await {
+        Ok(responses) => responses,
+        Err(status) => {
+            let _ = lines.send(Err(Failure::ApiCall(status))).await;
+            return;
+        }
+    };
+    let queue = Arc::new(Queue {
+        slots: Mutex::new(VecDeque::new()),
+        pushed: Notify::new(),
+        taken: Notify::new(),
+        max: call.max_queued,
+    });
+    let render = call.render;
+    let feeder = tokio::spawn(feed::<G>(batches, requests, queue.clone(), render));
+    let answered = answer::<G>(responses, &queue, render, &lines).await;
+    // Once the answers have ended, nothing the feeder still holds can be answered.
+    feeder.abort();
+    if let Err(failure) = answered {
+        let _ = lines.send(Err(failure)).await;
+    }
+}
+
+/// The feeder: see the module's doc.
+async fn feed<G: ApiGame>(
+    mut batches: mpsc::Receiver<Parsed<G::Item>>,
+    requests: mpsc::Sender<G::Request>,
+    queue: Arc<Queue>,
+    render: Render,
+) {
+    while let Some(parsed) = batches.recv().await {
+        while queue.lock().len() >= queue.max {
+            queue.taken.notified().await;
+        }
+        let (slots, items) = match parsed {
+            Parsed::Batch(batch) => {
+                let mut slots = Vec::with_capacity(batch.len());
+                let mut items = Vec::with_capacity(batch.len());
+                for entry in batch {
+                    match entry {
+                        Ok(item) => {
+                            slots.push(Spot::Sent);
+                            items.push(item);
+                        }
+                        Err(message) => slots.push(Spot::Bad(message)),
+                    }
+                }
+                (slots, items)
+            }
+            Parsed::Unreadable(message) => (vec![Spot::Unreadable(message)], Vec::new()),
+        };
+        queue.lock().extend(slots);
+        queue.pushed.notify_one();
+        if !items.is_empty() && requests.send(G::request(&items, render)).await.is_err() {
+            // The call has ended; the answerer says how.
+            return;
+        }
+    }
+    // Dropping `requests` ends the call's requests: the service answers the rest and ends.
+}
+
+/// The answerer: see the module's doc. `Ok` when every line was printed, or the client left.
+async fn answer<G: ApiGame>(
+    mut responses: Streaming<G::Response>,
+    queue: &Queue,
+    render: Render,
+    lines: &mpsc::Sender<Result<Bytes, Failure>>,
+) -> Result<(), Failure> {
+    let mut text = Text {
+        render,
+        index: 0,
+        out: String::new(),
+    };
+    loop {
+        let ended = tokio::select! {
+            message = responses.message() => match message.map_err(Failure::ApiCall)? {
+                Some(response) => {
+                    for answered in G::answers(response) {
+                        text.printable(queue);
+                        match queue.lock().pop_front() {
+                            Some(Spot::Sent) => text.answered(answered)?,
+                            _ => {
+                                let what = "the service answered an item it was not sent";
+                                return Err(Failure::Internal(what.into()));
+                            }
+                        }
+                    }
+                    false
+                }
+                None => true,
+            },
+            () = queue.pushed.notified() => false,
+        };
+        text.printable(queue);
+        queue.taken.notify_one();
+        if !text.out.is_empty() {
+            let piece = Bytes::from(std::mem::take(&mut text.out));
+            if lines.send(Ok(piece)).await.is_err() {
+                // The client has gone: nobody is left to tell.
+                return Ok(());
+            }
+        }
+        if ended {
+            // The requests have ended, so every slot has been pushed, and printed.
+            return match queue.lock().pop_front() {
+                None => Ok(()),
+                Some(Spot::Unreadable(message)) => Err(Failure::Unreadable(message)),
+                Some(_) => Err(Failure::Internal(
+                    "the service ended the call before answering every item".into(),
+                )),
+            };
+        }
+    }
+}
+
+/// The lines being made, and the index of the next (as `solve --format json` counts).
+struct Text {
+    render: Render,
+    index: u64,
+    out: String,
+}
+
+impl Text {
+    fn line(&mut self, line: &str) {
+        self.out.push_str(line);
+        self.out.push('\n');
+        self.index += 1;
+    }
+
+    /// Prints the bad items at the front of the queue, which wait for nothing; stops at a sent
+    /// item (its answer comes from the service) and at the place the body broke off (the call's
+    /// end says it).
+    fn printable(&mut self, queue: &Queue) {
+        let mut slots = queue.lock();
+        while let Some(Spot::Bad(_)) = slots.front() {
+            if let Some(Spot::Bad(message)) = slots.pop_front() {
+                let line = self.render.failed(self.index, &message);
+                self.line(&line);
+            }
+        }
+    }
+
+    fn answered(&mut self, answered: Reply) -> Result<(), Failure> {
+        let line = match answered {
+            Reply::Solved(p, wire) => {
+                let analysis = match (self.render.format, wire) {
+                    (OutputFormat::Json, Some(wire)) => {
+                        let analysis = Analysis::try_from((p, &wire))
+                            .map_err(|e| Failure::Internal(e.to_string()))?;
+                        Some(JsonAnalysis::from_engine(&analysis, self.render.asked))
+                    }
+                    _ => None,
+                };
+                self.render.solved(self.index, p, analysis)
+            }
+            Reply::Failed(message) => self.render.failed(self.index, &message),
+            Reply::Empty => {
+                let what = "the service sent a result with neither a probability nor an error";
+                return Err(Failure::Internal(what.into()));
+            }
+        };
+        self.line(&line);
+        Ok(())
+    }
+}
