@@ -233,7 +233,7 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = 256, value_parser = whole::<u32>(1, 10_000))]
     pub batch: u32,
     /// Decimals printed per probability (6 matches the UVa judge).
-    #[arg(long, default_value_t = 6, value_parser = whole::<u8>(0, 17))]
+    #[arg(long, default_value_t = crate::render::DEAL_PRECISION, value_parser = whole::<u8>(0, crate::render::MAX_PRECISION.into()))]
     pub precision: u8,
     /// No progress bar (it is shown only when standard error is a terminal and standard output
     /// is not).
@@ -285,7 +285,7 @@ pub struct RemoteArgs {
 #[derive(Debug, Args)]
 pub struct SolveArgs {
     /// Decimals printed per probability (6 matches the UVa judge).
-    #[arg(long, default_value_t = 6, value_parser = whole::<u8>(0, 17))]
+    #[arg(long, default_value_t = crate::render::DEAL_PRECISION, value_parser = whole::<u8>(0, crate::render::MAX_PRECISION.into()))]
     pub precision: u8,
     /// Solver threads, each with its own table [default: the number of cores].
     #[arg(long, value_parser = at_least_one)]
@@ -313,7 +313,7 @@ pub struct RpsArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,
     /// Decimals printed per probability (10 is what the original solution prints).
-    #[arg(long, default_value_t = 10, value_parser = whole::<u8>(0, 17))]
+    #[arg(long, default_value_t = crate::render::RPS_PRECISION, value_parser = whole::<u8>(0, crate::render::MAX_PRECISION.into()))]
     pub precision: u8,
     /// Solver threads, each with its own subset tables (6 MiB) [default: the number of cores].
     #[arg(long, value_parser = at_least_one)]

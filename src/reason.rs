@@ -20,6 +20,27 @@ pub const DOMAIN: &str = "patience.v1";
 /// How long a client refused for load should wait before it retries (`RetryInfo`).
 pub const RETRY_AFTER_LOAD: Duration = Duration::from_secs(1);
 
+/// Every reason's name, in the order the documents list them (README.md, docs/api.md and the
+/// proto, which the tests hold to this list).
+pub const NAMES: [&str; 16] = [
+    "MAX_MESSAGE_BYTES",
+    "MAX_DEALS_PER_REQUEST",
+    "MAX_OPEN_STREAMS",
+    "MAX_OPEN_UNARY",
+    "MAX_OPEN_WATCHES",
+    "MAX_DEALS_IN_FLIGHT",
+    "STALL_TIMEOUT",
+    "DRAINING",
+    "DRAIN_TIMEOUT",
+    "DRAIN_CUT",
+    "DEADLINE_EXCEEDED",
+    "BAD_GRPC_TIMEOUT",
+    "UNAUTHENTICATED",
+    "MALFORMED_MESSAGE",
+    "UNSUPPORTED_ENCODING",
+    "INTERNAL",
+];
+
 /// Why a call failed or was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reason {
@@ -382,6 +403,7 @@ mod tests {
             }
         }
         assert_eq!(names.len(), 16, "one name per cause");
+        assert_eq!(names, NAMES.into_iter().collect(), "NAMES lists them all");
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! N decimals, half to even (as C's printf does), not the half-up rounding of JavaScript's
 //! `toFixed`.
 
+/// Decimals printed per deal's probability unless asked otherwise (6 matches the UVa judge).
+pub const DEAL_PRECISION: u8 = 6;
+/// Decimals per rps case's probability unless asked otherwise (FZU 2145's judge wants 1e-6).
+pub const RPS_PRECISION: u8 = 10;
+/// The most decimals anyone may ask for: 17 significant digits tell every `f64` apart.
+pub const MAX_PRECISION: u8 = 17;
+
 /// How `solve`, `client` and `rps` print each answer (to standard output).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -146,5 +153,22 @@ impl Render {
                 analysis: None,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule the README states, on exact ties (k/2^7 has 7 decimals): half to even, as printf
+    /// prints them (`printf '%.6f' 0.0078125` is 0.007812), where JavaScript's `toFixed` rounds
+    /// up (0.007813).
+    #[test]
+    fn ties_round_half_to_even_like_printf() {
+        assert_eq!(probability_line(0.0078125, 6), "0.007812");
+        assert_eq!(probability_line(0.0234375, 6), "0.023438");
+        assert_eq!(probability_line(0.0390625, 6), "0.039062");
+        assert_eq!(probability_line(2.5, 0), "2");
+        assert_eq!(probability_line(0.589_314_186_412_779_6, 6), "0.589314");
     }
 }

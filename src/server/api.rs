@@ -16,9 +16,9 @@
 //! is said: a call that fails later ends its body cut short (HTTP/1.1: without its last chunk;
 //! HTTP/2: a reset), which every client reports as an incomplete transfer.
 //!
-//! Query parameters, as `solve`'s flags: `precision` (0 to 17, default 6), `format` (`text` or
-//! `json`), and for deals `exact`, `moves`, `line` (JSON only; present, `true` or `1`). A body
-//! may be sent with `Content-Encoding: gzip`.
+//! Query parameters, as the commands' flags: `precision` (0 to 17; by default 6, and 10 for
+//! rps), `format` (`text` or `json`), and for deals `exact`, `moves`, `line` (JSON only; present,
+//! `true` or `1`). A body may be sent with `Content-Encoding: gzip`.
 
 mod translate;
 
@@ -37,7 +37,7 @@ use tonic::body::Body;
 
 use super::front::{Route, plain};
 use crate::reason::Said;
-use crate::render::{OutputFormat, Render};
+use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
 use crate::solver::Options;
 use translate::{ApiCall, Endpoint, Failure};
 
@@ -205,7 +205,10 @@ fn http_status(code: Code) -> StatusCode {
 fn query(query: &str, game: Endpoint) -> Result<Render, String> {
     let mut render = Render {
         format: OutputFormat::Text,
-        precision: 6,
+        precision: match game {
+            Endpoint::Deals => DEAL_PRECISION,
+            Endpoint::Rps => RPS_PRECISION,
+        },
         asked: Options::default(),
     };
     let shown = |text: &str| crate::token::Token::cut(text, 40);
@@ -221,9 +224,10 @@ fn query(query: &str, game: Endpoint) -> Result<Render, String> {
         };
         match (name, game) {
             ("precision", _) => {
-                render.precision = value.parse().ok().filter(|p| *p <= 17).ok_or_else(|| {
+                let precision = value.parse().ok().filter(|p| *p <= MAX_PRECISION);
+                render.precision = precision.ok_or_else(|| {
                     format!(
-                        "precision is a whole number from 0 to 17, not {}",
+                        "precision is a whole number from 0 to {MAX_PRECISION}, not {}",
                         shown(value)
                     )
                 })?;
@@ -273,7 +277,9 @@ mod tests {
         assert_eq!(render.precision, 3);
         assert_eq!(render.format, OutputFormat::Json);
         assert!(render.asked.exact && render.asked.moves && !render.asked.line);
-        assert_eq!(query("", Endpoint::Rps).unwrap().precision, 6);
+        // Each path's default is its command's.
+        assert_eq!(query("", Endpoint::Deals).unwrap().precision, 6);
+        assert_eq!(query("", Endpoint::Rps).unwrap().precision, 10);
     }
 
     #[test]
