@@ -12,8 +12,13 @@
 //!   - an in-bench tonic client (one current-thread runtime) on one `SolveStream` call with 256
 //!     deals per message and with 1 deal per message (messages built before timing), median of R
 //!     runs each, its results checked for order and against `patience solve`'s;
+//!   - the plain HTTP API, `curl -X POST -T FILE .../v1/solve`, and whether its output is
+//!     byte-identical to `patience solve`'s;
+//!   - the tonic client's 256-deal stream again with gzip and with zstd both ways;
 //!   - each as deals/s and as a share of the baseline, with the CPU time per deal of the daemon
-//!     and of the client (from /proc), which tells per-message overhead from machine noise;
+//!     and of the client (from /proc), which tells per-message overhead from machine noise, and
+//!     the bytes the daemon read and wrote per deal (its `rchar`, `wchar` in /proc: on loopback
+//!     without TLS, the bytes on the wire), which shows what compression saves;
 //! - latency of one-deal unary `Solve` calls on the idle daemon (sequential, one connection),
 //!   beside the engine alone and a solver pool in this process on the same deals, and the same
 //!   calls with a deal the server refuses before its solver pool (the bare gRPC round trip).
@@ -34,6 +39,7 @@ use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
 use support::{Flags, TempDir, clock_ticks, median, percentile, start_daemon, warnings};
+use tonic::codec::CompressionEncoding;
 use tonic::transport::{Channel, Endpoint};
 
 /// Seed of the throughput deals (the engine bench uses the same one).
@@ -262,6 +268,22 @@ struct Mode {
     rates: Vec<f64>,
     client_cpu: f64,
     daemon_cpu: f64,
+    /// Bytes the daemon read and wrote over the runs.
+    read: u64,
+    written: u64,
+}
+
+/// Bytes a process has read and written through system calls (`/proc/PID/io`).
+fn proc_io(pid: u32) -> (u64, u64) {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .unwrap_or_else(|e| panic!("cannot read /proc/{pid}/io: {e}"));
+    let field = |name: &str| {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("/proc/{pid}/io has no {name}"))
+    };
+    (field("rchar:"), field("wchar:"))
 }
 
 impl Mode {
@@ -271,7 +293,26 @@ impl Mode {
             rates: Vec::new(),
             client_cpu: 0.0,
             daemon_cpu: 0.0,
+            read: 0,
+            written: 0,
         }
+    }
+
+    /// The daemon's CPU and I/O from `before` to now, counted to this mode.
+    fn count_daemon(&mut self, daemon: &support::Daemon, before: (f64, (u64, u64))) {
+        let (read, written) = proc_io(daemon.pid());
+        self.daemon_cpu += daemon.cpu_seconds() - before.0;
+        self.read += read - before.1.0;
+        self.written += written - before.1.1;
+    }
+
+    fn wire(&self, deals: usize) -> String {
+        let per = |bytes: u64| bytes as f64 / (deals * self.rates.len()) as f64;
+        format!(
+            "{:.1} B/deal in, {:.1} B/deal out",
+            per(self.read),
+            per(self.written)
+        )
     }
 
     fn cpu_us_per_deal(&self, seconds: f64, deals: usize) -> f64 {
@@ -335,13 +376,34 @@ fn main() {
     let mut streams = [
         (
             BATCH,
+            None,
             Mode::new(format!("tonic SolveStream, {BATCH} deals/message")),
         ),
         (
             1,
+            None,
             Mode::new("tonic SolveStream, 1 deal/message".to_string()),
         ),
+        (
+            BATCH,
+            Some(CompressionEncoding::Gzip),
+            Mode::new(format!(
+                "tonic SolveStream, {BATCH} deals/message, gzip both ways"
+            )),
+        ),
+        (
+            BATCH,
+            Some(CompressionEncoding::Zstd),
+            Mode::new(format!(
+                "tonic SolveStream, {BATCH} deals/message, zstd both ways"
+            )),
+        ),
     ];
+    let mut http = Mode::new("HTTP POST /v1/solve (curl -X POST -T FILE)".to_string());
+    let mut http_identical = 0;
+    let mut http_difference = None;
+    let http_out = dir.join("http.out");
+    let solve_url = format!("{url}/v1/solve");
     for run in 0..o.runs {
         let (_, children) = own_cpu(ticks);
         let t = run_to_file(
@@ -362,7 +424,7 @@ fn main() {
             );
         }
 
-        let cpu = daemon.cpu_seconds();
+        let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
         let (_, children) = own_cpu(ticks);
         let t = run_to_file(
             Command::new(exe)
@@ -371,7 +433,7 @@ fn main() {
             &client_out,
             run_timeout,
         );
-        client_mode.daemon_cpu += daemon.cpu_seconds() - cpu;
+        client_mode.count_daemon(&daemon, before);
         client_mode.client_cpu += own_cpu(ticks).1 - children;
         client_mode.rates.push(n as f64 / t.as_secs_f64());
         let got = std::fs::read(&client_out).expect("read client output");
@@ -381,16 +443,43 @@ fn main() {
             client_difference = Some(first_difference(&expected, &got));
         }
 
-        for (per_message, mode) in streams.iter_mut() {
+        let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
+        let (_, children) = own_cpu(ticks);
+        let t = run_to_file(
+            Command::new("curl")
+                .args(["-sS", "--fail", "-X", "POST", "-T"])
+                .arg(&input)
+                .arg(&solve_url),
+            &http_out,
+            run_timeout,
+        );
+        http.count_daemon(&daemon, before);
+        http.client_cpu += own_cpu(ticks).1 - children;
+        http.rates.push(n as f64 / t.as_secs_f64());
+        let got = std::fs::read(&http_out).expect("read the HTTP output");
+        if got == expected {
+            http_identical += 1;
+        } else if http_difference.is_none() {
+            http_difference = Some(first_difference(&expected, &got));
+        }
+
+        for (per_message, compression, mode) in streams.iter_mut() {
             let requests = messages(&cards, *per_message);
-            let cpu = daemon.cpu_seconds();
+            let mut client = match compression {
+                Some(encoding) => client
+                    .clone()
+                    .send_compressed(*encoding)
+                    .accept_compressed(*encoding),
+                None => client.clone(),
+            };
+            let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
             let (own, _) = own_cpu(ticks);
             let (t, probabilities) = runtime.block_on(async {
                 tokio::time::timeout(run_timeout, stream_call(&mut client, requests, n))
                     .await
                     .unwrap_or_else(|_| panic!("{} did not finish in {run_timeout:?}", mode.name))
             });
-            mode.daemon_cpu += daemon.cpu_seconds() - cpu;
+            mode.count_daemon(&daemon, before);
             mode.client_cpu += own_cpu(ticks).0 - own;
             mode.rates.push(n as f64 / t.as_secs_f64());
             let text = String::from_utf8_lossy(&expected);
@@ -414,19 +503,33 @@ fn main() {
         list(&solve.rates),
         solve.cpu_us_per_deal(solve.client_cpu, n)
     );
-    let mut modes = vec![client_mode];
-    modes.extend(streams.into_iter().map(|(_, m)| m));
+    let stream_median = median(streams[0].2.rates.clone());
+    let mut modes = vec![client_mode, http];
+    modes.extend(streams.into_iter().map(|(_, _, m)| m));
     for mode in &modes {
         let m = median(mode.rates.clone());
         println!(
-            "{}: median {m:.0} deals/s = {:.1}% of baseline  (runs: {}; CPU us/deal: daemon {:.1}, \
-             client {:.1})",
+            "{}: median {m:.0} deals/s = {:.1}% of baseline, {:.2}x SolveStream {BATCH}/message  \
+             (runs: {}; CPU us/deal: daemon {:.1}, client {:.1}; wire: {})",
             mode.name,
             100.0 * m / baseline,
+            m / stream_median,
             list(&mode.rates),
             mode.cpu_us_per_deal(mode.daemon_cpu, n),
-            mode.cpu_us_per_deal(mode.client_cpu, n)
+            mode.cpu_us_per_deal(mode.client_cpu, n),
+            mode.wire(n)
         );
+    }
+    match http_difference {
+        None => println!(
+            "HTTP /v1/solve output byte-identical to patience solve: yes ({http_identical} of {} runs)",
+            o.runs
+        ),
+        Some(d) => println!(
+            "HTTP /v1/solve output byte-identical to patience solve: NO ({http_identical} of {} \
+             runs identical; first difference at {d})",
+            o.runs
+        ),
     }
     match client_difference {
         None => println!(
