@@ -12,6 +12,7 @@
 //! - [`lane`]: one daemon, one call at a time, reconnecting with jittered backoff.
 //! - [`discovery`]: names resolved to daemons, again and again.
 //! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides.
+//! - [`tally`]: what each daemon answered and what was sent twice, for a run's summary.
 //!
 //! One cancellation mechanism: a [`tokio_util::sync::CancellationToken`] for the run, cancelled
 //! when it ends however it ends; every lane and watcher stops on it.
@@ -24,6 +25,7 @@ pub mod game;
 pub mod lane;
 pub mod session;
 pub mod status;
+pub mod tally;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,7 @@ pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
 pub use game::{DealProtocol, Protocol, RpsProtocol};
 pub use session::{Chunk, run};
+pub use tally::{Sent, Share, Tally};
 
 use crate::auth::AddBearer;
 use crate::solver::Options;
@@ -110,6 +113,8 @@ pub enum Event {
     Found { daemon: Daemon },
     /// A name could not be resolved again (its daemons found before stay).
     ResolveFailed { name: String, error: String },
+    /// The run is over, however it ended (the last event): what each daemon answered.
+    Done(Tally),
 }
 
 /// Why a run stopped before answering everything.

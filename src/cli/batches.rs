@@ -14,20 +14,60 @@ pub enum Batched<T = Deal> {
     /// Consecutive items of one input, and how many bytes of all the inputs (in order) they and
     /// the items before them span, for progress reports.
     Batch(Vec<Entry<T>>, u64),
+    /// Items read and not handed on, since their answers are in the output already (a resume):
+    /// how many, how many of them were bad, and the bytes they and the items before them span.
+    /// Said every [`SKIP_REPORT`] items and at the end of the skip; batches come only after.
+    Skipped { items: u64, bad: u64, at: u64 },
     /// An input that could not be read (further); its message names the input.
     Unreadable(String),
 }
 
+/// How often a long skip says how far it is, in items.
+pub const SKIP_REPORT: u64 = 1 << 16;
+
+/// Items still to skip, and those skipped but not yet said.
+struct Skip {
+    left: u64,
+    items: u64,
+    bad: u64,
+}
+
+impl Skip {
+    /// Counts an item skipped; whether it is time to say so.
+    fn take(&mut self, bad: bool) -> bool {
+        self.left -= 1;
+        self.items += 1;
+        self.bad += u64::from(bad);
+        self.left == 0 || self.items >= SKIP_REPORT
+    }
+
+    /// What was skipped since last said, the skip reaching `at` bytes.
+    fn said<T>(&mut self, at: u64) -> Batched<T> {
+        Batched::Skipped {
+            items: std::mem::take(&mut self.items),
+            bad: std::mem::take(&mut self.bad),
+            at,
+        }
+    }
+}
+
 /// Reads every input in order with the game's reader `R` and calls `emit` with batches of at most
-/// `max` entries. A batch is also cut short whenever the input has nothing more buffered, so that
-/// someone typing items sees each answer without waiting for a full batch. Stops early when
-/// `emit` returns false.
+/// `max` entries, after the first `skip` entries, which are read the same way and only counted
+/// (a resume: their answers are in the output already). A batch is also cut short whenever the
+/// input has nothing more buffered, so that someone typing items sees each answer without waiting
+/// for a full batch. Stops early when `emit` returns false.
 pub fn read_items<R: Items<Reader>>(
     inputs: &[Input],
     max: usize,
+    skip: u64,
     mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {
     let max = max.max(1);
+    let mut skip = Skip {
+        left: skip,
+        items: 0,
+        bad: 0,
+    };
     // Bytes of the inputs finished so far.
     let mut done = 0u64;
     for input in inputs {
@@ -48,6 +88,14 @@ pub fn read_items<R: Items<Reader>>(
         let mut items = R::over(reader);
         let mut batch = Vec::with_capacity(max);
         while let Some(step) = items.step() {
+            if skip.left > 0 && !matches!(step, Step::Failed(_)) {
+                if skip.take(matches!(step, Step::Bad(_)))
+                    && !emit(skip.said(done + consumed(items.input())))
+                {
+                    return;
+                }
+                continue;
+            }
             match step {
                 Step::Item(item) => batch.push(Ok(item)),
                 Step::Bad(message) => batch.push(Err(format!("{prefix}{message}"))),
@@ -77,5 +125,9 @@ pub fn read_items<R: Items<Reader>>(
             return;
         }
         done = end;
+    }
+    // The inputs ended before the skip did: say how far it got (the printer refuses the resume).
+    if skip.items > 0 {
+        emit(skip.said(done));
     }
 }

@@ -11,7 +11,7 @@
 //! The reader never runs more than a bounded number of slots ahead of the printer, so the
 //! client's memory is flat however large the input is.
 
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,13 +20,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::batches::{Batched, Items, read_items};
 use super::input::{Input, Reader};
-use super::output::{ExitStatus, JsonAnalysis, Render};
-use super::progress::{ProgressDisplay, Unit};
-use super::{ClientArgs, OutputFormat, RemoteArgs, RpsArgs};
+use super::job::Job;
+use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
+use super::progress::{Progress, Unit};
+use super::report;
+use super::sink::Sink;
+use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
     self, Answer, Answers, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol,
-    RpsProtocol, SystemResolver, Target, TlsFiles,
+    RpsProtocol, SystemResolver, Tally, Target, TlsFiles,
 };
 use crate::deal::{Deal, DealReader};
 use crate::proto::{self, SolveRequest};
@@ -78,7 +81,7 @@ struct Plan<'a> {
     files: &'a [std::path::PathBuf],
     batch: usize,
     render: Render,
-    quiet: bool,
+    job: &'a JobArgs,
 }
 
 /// The flags, checked and turned into what the library runs with. Every address and flag is
@@ -133,7 +136,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
             precision: args.precision,
             asked,
         },
-        quiet: args.quiet,
+        job: &args.job,
     };
     on_runtime(stream_files::<DealProtocol>(plan, config))
 }
@@ -145,7 +148,7 @@ pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
         files: &args.files,
         batch: args.batch as usize,
         render: args.render(),
-        quiet: args.quiet,
+        job: &args.job,
     };
     on_runtime(stream_files::<RpsProtocol>(plan, config))
 }
@@ -171,25 +174,44 @@ enum Slot {
         answers: Option<oneshot::Receiver<Answers>>,
         at: u64,
     },
+    /// Inputs read again whose answers the output holds (a resume).
+    Skipped { items: u64, bad: u64, at: u64 },
     /// An input that could not be read.
     Unreadable(String),
 }
 
+/// Opens the output, streams the inputs, and ends with the summary (the daemons' shares in it).
 async fn stream_files<G: Remote>(
     plan: Plan<'_>,
     config: ClientConfig,
 ) -> anyhow::Result<ExitStatus> {
+    let (job, sink) = Job::start(plan.job, plan.files, G::UNIT, &plan.render)?;
+    let mut tally = None;
+    let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
+    job.end(ended, tally.map(|t| report::daemons(&t, G::UNIT.noun)))
+}
+
+/// The run: the reader, the session and the printer, and how they ended; `tally` gets what the
+/// daemons did when the run ends with a status.
+async fn stream<G: Remote>(
+    job: &Job,
+    sink: Sink,
+    plan: &Plan<'_>,
+    config: ClientConfig,
+    tally: &mut Option<Tally>,
+) -> anyhow::Result<ExitStatus> {
     let render = plan.render;
     let wire_options = config.asked.map(proto::AnalysisOptions::from);
     let batch = plan.batch;
-    let inputs = Input::from_args(plan.files);
-    let progress = ProgressDisplay::counting(G::UNIT, plan.quiet, &inputs);
+    let inputs = job.inputs.clone();
+    let skip = job.skip();
+    let progress = &job.progress;
     let ahead = AHEAD.max(2 * config.window * config.targets.len());
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
     let (submit, submissions) = mpsc::channel::<Chunk<G>>(1);
     std::thread::Builder::new()
         .name("reader".into())
-        .spawn(move || read::<G>(&inputs, batch, wire_options, &slots_tx, &submit))
+        .spawn(move || read::<G>(&inputs, batch, skip, wire_options, &slots_tx, &submit))
         .context("cannot start the reader")?;
 
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -199,13 +221,18 @@ async fn stream_files<G: Remote>(
     let telling = {
         let progress = progress.clone();
         async move {
+            let mut tally = None;
             while let Some(event) = events.recv().await {
-                tell(&progress, &event);
+                match event {
+                    Event::Done(done) => tally = Some(done),
+                    event => tell(&progress, &event),
+                }
             }
+            tally
         }
     };
     let telling = tokio::spawn(telling);
-    let printing = print(slots, render, &progress);
+    let printing = print(slots, job.printer(sink, render), render.asked);
     tokio::pin!(printing);
     // Whichever ends first: the session may stop the run while the printer waits for answers.
     let (printed, ended) = tokio::select! {
@@ -214,7 +241,6 @@ async fn stream_files<G: Remote>(
             Err(e) if e.stops_at_once() => {
                 // The printer, dropped on return, flushes the lines printed so far: an in-order
                 // prefix.
-                progress.finish();
                 bail!("{e}");
             }
             // Done, or every daemon failed: then every answer left went with the session, so the
@@ -224,10 +250,7 @@ async fn stream_files<G: Remote>(
     };
     let printed = printed?;
     let status = match printed {
-        Printed::Closed(status) => {
-            progress.finish();
-            return Ok(status);
-        }
+        Printed::Closed(status) => return Ok(status),
         Printed::All(status) => Some(status),
         Printed::Lost => None,
     };
@@ -238,8 +261,9 @@ async fn stream_files<G: Remote>(
         None => joined(session.await),
     };
     // Every event is told before the run's last word.
-    let _ = tokio::time::timeout(Duration::from_secs(1), telling).await;
-    progress.finish();
+    if let Ok(Ok(told)) = tokio::time::timeout(Duration::from_secs(1), telling).await {
+        *tally = told;
+    }
     if let Err(e) = ended {
         bail!("{e}");
     }
@@ -262,13 +286,19 @@ fn joined(
 fn read<G: Remote>(
     inputs: &[Input],
     batch: usize,
+    skip: u64,
     analysis: Option<proto::AnalysisOptions>,
     slots: &mpsc::Sender<Slot>,
     submit: &mpsc::Sender<Chunk<G>>,
 ) {
-    read_items::<G::Items>(inputs, batch, |event| {
+    read_items::<G::Items>(inputs, batch, skip, |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
+            Batched::Skipped { items, bad, at } => {
+                return slots
+                    .blocking_send(Slot::Skipped { items, bad, at })
+                    .is_ok();
+            }
             Batched::Unreadable(msg) => return slots.blocking_send(Slot::Unreadable(msg)).is_ok(),
         };
         let mut items = Vec::new();
@@ -305,7 +335,7 @@ fn read<G: Remote>(
 }
 
 /// One line on standard error about what happened to a daemon.
-fn tell(progress: &ProgressDisplay, event: &Event) {
+fn tell(progress: &Progress, event: &Event) {
     match event {
         Event::Failed {
             daemon,
@@ -343,6 +373,8 @@ fn tell(progress: &ProgressDisplay, event: &Event) {
         Event::ResolveFailed { name, error } => {
             progress.eprintln(format_args!("patience: warning: {name}: {error}"));
         }
+        // The summary's, told by the caller.
+        Event::Done(_) => {}
     }
 }
 
@@ -356,20 +388,18 @@ enum Printed {
     Lost,
 }
 
-/// Prints every slot in input order, waiting for each chunk's answers.
+/// Prints every slot in input order, waiting for each chunk's answers; `asked` is the analysis
+/// the user asked for, to tell an empty list from one not asked for.
 async fn print(
     mut slots: mpsc::Receiver<Slot>,
-    render: Render,
-    progress: &ProgressDisplay,
+    mut printer: Printer<'_>,
+    asked: Options,
 ) -> anyhow::Result<Printed> {
-    let mut out = BufWriter::new(io::stdout().lock());
-    let mut status = ExitStatus::Ok;
-    let mut index = 0u64;
     loop {
         if slots.is_empty() {
             // About to wait for the reader (someone typing deals?): show the answers so far.
-            if let Err(e) = out.flush() {
-                return write_failed(e, status);
+            if let Err(e) = printer.flush() {
+                return closed(&printer, e);
             }
         }
         let Some(slot) = slots.recv().await else {
@@ -377,9 +407,11 @@ async fn print(
         };
         let (lines, answers, at) = match slot {
             Slot::Unreadable(msg) => {
-                out.flush().ok();
-                progress.eprintln(format_args!("patience: {msg}"));
-                status = ExitStatus::Trouble;
+                printer.unreadable(&msg);
+                continue;
+            }
+            Slot::Skipped { items, bad, at } => {
+                printer.skipped(items, bad, at);
                 continue;
             }
             Slot::Lines { lines, answers, at } => (lines, answers, at),
@@ -389,14 +421,14 @@ async fn print(
             Some(receiver) => {
                 if receiver.is_empty() {
                     // About to wait for the daemons: let whoever reads our output see it so far.
-                    if let Err(e) = out.flush() {
-                        return write_failed(e, status);
+                    if let Err(e) = printer.flush() {
+                        return closed(&printer, e);
                     }
                 }
                 match receiver.await {
                     Ok(answers) => answers.into_iter(),
                     Err(_) => {
-                        out.flush().ok();
+                        let _ = printer.flush();
                         return Ok(Printed::Lost);
                     }
                 }
@@ -404,11 +436,8 @@ async fn print(
         };
         let count = lines.len() as u64;
         for line in lines {
-            let line = match line {
-                Some(error) => {
-                    status = status.max(ExitStatus::BadInput);
-                    render.failed(index, &error)
-                }
+            let written = match line {
+                Some(error) => printer.failed(&error),
                 // The session checked the response: one answer per deal sent, each printable.
                 None => match answers.next() {
                     Some(Answer::Solved {
@@ -417,34 +446,24 @@ async fn print(
                     }) => {
                         let analysis = analysis
                             .as_ref()
-                            .map(|a| JsonAnalysis::from_engine(a, render.asked));
-                        render.solved(index, probability, analysis)
+                            .map(|a| JsonAnalysis::from_engine(a, asked));
+                        printer.solved(probability, analysis)
                     }
-                    Some(Answer::Failed(message)) => {
-                        status = status.max(ExitStatus::BadInput);
-                        render.failed(index, &format!("server: {message}"))
-                    }
+                    Some(Answer::Failed(message)) => printer.failed(&format!("server: {message}")),
                     None => bail!("a chunk's answers ran short (a bug in this client)"),
                 },
             };
-            index += 1;
-            if let Err(e) = writeln!(out, "{line}") {
-                return write_failed(e, status);
+            if let Err(e) = written {
+                return closed(&printer, e);
             }
         }
-        progress.advance(count, at);
+        printer.advance(count, at);
     }
-    match out.flush() {
-        Ok(()) => Ok(Printed::All(status)),
-        Err(e) => write_failed(e, status),
-    }
+    printer.finish().map(Printed::All)
 }
 
-/// A closed pipe (`patience client big | head`) is the reader's choice, not an error.
-fn write_failed(e: io::Error, status: ExitStatus) -> anyhow::Result<Printed> {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        Ok(Printed::Closed(status))
-    } else {
-        Err(anyhow::Error::new(e).context("cannot write the results"))
-    }
+/// A write failed: a closed pipe (`patience client big | head`) is the reader's choice, not an
+/// error.
+fn closed(printer: &Printer<'_>, e: io::Error) -> anyhow::Result<Printed> {
+    printer.write_failed(e).map(Printed::Closed)
 }

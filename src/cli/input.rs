@@ -80,6 +80,14 @@ impl Input {
         }
     }
 
+    /// The input as the command line names it: its path, or `-`.
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin => "-".to_string(),
+            Input::File(path) => path.display().to_string(),
+        }
+    }
+
     /// How error lines name this input: files by path, standard input by nothing.
     pub fn prefix(&self) -> String {
         match self {

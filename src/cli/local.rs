@@ -3,7 +3,7 @@
 //! order and prints them. Both queues are bounded, so memory stays flat however large the input
 //! is, and a bad item travels with its batch as its error line, so it is printed in its place.
 
-use std::io::{self, Write};
+use std::io;
 use std::sync::mpsc;
 use std::thread;
 
@@ -20,29 +20,32 @@ pub type ItemResult<A> = Result<A, String>;
 enum Piece<A> {
     /// A batch's answers to come, and the input bytes it and the batches before it span.
     Answers(BatchTicket<ItemResult<A>>, u64),
+    /// Inputs read again whose answers the output holds (a resume): how many, bad ones, bytes.
+    Skipped(u64, u64, u64),
     Unreadable(String),
 }
 
-/// Reads every item of `inputs` with the game's reader `R`, solves it on `pool` with `solve`
-/// (`batch` items per job) and prints each answer in input order with `print`.
-pub fn run<R, A, W>(
+/// Reads every item of `inputs` with the game's reader `R`, the first `skip` only to count them
+/// (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
+/// answer in input order with `print`.
+pub fn run<R, A>(
     inputs: &[Input],
+    skip: u64,
     pool: &Pool,
     batch: usize,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
-    printer: Printer<'_, W>,
-    print: impl FnMut(&mut Printer<'_, W>, ItemResult<A>) -> io::Result<()>,
+    printer: Printer<'_>,
+    print: impl FnMut(&mut Printer<'_>, ItemResult<A>) -> io::Result<()>,
 ) -> anyhow::Result<ExitStatus>
 where
     R: Items<Reader>,
     R::Item: Send + 'static,
     A: Send + 'static,
-    W: Write,
 {
     let (tx, rx) = mpsc::sync_channel::<Piece<A>>(4 * pool.workers());
     thread::scope(|scope| {
         scope.spawn(move || {
-            read_items::<R>(inputs, batch, |event| {
+            read_items::<R>(inputs, batch, skip, |event| {
                 let piece = match event {
                     Batched::Batch(items, at) => {
                         match pool.submit_batch_blocking(items, solve.clone()) {
@@ -50,6 +53,7 @@ where
                             Err(e) => Piece::Unreadable(e.to_string()),
                         }
                     }
+                    Batched::Skipped { items, bad, at } => Piece::Skipped(items, bad, at),
                     Batched::Unreadable(message) => Piece::Unreadable(message),
                 };
                 // Stops reading once the printer has gone.
@@ -61,10 +65,10 @@ where
     })
 }
 
-fn print_in_order<A, W: Write>(
+fn print_in_order<A>(
     pieces: mpsc::Receiver<Piece<A>>,
-    mut printer: Printer<'_, W>,
-    mut print: impl FnMut(&mut Printer<'_, W>, ItemResult<A>) -> io::Result<()>,
+    mut printer: Printer<'_>,
+    mut print: impl FnMut(&mut Printer<'_>, ItemResult<A>) -> io::Result<()>,
 ) -> anyhow::Result<ExitStatus> {
     loop {
         let piece = match printer.receive(&pieces) {
@@ -85,6 +89,7 @@ fn print_in_order<A, W: Write>(
                 }
                 printer.advance(count, at);
             }
+            Piece::Skipped(items, bad, at) => printer.skipped(items, bad, at),
             Piece::Unreadable(message) => printer.unreadable(&message),
         }
     }

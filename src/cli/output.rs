@@ -5,7 +5,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::mpsc;
 
-use super::progress::ProgressDisplay;
+use super::progress::Progress;
+use super::resume::Resume;
+use super::sink::Sink;
 pub use crate::render::{JsonAnalysis, Render};
 
 /// The outcome of a whole run, as an exit status.
@@ -25,26 +27,35 @@ impl From<ExitStatus> for ExitCode {
     }
 }
 
-/// Writes answers' lines in input order, keeping the JSON index and the run's status, for every
-/// command that prints answers. It does not care who computed them: `solve` and `rps` feed it from
-/// the pool, and a remote path can feed it what daemons answered.
-pub struct Printer<'a, W: Write> {
-    out: W,
+/// Writes answers' lines in input order, keeping the JSON index, the run's status and its counts,
+/// for every command that prints answers. It does not care who computed them: `solve` and `rps`
+/// feed it from the pool, `client` what daemons answered. Resuming, it is told of the inputs read
+/// again and not answered ([`Printer::skipped`]), and its first line is the first new one.
+pub struct Printer<'a> {
+    out: Sink,
     render: Render,
-    progress: &'a ProgressDisplay,
-    /// The next line's index: items printed so far, bad ones included.
+    progress: &'a Progress,
+    /// The next line's index: items so far, bad ones and those already in the output included.
     index: u64,
     status: ExitStatus,
+    /// `error:` lines since the progress was last told.
+    bad: u64,
+    /// The output file being resumed, and how many of its answers the input has had so far.
+    resume: Option<Resume>,
+    skipped: u64,
 }
 
-impl<'a, W: Write> Printer<'a, W> {
-    pub fn new(out: W, render: Render, progress: &'a ProgressDisplay) -> Self {
+impl<'a> Printer<'a> {
+    pub fn new(out: Sink, render: Render, progress: &'a Progress, resume: Option<Resume>) -> Self {
         Printer {
             out,
             render,
             progress,
-            index: 0,
+            index: resume.as_ref().map_or(0, |r| r.kept),
             status: ExitStatus::Ok,
+            bad: 0,
+            resume,
+            skipped: 0,
         }
     }
 
@@ -57,6 +68,7 @@ impl<'a, W: Write> Printer<'a, W> {
     /// The next item's `error:` line; the run will end with [`ExitStatus::BadInput`].
     pub fn failed(&mut self, message: &str) -> io::Result<()> {
         self.status = self.status.max(ExitStatus::BadInput);
+        self.bad += 1;
         let line = self.render.failed(self.index, message);
         self.line(&line)
     }
@@ -66,9 +78,20 @@ impl<'a, W: Write> Printer<'a, W> {
         writeln!(self.out, "{line}")
     }
 
-    /// Tells the progress bar that `items` more were printed, spanning `at` input bytes in all.
-    pub fn advance(&self, items: u64, at: u64) {
-        self.progress.advance(items, at);
+    /// Tells the progress that `items` more were printed, spanning `at` input bytes in all.
+    pub fn advance(&mut self, items: u64, at: u64) {
+        self.progress
+            .advance(items, std::mem::take(&mut self.bad), at);
+    }
+
+    /// `items` inputs read again whose answers the output file holds already (`bad` of them
+    /// bad, which the exit status says as an uninterrupted run's would), spanning `at` bytes.
+    pub fn skipped(&mut self, items: u64, bad: u64, at: u64) {
+        self.skipped += items;
+        if bad > 0 {
+            self.status = self.status.max(ExitStatus::BadInput);
+        }
+        self.progress.skipped(items, bad, at);
     }
 
     /// An input that could not be read (further): said on standard error, after the lines so
@@ -79,9 +102,14 @@ impl<'a, W: Write> Printer<'a, W> {
         self.status = ExitStatus::Trouble;
     }
 
-    /// The next piece from `pieces`, or `None` once its sender is gone. When it would have to
-    /// wait, the output is flushed first, so that whoever reads it (someone typing, a pipe) sees
-    /// every answer so far.
+    /// Hands the answers so far to whoever reads them: before waiting, so that someone typing,
+    /// or a pipe, sees every answer so far.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// The next piece from `pieces`, or `None` once its sender is gone, flushing first when it
+    /// would have to wait.
     pub fn receive<T>(&mut self, pieces: &mpsc::Receiver<T>) -> io::Result<Option<T>> {
         match pieces.try_recv() {
             Ok(piece) => Ok(Some(piece)),
@@ -93,27 +121,46 @@ impl<'a, W: Write> Printer<'a, W> {
         }
     }
 
-    /// Ends the run: flushes, and gives its status.
-    pub fn finish(mut self) -> anyhow::Result<ExitStatus> {
-        match self.out.flush() {
-            Ok(()) => Ok(self.status),
-            Err(e) => self.write_failed(e),
+    /// Ends the run: everything flushed (and the output file's partial last line, if a resume
+    /// found one, cut off), and its status. A resume whose input ran out before the answers the
+    /// file holds is refused here, the file left as it was.
+    pub fn finish(self) -> anyhow::Result<ExitStatus> {
+        if let Some(resume) = &self.resume
+            && self.skipped < resume.kept
+        {
+            anyhow::bail!(
+                "cannot resume {}: it holds {} answers, but the input has only {} {} (was it \
+                 written for other inputs?); it is left as it was",
+                resume.path.display(),
+                resume.kept,
+                self.skipped,
+                self.progress.counts().noun,
+            );
+        }
+        let status = self.status;
+        match self.out.finish() {
+            Ok(()) => Ok(status),
+            Err(e) => write_failed(e, status),
         }
     }
 
     /// Ends the run after a failed write. A closed pipe (`patience solve big | head`) is the
     /// reader's choice, not an error.
     pub fn write_failed(&self, e: io::Error) -> anyhow::Result<ExitStatus> {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            Ok(self.status)
-        } else {
-            Err(anyhow::Error::new(e).context("cannot write the results"))
-        }
+        write_failed(e, self.status)
     }
 }
 
-/// The buffer is a locked standard output or a test's vector: nothing worth printing.
-impl<W: Write> std::fmt::Debug for Printer<'_, W> {
+fn write_failed(e: io::Error, status: ExitStatus) -> anyhow::Result<ExitStatus> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(status)
+    } else {
+        Err(anyhow::Error::new(e).context("cannot write the results"))
+    }
+}
+
+/// The output is a locked standard output or a file: nothing worth printing.
+impl std::fmt::Debug for Printer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Printer")
             .field("index", &self.index)

@@ -3,15 +3,14 @@
 //!
 //! The same in-process pipeline as `solve` (`local.rs`), with the case reader.
 
-use std::io::{self, BufWriter};
-
 use anyhow::Context as _;
 
 use super::RpsArgs;
-use super::input::{Input, Reader};
+use super::input::Reader;
+use super::job::Job;
 use super::local;
-use super::output::{ExitStatus, Printer};
-use super::progress::{ProgressDisplay, Unit};
+use super::output::ExitStatus;
+use super::progress::Unit;
 use crate::pool::{Engines, Pool, default_workers};
 use crate::rps::{Case, CaseReader};
 
@@ -23,27 +22,23 @@ const BATCH: usize = 16;
 
 /// Solves the cases in this process (`rps` without `--addr`; with it, `client::run_rps`).
 pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
+    let render = args.render();
+    let (job, sink) = Job::start(&args.job, &args.files, Unit::CASES, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
-    let inputs = Input::from_args(&args.files);
-    let progress = ProgressDisplay::counting(Unit::CASES, args.quiet, &inputs);
-    let status = local::run::<CaseReader<Reader>, _, _>(
-        &inputs,
+    let status = local::run::<CaseReader<Reader>, _>(
+        &job.inputs,
+        job.skip(),
         &pool,
         BATCH,
         |engines: &mut Engines, entry: Result<Case, String>| {
             entry.map(|case| engines.rps.solve(&case))
         },
-        Printer::new(
-            BufWriter::new(io::stdout().lock()),
-            args.render(),
-            &progress,
-        ),
+        job.printer(sink, render),
         |printer, answer| match answer {
             Ok(p) => printer.solved(p, None),
             Err(message) => printer.failed(&message),
         },
     );
-    progress.finish();
-    status
+    job.end(status, None)
 }

@@ -1,15 +1,13 @@
 //! `patience solve`: the engine in this process, streaming deal files through the pool on the
 //! pipeline it shares with `rps` (`local.rs`).
 
-use std::io::{self, BufWriter};
-
 use anyhow::Context as _;
 
 use super::SolveArgs;
-use super::input::Input;
+use super::job::Job;
 use super::local;
-use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
-use super::progress::ProgressDisplay;
+use super::output::{ExitStatus, JsonAnalysis, Render};
+use super::progress::Unit;
 use crate::deal::DealReader;
 use crate::pool::{Engines, Pool, default_workers};
 
@@ -19,28 +17,26 @@ const BATCH: usize = 32;
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
     let options = args.analysis.options()?;
-    let workers = args.workers.map_or_else(default_workers, |n| n.get());
-    let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
-    let inputs = Input::from_args(&args.files);
-    let progress = ProgressDisplay::new(args.quiet, &inputs);
     let render = Render {
         format: args.analysis.format,
         precision: args.precision,
         asked: options,
     };
-    let printer = Printer::new(BufWriter::new(io::stdout().lock()), render, &progress);
-    let status = local::run::<DealReader<_>, _, _>(
-        &inputs,
+    let (job, sink) = Job::start(&args.job, &args.files, Unit::DEALS, &render)?;
+    let workers = args.workers.map_or_else(default_workers, |n| n.get());
+    let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
+    let status = local::run::<DealReader<_>, _>(
+        &job.inputs,
+        job.skip(),
         &pool,
         BATCH,
         // With nothing asked this is a plain solve.
         move |engines: &mut Engines, entry| entry.map(|deal| engines.deals.analyze(&deal, options)),
-        printer,
+        job.printer(sink, render),
         |printer, answer| match answer {
             Ok(a) => printer.solved(a.probability, Some(JsonAnalysis::from_engine(&a, options))),
             Err(message) => printer.failed(&message),
         },
     );
-    progress.finish();
-    status
+    job.end(status, None)
 }

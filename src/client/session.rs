@@ -6,7 +6,7 @@
 //! needs to hand nothing back: the dispatcher knows what it held, and the requests are resent
 //! from here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -19,6 +19,7 @@ use super::discovery::{Found, Watch};
 use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
 use super::game::{DealProtocol, Protocol};
 use super::lane::{self, LaneChunk, Report};
+use super::tally::Tally;
 use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, sleep_until_some};
 
 /// One request message and where its answers go.
@@ -44,6 +45,10 @@ struct Session<G: Protocol> {
     dispatcher: Dispatcher,
     lanes: Vec<LaneHandle<G>>,
     chunks: HashMap<Seq, Chunk<G>>,
+    /// Open chunks sent at least once, to tell a resend from a first send.
+    sent: HashSet<Seq>,
+    /// What each daemon answered, and what was sent twice.
+    tally: Tally,
     reports: mpsc::UnboundedSender<Report<G>>,
     events: mpsc::UnboundedSender<Event>,
     cancel: CancellationToken,
@@ -57,17 +62,17 @@ struct Session<G: Protocol> {
 
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
 /// the run (`ClientError`). Submissions are taken only as fast as the daemons have room, which is
-/// the submitter's backpressure. What happens to the daemons goes to `events`.
+/// the submitter's backpressure. What happens to the daemons goes to `events`, and last of all,
+/// however the run ends, [`Event::Done`] with what each daemon answered.
 pub async fn run<G: Protocol>(
     config: ClientConfig,
-    mut submissions: mpsc::Receiver<Chunk<G>>,
+    submissions: mpsc::Receiver<Chunk<G>>,
     events: mpsc::UnboundedSender<Event>,
 ) -> Result<(), ClientError> {
     let cancel = CancellationToken::new();
     // However the run ends, lanes and watchers stop.
     let _stop = cancel.clone().drop_guard();
-    let (reports_tx, mut reports) = mpsc::unbounded_channel();
-    let (found_tx, mut found) = mpsc::unbounded_channel();
+    let (reports_tx, reports) = mpsc::unbounded_channel();
     let policy = Policy {
         window: config.window,
         give_up_after: config.give_up_after,
@@ -78,6 +83,8 @@ pub async fn run<G: Protocol>(
         dispatcher: Dispatcher::new(policy),
         lanes: Vec::new(),
         chunks: HashMap::new(),
+        sent: HashSet::new(),
+        tally: Tally::default(),
         reports: reports_tx,
         events,
         cancel: cancel.clone(),
@@ -85,112 +92,125 @@ pub async fn run<G: Protocol>(
         held: Vec::new(),
         config,
     };
-    let mut unresolved: Vec<(String, String)> = Vec::new();
-    for target in session.config.targets.clone() {
-        match target {
-            Target::Url(url) => session.add_lane(Daemon::Url(url), None),
-            Target::Dns { name, port, tls } => {
-                let shown = format!("dns:///{name}:{port}");
-                let watch = Watch {
-                    name,
-                    port,
-                    tls,
-                    resolver: session.config.resolver.clone(),
-                    every: session.config.dns_refresh,
-                    again: Arc::new(Notify::new()),
-                    found: found_tx.clone(),
-                    cancel: cancel.child_token(),
-                };
-                let known = match watch.first().await {
-                    Ok(daemons) => daemons,
-                    Err(error) => {
-                        unresolved.push((shown, error));
-                        Vec::new()
-                    }
-                };
-                for daemon in &known {
-                    session.add_lane(daemon.clone(), Some(watch.again.clone()));
-                }
-                tokio::spawn(watch.run(known));
-            }
-        }
-    }
-    if session.lanes.is_empty() {
-        let why: Vec<String> = unresolved
-            .iter()
-            .map(|(t, e)| format!("{t}: {e}"))
-            .collect();
-        return Err(ClientError::NoDaemon(why.join("; ")));
-    }
-    for (name, error) in unresolved {
-        let _ = session.events.send(Event::ResolveFailed { name, error });
-    }
-
-    let mut next_seq: Seq = 0;
-    loop {
-        session.act();
-        let now = Instant::now();
-        if session.dispatcher.gives_up(now.into_std()) {
-            return Err(session.gave_up());
-        }
-        if session.dispatcher.is_done() {
-            session.tell_held();
-            break;
-        }
-        let deadline = session.dispatcher.deadline().map(Instant::from_std);
-        let take = session.dispatcher.wants_input();
-        tokio::select! {
-            biased;
-            Some(report) = reports.recv() => session.report(report)?,
-            Some(found) = found.recv() => session.found(found),
-            () = sleep_until_some(deadline) => {}
-            submission = submissions.recv(), if take => match submission {
-                Some(submission) => {
-                    session.chunks.insert(next_seq, submission);
-                    session.dispatcher.offer(next_seq);
-                    next_seq += 1;
-                }
-                None => session.dispatcher.input_done(),
-            },
-        }
-    }
-    // Done: closing the inboxes ends each lane's stream. Report the lanes that fail now (say, one
-    // that could not connect before the others did all the work), for a little while.
-    let Session {
-        mut lanes,
-        events,
-        reports: ours,
-        retire,
-        config,
-        ..
-    } = session;
-    retire.cancel();
-    for lane in &mut lanes {
-        lane.inbox = None;
-    }
-    // Once every lane has ended, its reports end too.
-    drop(ours);
-    let late = async {
-        while let Some(report) = reports.recv().await {
-            if let Report::Failed { lane, reason } | Report::Rejected { lane, reason } = report
-                && let Some(daemon) = lanes.get(lane).map(|l| l.daemon.clone())
-            {
-                let _ = events.send(Event::Failed {
-                    daemon,
-                    reason,
-                    resent: 0,
-                    others: 0,
-                });
-            }
-        }
-    };
-    let _ = tokio::time::timeout(config.late_failures, late).await;
-    Ok(())
+    let ended = session.drive(submissions, reports).await;
+    let tally = std::mem::take(&mut session.tally);
+    let _ = session.events.send(Event::Done(tally));
+    ended
 }
 
 impl<G: Protocol> Session<G> {
+    /// The run itself: the daemons found, the submissions answered, the late failures reported.
+    async fn drive(
+        &mut self,
+        mut submissions: mpsc::Receiver<Chunk<G>>,
+        mut reports: mpsc::UnboundedReceiver<Report<G>>,
+    ) -> Result<(), ClientError> {
+        let (found_tx, mut found) = mpsc::unbounded_channel();
+        let mut unresolved: Vec<(String, String)> = Vec::new();
+        for target in self.config.targets.clone() {
+            match target {
+                Target::Url(url) => self.add_lane(Daemon::Url(url), None),
+                Target::Dns { name, port, tls } => {
+                    let shown = format!("dns:///{name}:{port}");
+                    let watch = Watch {
+                        name,
+                        port,
+                        tls,
+                        resolver: self.config.resolver.clone(),
+                        every: self.config.dns_refresh,
+                        again: Arc::new(Notify::new()),
+                        found: found_tx.clone(),
+                        cancel: self.cancel.child_token(),
+                    };
+                    let known = match watch.first().await {
+                        Ok(daemons) => daemons,
+                        Err(error) => {
+                            unresolved.push((shown, error));
+                            Vec::new()
+                        }
+                    };
+                    for daemon in &known {
+                        self.add_lane(daemon.clone(), Some(watch.again.clone()));
+                    }
+                    tokio::spawn(watch.run(known));
+                }
+            }
+        }
+        if self.lanes.is_empty() {
+            let why: Vec<String> = unresolved
+                .iter()
+                .map(|(t, e)| format!("{t}: {e}"))
+                .collect();
+            return Err(ClientError::NoDaemon(why.join("; ")));
+        }
+        for (name, error) in unresolved {
+            let _ = self.events.send(Event::ResolveFailed { name, error });
+        }
+
+        let mut next_seq: Seq = 0;
+        loop {
+            self.act();
+            let now = Instant::now();
+            if self.dispatcher.gives_up(now.into_std()) {
+                return Err(self.gave_up());
+            }
+            if self.dispatcher.is_done() {
+                self.tell_held();
+                break;
+            }
+            let deadline = self.dispatcher.deadline().map(Instant::from_std);
+            let take = self.dispatcher.wants_input();
+            tokio::select! {
+                biased;
+                Some(report) = reports.recv() => self.report(report)?,
+                Some(found) = found.recv() => self.found(found),
+                () = sleep_until_some(deadline) => {}
+                submission = submissions.recv(), if take => match submission {
+                    Some(submission) => {
+                        self.chunks.insert(next_seq, submission);
+                        self.dispatcher.offer(next_seq);
+                        next_seq += 1;
+                    }
+                    None => self.dispatcher.input_done(),
+                },
+            }
+        }
+        // Done: closing the inboxes ends each lane's stream. Report the lanes that fail now (say,
+        // one that could not connect before the others did all the work), for a little while.
+        self.retire.cancel();
+        for lane in &mut self.lanes {
+            lane.inbox = None;
+        }
+        // Once every lane has ended, its reports end too: the session's own sender goes (for one
+        // whose receiver is already gone, so nothing can be sent on it).
+        drop(std::mem::replace(
+            &mut self.reports,
+            mpsc::unbounded_channel().0,
+        ));
+        let lanes = &self.lanes;
+        let events = &self.events;
+        let late = async {
+            while let Some(report) = reports.recv().await {
+                if let Report::Failed { lane, reason } | Report::Rejected { lane, reason } = report
+                    && let Some(daemon) = lanes.get(lane).map(|l| l.daemon.clone())
+                {
+                    let _ = events.send(Event::Failed {
+                        daemon,
+                        reason,
+                        resent: 0,
+                        others: 0,
+                    });
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.config.late_failures, late).await;
+        Ok(())
+    }
+
     fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
         let id = self.dispatcher.add_lane();
+        // The dispatcher, the lanes and the tally number lanes alike.
+        self.tally.lane_added(daemon.clone());
         let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
         let lane = match self.config.connector.endpoint(&daemon) {
             Ok(endpoint) => lane::Lane::<G> {
@@ -233,18 +253,26 @@ impl<G: Protocol> Session<G> {
         let now = Instant::now().into_std();
         while let Some(action) = self.dispatcher.next(now) {
             match action {
-                Action::Send { lane, seq, .. } => {
+                Action::Send { lane, seq, hedge } => {
                     let sent = match (self.lanes.get(lane), self.chunks.get(&seq)) {
                         (
                             Some(LaneHandle {
                                 inbox: Some(inbox), ..
                             }),
                             Some(chunk),
-                        ) => inbox.try_send((seq, chunk.request.clone())).is_ok(),
-                        _ => false,
+                        ) => inbox
+                            .try_send((seq, chunk.request.clone()))
+                            .is_ok()
+                            .then(|| G::items(&chunk.request)),
+                        _ => None,
                     };
-                    if !sent {
-                        self.dispatcher.refused(lane, seq);
+                    match sent {
+                        None => self.dispatcher.refused(lane, seq),
+                        Some(items) => {
+                            if !self.sent.insert(seq) || hedge {
+                                self.tally.sent_again(hedge, items);
+                            }
+                        }
                     }
                 }
                 Action::Slowed { lane, holding } => {
@@ -261,11 +289,17 @@ impl<G: Protocol> Session<G> {
         let now = Instant::now().into_std();
         match report {
             Report::Answered { lane, seq, answers } => {
-                if self.dispatcher.answered(lane, seq, now) == Delivery::First
-                    && let Some(chunk) = self.chunks.remove(&seq)
-                {
-                    // The submitter may be gone (its reader closed the output): nothing to do.
-                    let _ = chunk.reply.send(answers);
+                match self.dispatcher.answered(lane, seq, now) {
+                    Delivery::First => {
+                        if let Some(chunk) = self.chunks.remove(&seq) {
+                            self.sent.remove(&seq);
+                            self.tally.answered(lane, G::items(&chunk.request));
+                            // The submitter may be gone (its reader closed the output): nothing
+                            // to do.
+                            let _ = chunk.reply.send(answers);
+                        }
+                    }
+                    Delivery::Duplicate => self.tally.duplicates += 1,
                 }
                 self.tell_held();
             }

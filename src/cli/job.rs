@@ -1,0 +1,101 @@
+//! What `solve`, `client` and `rps` share around their answers, one mechanism for the three:
+//! where the answers go (standard output, or `--output FILE`, perhaps resumed), the progress on
+//! standard error, and the summary at the end.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use super::JobArgs;
+use super::input::Input;
+use super::output::{ExitStatus, Printer, Render};
+use super::progress::{Progress, Setup, Unit};
+use super::resume::{self, Record, Resume};
+use super::sink::Sink;
+
+/// A run's inputs, progress and resume, once its output is open.
+pub struct Job {
+    pub inputs: Vec<Input>,
+    pub progress: Progress,
+    /// The output file resumed (`None` without `--output`).
+    pub resume: Option<Resume>,
+}
+
+impl Job {
+    /// Opens the output the flags ask for (refusing a resume that does not fit: a usage error)
+    /// and starts the progress. `answers` names what the lines answer (`deals`, `cases`), for
+    /// the output file's record.
+    pub fn start(
+        args: &JobArgs,
+        files: &[PathBuf],
+        unit: Unit,
+        render: &Render,
+    ) -> anyhow::Result<(Job, Sink)> {
+        let inputs = Input::from_args(files);
+        // The output's keeper may have to speak (on a signal) before the progress exists.
+        let speaker: Arc<OnceLock<Progress>> = Arc::default();
+        let (sink, resume) = match &args.output {
+            None => (Sink::stdout(), None),
+            Some(path) => {
+                let record = Record::new(unit.noun, render, &inputs);
+                let speaker = speaker.clone();
+                let tell = Box::new(move |message: String| say(speaker.get(), &message));
+                let (sink, resume) = resume::open(path, args.resume, &record, &inputs, tell)?;
+                (sink, Some(resume))
+            }
+        };
+        let setup = Setup {
+            unit,
+            mode: args.progress(),
+            summary: args.verbose,
+            to_stdout: args.output.is_none(),
+            every: args.progress_every,
+            kept: resume.as_ref().map_or(0, |r| r.kept),
+            file: args.output.as_ref().map(|p| p.display().to_string()),
+        };
+        let progress = Progress::new(setup, &inputs);
+        let _ = speaker.set(progress.clone());
+        let job = Job {
+            inputs,
+            progress,
+            resume,
+        };
+        Ok((job, sink))
+    }
+
+    /// Inputs to read again without answering them: the answers the output file holds.
+    pub fn skip(&self) -> u64 {
+        self.resume.as_ref().map_or(0, |r| r.kept)
+    }
+
+    /// The printer of this run's answers into `sink`.
+    pub fn printer(&self, sink: Sink, render: Render) -> Printer<'_> {
+        Printer::new(sink, render, &self.progress, self.resume.clone())
+    }
+
+    /// Ends the run's reporting: the summary (with `more` at its end) after a run that ended
+    /// with a status; nothing but the bar cleared after one that stopped with an error, whose
+    /// message is the last word.
+    pub fn end(
+        &self,
+        ended: anyhow::Result<ExitStatus>,
+        more: Option<String>,
+    ) -> anyhow::Result<ExitStatus> {
+        match &ended {
+            Ok(_) => self.progress.summarize(more),
+            Err(_) => self.progress.finish(),
+        }
+        ended
+    }
+}
+
+/// Says `message` past the bar, or straight to standard error before there is one.
+#[allow(
+    clippy::print_stderr,
+    reason = "the output's last words on a signal, before the progress exists"
+)]
+fn say(progress: Option<&Progress>, message: &str) {
+    match progress {
+        Some(progress) => progress.eprintln(message),
+        None => eprintln!("{message}"),
+    }
+}

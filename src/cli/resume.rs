@@ -1,0 +1,268 @@
+//! `--output FILE` and `--resume`: opening the file for a new run or to go on with one, and the
+//! record beside it that says how it was written.
+//!
+//! The record, `FILE.resume.json`, is written (atomically: a temporary file renamed) before a new
+//! run empties FILE, and holds what decides the bytes of each answer line: the game, the format,
+//! the precision, the analysis asked for, and the inputs as named on the command line. A resume
+//! reads it back and refuses (exit status 2, FILE untouched) to append answers written any other
+//! way. It keeps FILE's complete lines, one per input already answered; how many inputs that is
+//! the reader finds out by reading them again, the usual way, and the printer refuses once the
+//! input turns out shorter ([`Resume`]).
+
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+
+use super::input::Input;
+use super::sink::{AnswerFile, Sink, Tell};
+
+/// The record's layout; a record of another version is refused rather than guessed at.
+const VERSION: u32 = 1;
+
+/// Everything that decides an answer line's bytes, as the record holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub version: u32,
+    /// `deals` or `cases`: `solve` and `client` write the same lines for the same deals, so
+    /// either may go on with the other's file; `rps` with or without `--addr` likewise.
+    pub answers: String,
+    pub format: String,
+    pub precision: u8,
+    pub exact: bool,
+    pub moves: bool,
+    pub line: bool,
+    /// The inputs as the command line named them (`-` for standard input). Their content is not
+    /// recorded: a resume counts the inputs again, which is what the answers depend on.
+    pub inputs: Vec<String>,
+}
+
+impl Record {
+    pub fn new(answers: &str, render: &super::output::Render, inputs: &[Input]) -> Record {
+        let format = match render.format {
+            super::OutputFormat::Text => "text",
+            super::OutputFormat::Json => "json",
+        };
+        Record {
+            version: VERSION,
+            answers: answers.to_string(),
+            format: format.to_string(),
+            precision: render.precision,
+            exact: render.asked.exact,
+            moves: render.asked.moves,
+            line: render.asked.line,
+            inputs: inputs.iter().map(Input::name).collect(),
+        }
+    }
+
+    /// What decides the lines, each as a command line would say it.
+    fn said(&self) -> [String; 7] {
+        let flag = |on: bool, flag: &str| match on {
+            true => flag.to_string(),
+            false => format!("no {flag}"),
+        };
+        [
+            format!("answers for {}", self.answers),
+            format!("--format {}", self.format),
+            format!("--precision {}", self.precision),
+            flag(self.exact, "--exact"),
+            flag(self.moves, "--moves"),
+            flag(self.line, "--line"),
+            format!("the inputs {}", self.inputs.join(" ")),
+        ]
+    }
+
+    /// Where `held` (the file's record) and this run differ: what the file was written with,
+    /// and what this run has instead.
+    fn differences(&self, held: &Record) -> Option<(String, String)> {
+        let (theirs, ours): (Vec<String>, Vec<String>) = held
+            .said()
+            .into_iter()
+            .zip(self.said())
+            .filter(|(theirs, ours)| theirs != ours)
+            .unzip();
+        (!theirs.is_empty()).then(|| (theirs.join(", "), ours.join(", ")))
+    }
+}
+
+/// Where the record of `output` lives.
+pub fn record_path(output: &Path) -> PathBuf {
+    let mut name = output.as_os_str().to_owned();
+    name.push(".resume.json");
+    PathBuf::from(name)
+}
+
+/// What a run with `--output` goes on from.
+#[derive(Clone, Debug)]
+pub struct Resume {
+    /// FILE, for messages.
+    pub path: PathBuf,
+    /// Answers already in FILE: that many inputs are read and not answered again.
+    pub kept: u64,
+}
+
+/// Opens `output` for this run: created anew with its record, or, with `resume` and a file that
+/// holds answers, checked against its record and kept.
+pub fn open(
+    output: &Path,
+    resume: bool,
+    record: &Record,
+    inputs: &[Input],
+    tell: Tell,
+) -> anyhow::Result<(Sink, Resume)> {
+    refuse_an_input(output, inputs)?;
+    let kept = if resume {
+        complete_lines(output)?
+    } else {
+        None
+    };
+    let shown = output.display();
+    let Some((len, lines)) = kept else {
+        write_record(output, record)?;
+        let file =
+            AnswerFile::create(output, tell).with_context(|| format!("cannot create {shown}"))?;
+        let resume = Resume {
+            path: output.to_path_buf(),
+            kept: 0,
+        };
+        return Ok((Sink::File(file), resume));
+    };
+    let held = read_record(output)?;
+    if let Some((theirs, ours)) = record.differences(&held) {
+        bail!(
+            "cannot resume {shown}: it was written with {theirs}, where this run has {ours}; give \
+             the same flags and inputs to go on with it, or another --output (or leave out \
+             --resume) to start again"
+        );
+    }
+    let file = AnswerFile::resume(output, len, lines, tell)
+        .with_context(|| format!("cannot open {shown}"))?;
+    let resume = Resume {
+        path: output.to_path_buf(),
+        kept: lines,
+    };
+    Ok((Sink::File(file), resume))
+}
+
+/// Writing the answers over one of the inputs would destroy it before it is read.
+fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
+    let Ok(ours) = output.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if let Input::File(path) = input
+            && path.canonicalize().is_ok_and(|p| p == ours)
+        {
+            bail!(
+                "--output {} is also an input: the answers would overwrite it",
+                output.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The length in bytes and the number of FILE's complete lines; `None` when there is no FILE or
+/// nothing in it (a new run).
+fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
+    let shown = output.display();
+    let mut file = match File::open(output) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+    };
+    let mut buffer = vec![0u8; 1 << 20];
+    let (mut read, mut len, mut lines) = (0u64, 0u64, 0u64);
+    loop {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+        };
+        let chunk = &buffer[..n];
+        if let Some(last) = chunk.iter().rposition(|&b| b == b'\n') {
+            len = read + last as u64 + 1;
+            lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+        read += n as u64;
+    }
+    Ok((read > 0).then_some((len, lines)))
+}
+
+fn read_record(output: &Path) -> anyhow::Result<Record> {
+    let path = record_path(output);
+    let (shown, recorded) = (output.display(), path.display());
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
+            "cannot resume {shown}: {recorded} is missing, so how its answers were written is \
+             unknown (was it written by `patience --output`?); leave out --resume to start again"
+        ),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {recorded}"))),
+    };
+    let record: Record = serde_json::from_str(&text).with_context(|| {
+        format!("cannot resume {shown}: {recorded} is not a record patience wrote")
+    })?;
+    if record.version != VERSION {
+        bail!(
+            "cannot resume {shown}: {recorded} is of version {} (this patience writes version \
+             {VERSION}); finish it with the patience that started it",
+            record.version
+        );
+    }
+    Ok(record)
+}
+
+/// Writes the record whole or not at all (a temporary file renamed over it).
+fn write_record(output: &Path, record: &Record) -> anyhow::Result<()> {
+    let path = record_path(output);
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let temporary = PathBuf::from(temporary);
+    let mut text = serde_json::to_string(record).context("cannot write the run's record")?;
+    text.push('\n');
+    let written = std::fs::write(&temporary, text)
+        .and_then(|()| File::open(&temporary)?.sync_all())
+        .and_then(|()| std::fs::rename(&temporary, &path));
+    written.with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("patience-resume-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn complete_lines_leave_out_a_partial_last_one() {
+        let dir = scratch("lines");
+        let file = dir.join("out");
+        assert_eq!(complete_lines(&file).unwrap(), None);
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(complete_lines(&file).unwrap(), None);
+        std::fs::write(&file, "0.5").unwrap();
+        assert_eq!(complete_lines(&file).unwrap(), Some((0, 0)));
+        std::fs::write(&file, "0.5\nerror: x\n0.2").unwrap();
+        assert_eq!(complete_lines(&file).unwrap(), Some((13, 2)));
+        std::fs::write(&file, "0.5\n\n").unwrap();
+        assert_eq!(complete_lines(&file).unwrap(), Some((5, 2)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_record_sits_beside_the_file() {
+        assert_eq!(
+            record_path(Path::new("/data/answers.txt")),
+            Path::new("/data/answers.txt.resume.json")
+        );
+    }
+}

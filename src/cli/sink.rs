@@ -1,0 +1,314 @@
+//! Where the answers go: standard output, or the `--output` file, written so that what is on disk
+//! is always a correct prefix of the whole answer, whatever ends the process.
+//!
+//! The file gets whole lines only: bytes wait here until their line is complete, so a line is
+//! never split between two writes (and a process killed mid-write leaves at most a partial last
+//! line, which `--resume` cuts off). Complete lines go to the file when the printer is about to
+//! wait (as standard output does), when 64 KiB are pending, and, from a thread of their own (the
+//! *keeper*), at least every second whatever the printer is doing, with the data synced to disk.
+//! On SIGINT or SIGTERM the keeper writes what is complete, syncs, says how many answers the file
+//! holds and ends the process (status 130 or 143); a SIGKILL loses at most the last second.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek as _, SeekFrom, StdoutLock, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+/// How often complete lines reach the file at the latest.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Pending bytes that make a write without waiting for the timer.
+const PENDING_MAX: usize = 64 << 10;
+
+/// The answers' destination, as the printer writes to it.
+pub enum Sink {
+    Stdout(BufWriter<StdoutLock<'static>>),
+    File(AnswerFile),
+}
+
+impl Sink {
+    pub fn stdout() -> Sink {
+        Sink::Stdout(BufWriter::new(io::stdout().lock()))
+    }
+
+    /// Everything written reaches its destination; a file resumed loses the partial last line
+    /// it was found with, even when nothing new was written.
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            Sink::Stdout(mut out) => out.flush(),
+            Sink::File(file) => file.finish(),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout(out) => out.write(buf),
+            Sink::File(file) => file.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Stdout(out) => out.write_all(buf),
+            Sink::File(file) => file.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout(out) => out.flush(),
+            Sink::File(file) => file.flush(),
+        }
+    }
+}
+
+/// What a signal's last words need: how to say them past a progress bar.
+pub type Tell = Box<dyn Fn(String) + Send>;
+
+/// The `--output` file and its keeper.
+pub struct AnswerFile {
+    shared: Arc<Mutex<Lines>>,
+    stop: Option<oneshot::Sender<()>>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+/// The file and the bytes not yet in it, behind the lock the printer and the keeper share.
+struct Lines {
+    file: File,
+    path: PathBuf,
+    pending: Vec<u8>,
+    /// Resuming: the length of the complete lines kept, to cut the file to before anything is
+    /// appended (a partial last line goes). Not done at once, so that a resume refused once the
+    /// input is read leaves the file as it found it.
+    cut: Option<u64>,
+    /// Complete lines in the file: those kept and those written since.
+    lines: u64,
+    /// Written since the last sync.
+    unsynced: bool,
+}
+
+impl Lines {
+    /// Writes every complete pending line (and makes the resume's cut first).
+    fn write_complete(&mut self) -> io::Result<()> {
+        let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') else {
+            return Ok(());
+        };
+        self.make_cut()?;
+        let complete = &self.pending[..=end];
+        self.file.write_all(complete)?;
+        self.lines += complete.iter().filter(|&&b| b == b'\n').count() as u64;
+        self.pending.drain(..=end);
+        self.unsynced = true;
+        Ok(())
+    }
+
+    fn make_cut(&mut self) -> io::Result<()> {
+        if let Some(len) = self.cut.take() {
+            self.file.set_len(len)?;
+            self.file.seek(SeekFrom::Start(len))?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        if std::mem::take(&mut self.unsynced) {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+impl AnswerFile {
+    /// A file created (or emptied) for a new run.
+    pub fn create(path: &Path, tell: Tell) -> io::Result<AnswerFile> {
+        let file = File::create(path)?;
+        AnswerFile::start(file, path, None, 0, tell)
+    }
+
+    /// An existing file whose first `lines` lines (`len` bytes) are kept; what follows them is
+    /// cut off before the first new line is written, or by [`AnswerFile::finish`].
+    pub fn resume(path: &Path, len: u64, lines: u64, tell: Tell) -> io::Result<AnswerFile> {
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        AnswerFile::start(file, path, Some(len), lines, tell)
+    }
+
+    fn start(
+        file: File,
+        path: &Path,
+        cut: Option<u64>,
+        lines: u64,
+        tell: Tell,
+    ) -> io::Result<AnswerFile> {
+        let shared = Arc::new(Mutex::new(Lines {
+            file,
+            path: path.to_path_buf(),
+            pending: Vec::new(),
+            cut,
+            lines,
+            unsynced: false,
+        }));
+        let (stop, stopped) = oneshot::channel();
+        let keeper = {
+            let shared = shared.clone();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            std::thread::Builder::new()
+                .name("output".into())
+                .spawn(move || runtime.block_on(keep(shared, stopped, tell)))?
+        };
+        Ok(AnswerFile {
+            shared,
+            stop: Some(stop),
+            keeper: Some(keeper),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Lines> {
+        lock(&self.shared)
+    }
+
+    /// Ends the run's writing: everything written so far is in the file and synced, and a
+    /// partial last line found by a resume is cut off even if nothing new was written.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.stop_keeper();
+        let mut lines = self.lock();
+        lines.make_cut()?;
+        lines.write_complete()?;
+        lines.sync()
+    }
+
+    fn stop_keeper(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(keeper) = self.keeper.take() {
+            let _ = keeper.join();
+        }
+    }
+}
+
+impl Write for AnswerFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut lines = self.lock();
+        lines.pending.extend_from_slice(buf);
+        if lines.pending.len() >= PENDING_MAX {
+            lines.write_complete()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.lock().write_complete()
+    }
+}
+
+/// However the run ends (an error, a panic unwinding), the complete lines reach the file.
+impl Drop for AnswerFile {
+    fn drop(&mut self) {
+        self.stop_keeper();
+        let mut lines = self.lock();
+        let _ = lines.write_complete();
+        let _ = lines.sync();
+    }
+}
+
+fn lock(shared: &Mutex<Lines>) -> MutexGuard<'_, Lines> {
+    // A writer that panicked left whole lines and pending bytes, both still good to write.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The keeper: complete lines to the file every [`FLUSH_EVERY`], synced; on SIGINT or SIGTERM,
+/// the last of them and the end of the process.
+async fn keep(shared: Arc<Mutex<Lines>>, mut stopped: oneshot::Receiver<()>, tell: Tell) {
+    let mut tick = tokio::time::interval(FLUSH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut signals = Signals::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = tick.tick() => {
+                let mut lines = lock(&shared);
+                if let Err(e) = lines.write_complete().and_then(|()| lines.sync()) {
+                    // The printer's next write meets the same trouble and ends the run with it.
+                    tell(format!("patience: cannot write {}: {e}", lines.path.display()));
+                    return;
+                }
+            }
+            signal = signals.next() => {
+                let lines = lock(&shared);
+                interrupted(lines, signal, &tell);
+            }
+        }
+    }
+}
+
+/// Writes what is complete and ends the process as the signal would have, saying how to go on.
+#[allow(
+    clippy::exit,
+    reason = "a signal ends the run wherever the printer is; the lock held keeps it from writing \
+              after the last complete line"
+)]
+fn interrupted(mut lines: MutexGuard<'_, Lines>, (name, number): (&str, i32), tell: &Tell) {
+    let written = lines.write_complete().and_then(|()| lines.sync());
+    let path = lines.path.display();
+    match written {
+        Ok(()) => tell(format!(
+            "patience: {name}: stopped with {} answers in {path}; the same command with \
+             --resume goes on from there",
+            lines.lines
+        )),
+        Err(e) => tell(format!("patience: {name}: cannot write {path}: {e}")),
+    }
+    std::process::exit(128 + number);
+}
+
+/// SIGINT and SIGTERM, as far as they can be watched.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The next signal's name and number; never, for one that cannot be watched (it then ends the
+    /// process as it always does, and the keeper's last second is lost, as with SIGKILL).
+    async fn next(&mut self) -> (&'static str, i32) {
+        #[cfg(unix)]
+        {
+            async fn on(signal: Option<&mut tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                () = on(self.interrupt.as_mut()) => ("SIGINT", 2),
+                () = on(self.terminate.as_mut()) => ("SIGTERM", 15),
+            }
+        }
+        #[cfg(not(unix))]
+        std::future::pending().await
+    }
+}
