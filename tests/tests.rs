@@ -19,6 +19,7 @@ mod hostile;
 mod http_api;
 mod json_cli;
 mod layout;
+mod long_jobs;
 mod metrics;
 mod protocols;
 mod rps;

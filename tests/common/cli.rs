@@ -321,6 +321,13 @@ impl Typed {
         stdin.flush().expect("flush the input");
     }
 
+    /// Waits for a line on standard error that contains `needle` (the lines before it are
+    /// dropped); the limit only catches a hang.
+    pub fn error_line(&self, needle: &str) -> String {
+        let what = format!("the process prints {needle:?} on standard error");
+        first_line_with(&self.stderr, needle, Duration::from_secs(60), &what)
+    }
+
     /// Ends the input: the process sees EOF.
     pub fn close_input(&mut self) {
         drop(self.stdin.take());
@@ -342,6 +349,36 @@ impl Typed {
         let stderr: Vec<String> = self.stderr.iter().map(chomp).collect();
         drop(self.stdin.take());
         (stdout, status.code(), stderr.join("\n"))
+    }
+}
+
+/// The complete lines (ending in a newline) of the file at `path`; 0 when there is none yet.
+pub fn complete_lines(path: &std::path::Path) -> usize {
+    std::fs::read(path).map_or(0, |bytes| bytes.iter().filter(|&&b| b == b'\n').count())
+}
+
+/// Waits until the file at `path` holds at least `n` complete lines, written by `child`; panics
+/// if `child` exits first (saying how), and after [`HANG_LIMIT`], which only catches a hang.
+pub fn wait_for_lines(path: &std::path::Path, n: usize, child: &mut Child) {
+    let deadline = Instant::now() + HANG_LIMIT;
+    loop {
+        if complete_lines(path) >= n {
+            return;
+        }
+        if let Some(status) = child.try_wait().expect("poll the process") {
+            panic!(
+                "{} has {} lines, and the process writing it exited ({status}) before writing {n}",
+                path.display(),
+                complete_lines(path)
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} has {} lines after {HANG_LIMIT:?}, not {n}",
+            path.display(),
+            complete_lines(path)
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -418,22 +455,23 @@ pub fn doc_section(doc: &str, heading: &str) -> String {
     section
 }
 
-/// The examples of a section's text: each `$ COMMAND` line with the lines after it, up to the end
-/// of its block, as its expected standard output.
+/// The examples of a section's text: each `$ COMMAND` line with the lines after it, up to the
+/// next `$` line or the end of its block, as its expected standard output.
 fn dollar_examples(section: &str) -> Vec<(String, String)> {
     let mut examples = Vec::new();
-    let mut lines = section.lines();
-    while let Some(line) = lines.next() {
-        let Some(command) = line.strip_prefix("$ ") else {
-            continue;
-        };
-        let output: String = lines
-            .by_ref()
-            .take_while(|l| !l.starts_with("```"))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        examples.push((command.to_string(), output));
+    let mut current: Option<(String, String)> = None;
+    for line in section.lines() {
+        if let Some(command) = line.strip_prefix("$ ") {
+            examples.extend(current.take());
+            current = Some((command.to_string(), String::new()));
+        } else if line.starts_with("```") {
+            examples.extend(current.take());
+        } else if let Some((_, output)) = &mut current {
+            output.push_str(line);
+            output.push('\n');
+        }
     }
+    examples.extend(current);
     examples
 }
 
