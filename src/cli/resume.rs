@@ -30,7 +30,9 @@ pub struct Record {
     /// either may go on with the other's file; `rps` with or without `--addr` likewise.
     pub answers: String,
     pub format: String,
-    pub precision: u8,
+    /// The decimals of text lines; none in JSON, whose lines carry every digit whatever
+    /// `--precision` says.
+    pub precision: Option<u8>,
     pub exact: bool,
     pub moves: bool,
     pub line: bool,
@@ -49,7 +51,7 @@ impl Record {
             version: VERSION,
             answers: answers.to_string(),
             format: format.to_string(),
-            precision: render.precision,
+            precision: (render.format == super::OutputFormat::Text).then_some(render.precision),
             exact: render.asked.exact,
             moves: render.asked.moves,
             line: render.asked.line,
@@ -66,7 +68,10 @@ impl Record {
         [
             format!("answers for {}", self.answers),
             format!("--format {}", self.format),
-            format!("--precision {}", self.precision),
+            match self.precision {
+                Some(precision) => format!("--precision {precision}"),
+                None => "any --precision".to_string(),
+            },
             flag(self.exact, "--exact"),
             flag(self.moves, "--moves"),
             flag(self.line, "--line"),

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Renders deploy/kubernetes and deploy/kubernetes/job with `kubectl kustomize` (no cluster
+needed) and checks that what they render fits together: the Job streams a file from its volume
+through the daemons' headless Service with --output and --resume, restarts on failure within a
+backoffLimit, runs the daemons' image, and is no endpoint of the daemons' Service.
+
+Usage: check_kubernetes.py --kubectl PATH   (CI passes the pinned kubectl of target/tools/venv)
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def render(kubectl, directory):
+    out = subprocess.run(
+        [kubectl, "kustomize", os.path.join(ROOT, directory)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def one(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    if len(found) != 1:
+        sys.exit(f"kubernetes: want one {kind} {name or ''}, rendered {len(found)}")
+    return found[0]
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kubectl", default="kubectl")
+    kubectl = parser.parse_args().kubectl
+    daemons = render(kubectl, "deploy/kubernetes")
+    job_docs = render(kubectl, "deploy/kubernetes/job")
+    checks = []
+
+    def check(ok, what):
+        if not ok:
+            sys.exit(f"kubernetes: {what}")
+        checks.append(what)
+
+    deployment = one(daemons, "Deployment", "patience")
+    service = one(daemons, "Service", "patience-headless")
+    pdb = one(daemons, "PodDisruptionBudget")
+    check(service["spec"].get("clusterIP") == "None", "the daemons' Service is headless")
+    grpc = [p for p in service["spec"]["ports"] if p["name"] == "grpc"]
+    check(len(grpc) == 1, "the Service has a grpc port")
+    port = grpc[0]["port"]
+
+    job = one(job_docs, "Job", "patience-batch")
+    claim = one(job_docs, "PersistentVolumeClaim")
+    check(job["apiVersion"] == "batch/v1", "the Job is batch/v1")
+    spec = job["spec"]
+    check(isinstance(spec.get("backoffLimit"), int) and spec["backoffLimit"] >= 1, "the Job has a backoffLimit")
+    pod = spec["template"]["spec"]
+    check(pod.get("restartPolicy") == "OnFailure", "its pod restarts on failure")
+    (container,) = pod["containers"]
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    check(container["image"] == image, f"it runs the daemons' image ({image})")
+    script = " ".join(container.get("command", []) + container.get("args", []))
+    words = script.split()
+    check("patience client" in script, "it runs patience client")
+    check(f"--addr dns:///{service['metadata']['name']}:{port}" in script, "through the headless Service's name and port")
+    check("--resume" in words and "--output" in words, "with --output and --resume")
+    check("--progress log" in script, "with --progress log")
+    output = words[words.index("--output") + 1]
+    inputs = [w for w in words if w.startswith("/") and w != output and not w.startswith("/bin/")]
+    check(inputs, "it reads a file")
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for path in [output] + inputs:
+        mounted = [name for name, at in mounts.items() if path.startswith(at.rstrip("/") + "/")]
+        check(mounted, f"{path} is on a mounted volume")
+        volume = volumes[mounted[0]]
+        check(
+            volume.get("persistentVolumeClaim", {}).get("claimName") == claim["metadata"]["name"],
+            f"{path} is on the claim the kustomization makes",
+        )
+    labels = spec["template"]["metadata"].get("labels", {})
+    check(not selects(service["spec"]["selector"], labels), "the Job's pod is no endpoint of the daemons' Service")
+    check(not selects(pdb["spec"]["selector"]["matchLabels"], labels), "nor counted by their PodDisruptionBudget")
+    check(pod["securityContext"].get("runAsNonRoot") is True, "it runs as non-root")
+    check(re.search(r"\|\|\s*\[\s*\"\$\?\"\s+-eq\s+1\s*\]", script), "status 1 (bad deals, all answered) is a success")
+    print(f"kubernetes manifests: {len(checks)} checks passed")
+
+
+if __name__ == "__main__":
+    main()
