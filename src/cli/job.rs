@@ -5,12 +5,70 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use super::JobArgs;
+use clap::Args;
+
 use super::input::Input;
 use super::output::{ExitStatus, Printer, Render};
 use super::progress::{Progress, Setup, Unit};
 use super::resume::{self, Record, Resume};
 use super::sink::Sink;
+use super::values::parse_duration;
+
+/// What `solve`, `client` and `rps` say about a run's progress, on standard error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar when standard error is a terminal and the answers do not print on it; else nothing.
+    #[default]
+    Auto,
+    /// A bar whenever standard error is a terminal, even with the answers printing there too.
+    Bar,
+    /// A line about every 10 s (done, rate, bad, time left when the total is known), and a
+    /// summary at the end: for the logs of jobs and CI.
+    Log,
+    /// Nothing.
+    Off,
+}
+
+/// Where the answers go and what a long run says about itself, the same for `solve`, `client`
+/// and `rps`.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// Write the answers to FILE instead of standard output: whole lines, in input order, at
+    /// least every second and on exit (SIGINT and SIGTERM too), so FILE always holds a correct
+    /// prefix of the answers. How they are written is recorded beside it, in FILE.resume.json.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Go on from FILE's answers: keep its complete lines, read and skip as many inputs, and
+    /// append the rest, so that FILE ends as one uninterrupted run writes it. Refused (status 2,
+    /// FILE untouched) when FILE was written with other flags or inputs, or holds more answers
+    /// than the input has items. With no FILE yet, or an empty one, it is a new run.
+    #[arg(long, requires = "output")]
+    pub resume: bool,
+    /// Progress on standard error.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// No progress (--progress off).
+    #[arg(long, short, conflicts_with = "progress")]
+    pub quiet: bool,
+    /// One summary line on standard error at the end (--progress log prints it too): items,
+    /// answered, bad, time, rate; for `client`, each daemon's share and the resends.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
+    #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
+    pub progress_every: std::time::Duration,
+}
+
+impl JobArgs {
+    /// The progress mode asked for, `--quiet` included.
+    pub fn progress(&self) -> ProgressMode {
+        if self.quiet {
+            ProgressMode::Off
+        } else {
+            self.progress
+        }
+    }
+}
 
 /// A run's inputs, progress and resume, once its output is open.
 pub struct Job {
