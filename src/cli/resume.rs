@@ -59,34 +59,37 @@ impl Record {
         }
     }
 
-    /// What decides the lines, each as a command line would say it.
-    fn said(&self) -> [String; 7] {
+    /// What decides the lines, each as a command line would say it; `None` for the precision
+    /// of JSON lines, which carry every digit whatever it says.
+    fn said(&self) -> [Option<String>; 7] {
         let flag = |on: bool, flag: &str| match on {
             true => flag.to_string(),
             false => format!("no {flag}"),
         };
         [
-            format!("answers for {}", self.answers),
-            format!("--format {}", self.format),
-            match self.precision {
-                Some(precision) => format!("--precision {precision}"),
-                None => "any --precision".to_string(),
-            },
-            flag(self.exact, "--exact"),
-            flag(self.moves, "--moves"),
-            flag(self.line, "--line"),
-            format!("the inputs {}", self.inputs.join(" ")),
+            Some(format!("answers for {}", self.answers)),
+            Some(format!("--format {}", self.format)),
+            self.precision
+                .map(|precision| format!("--precision {precision}")),
+            Some(flag(self.exact, "--exact")),
+            Some(flag(self.moves, "--moves")),
+            Some(flag(self.line, "--line")),
+            Some(format!("the inputs {}", self.inputs.join(" "))),
         ]
     }
 
     /// Where `held` (the file's record) and this run differ: what the file was written with,
-    /// and what this run has instead.
+    /// and what this run has instead. A precision on one side only goes unsaid: the formats
+    /// differ then, which says it all.
     fn differences(&self, held: &Record) -> Option<(String, String)> {
         let (theirs, ours): (Vec<String>, Vec<String>) = held
             .said()
             .into_iter()
             .zip(self.said())
-            .filter(|(theirs, ours)| theirs != ours)
+            .filter_map(|pair| match pair {
+                (Some(theirs), Some(ours)) if theirs != ours => Some((theirs, ours)),
+                _ => None,
+            })
             .unzip();
         (!theirs.is_empty()).then(|| (theirs.join(", "), ours.join(", ")))
     }
@@ -261,6 +264,42 @@ mod tests {
         std::fs::write(&file, "0.5\n\n").unwrap();
         assert_eq!(complete_lines(&file).unwrap(), Some((5, 2)));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn differences_name_each_flag_once() {
+        let text = Record {
+            version: VERSION,
+            answers: "deals".into(),
+            format: "text".into(),
+            precision: Some(6),
+            exact: false,
+            moves: false,
+            line: false,
+            inputs: vec!["deals.in".into()],
+        };
+        assert_eq!(text.differences(&text.clone()), None);
+        let nine = Record {
+            precision: Some(9),
+            ..text.clone()
+        };
+        assert_eq!(
+            nine.differences(&text),
+            Some(("--precision 6".into(), "--precision 9".into()))
+        );
+        let json = Record {
+            format: "json".into(),
+            precision: None,
+            exact: true,
+            ..text.clone()
+        };
+        assert_eq!(
+            json.differences(&text),
+            Some((
+                "--format text, no --exact".into(),
+                "--format json, --exact".into()
+            ))
+        );
     }
 
     #[test]
