@@ -8,6 +8,7 @@
 //! stop comes at a known point: once the file holds the answers of what was typed (an event, not
 //! a timer), with part of the next item typed. Resumes that cannot be right are refused.
 
+use std::cell::RefCell;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -169,21 +170,25 @@ enum Stop {
     KillMidLine,
     Term,
     Int,
-    /// The one daemon is killed; the client, with nothing to send to, gives up (status 2).
-    DaemonLost,
+    /// Every daemon is killed (SIGKILL); the client, with nothing to send to, gives up (status
+    /// 2).
+    DaemonsLost,
+    /// One of the daemons is killed (SIGKILL); the client goes on with the others, sending them
+    /// what the lost one held, until it is itself killed (SIGKILL) further on.
+    OneDaemonLost,
 }
 
 /// Runs `args` (a command reading standard input, with `--output OUT --resume`) once per stop,
 /// each stopped at its fraction of `input` (a batch is handed on when the input has nothing more
 /// buffered, so the items typed whole are all answered before the next is typed), then once more to the end; returns the file and the
 /// last run's exit code and standard error. `args` is asked anew for each run (the daemons may
-/// change); `lose_daemon` kills the daemon at a `DaemonLost` stop.
+/// change); `lose` kills the daemons a `DaemonsLost` or `OneDaemonLost` stop loses.
 fn resume_until_done(
     input: &Mixed,
     out: &Path,
     stops: &[(f64, Stop)],
     args: &dyn Fn() -> Vec<String>,
-    lose_daemon: &mut dyn FnMut(),
+    lose: &mut dyn FnMut(Stop),
 ) -> (Vec<u8>, Option<i32>, String) {
     for &(at, stop) in stops {
         let whole = (input.items.len() as f64 * at) as usize;
@@ -226,8 +231,22 @@ fn resume_until_done(
                     "{errors}"
                 );
             }
-            Stop::DaemonLost => {
-                lose_daemon();
+            Stop::OneDaemonLost => {
+                lose(stop);
+                // The rest of the item being read, and more: the daemons left answer them all,
+                // those sent to the lost one included.
+                let more = whole + 20;
+                typed.type_in(&input.typed(more, 0.0).as_bytes()[input.typed(whole, 0.5).len()..]);
+                wait_for_lines(out, more, &mut typed.child);
+                // Its call to the lost daemon broke: the client saw it, and went on without it.
+                let warned = typed.error_line("patience: warning: ");
+                assert!(warned.contains(" failed: "), "{warned}");
+                typed.child.kill().unwrap();
+                let status = typed.child.wait().unwrap();
+                assert_eq!(status.code(), None, "killed by a signal");
+            }
+            Stop::DaemonsLost => {
+                lose(stop);
                 // More input, so that the client has a chunk to send and no daemon to take it.
                 typed.type_in(
                     &input.typed(whole + 5, 0.0).as_bytes()[input.typed(whole, 0.5).len()..],
@@ -301,7 +320,7 @@ fn solve_stopped_anywhere_and_resumed_writes_what_one_run_writes() {
             .map(String::from)
             .to_vec()
     };
-    let (file, code, errors) = resume_until_done(&input, &out, &STOPS, &args, &mut || {});
+    let (file, code, errors) = resume_until_done(&input, &out, &STOPS, &args, &mut |_| {});
     assert_eq!(code, Some(1), "the bad deals, as in one run: {errors}");
     assert_eq!(
         String::from_utf8(file).unwrap(),
@@ -333,7 +352,7 @@ fn a_json_run_with_analysis_resumes_with_the_right_indexes() {
         args
     };
     let stops = [(0.2, Stop::Kill), (0.6, Stop::KillMidLine)];
-    let (file, code, _) = resume_until_done(&input, &out, &stops, &args, &mut || {});
+    let (file, code, _) = resume_until_done(&input, &out, &stops, &args, &mut |_| {});
     assert_eq!(code, Some(1));
     assert_eq!(file, whole.stdout);
 }
@@ -349,7 +368,7 @@ fn rps_stopped_anywhere_and_resumed_writes_what_one_run_writes() {
             .map(String::from)
             .to_vec()
     };
-    let (file, code, errors) = resume_until_done(&input, &out, &STOPS, &args, &mut || {});
+    let (file, code, errors) = resume_until_done(&input, &out, &STOPS, &args, &mut |_| {});
     assert_eq!(code, Some(1), "{errors}");
     assert_eq!(file, expected);
 }
@@ -363,37 +382,16 @@ fn client_on_one_daemon_stopped_anywhere_and_resumed_writes_what_solve_writes() 
     let input = mixed_deals(420);
     let expected = uninterrupted(&input, &["solve", "-"]);
     let out = dir.join("answers.txt");
-    let daemon = std::cell::RefCell::new(Daemon::start(&[]));
-    let args = || {
-        [
-            "client",
-            "--addr",
-            &daemon.borrow().addr,
-            "--give-up-after",
-            "0",
-            "--late-failures",
-            "50ms",
-            "--batch",
-            "16",
-            "--output",
-            &path_arg(&out),
-            "--resume",
-            "-",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
+    let daemon = RefCell::new(Daemon::start(&[]));
+    let args = || client_args(&daemon.borrow().addr, 16, &out);
     let stops = [
         (0.1, Stop::Kill),
-        (0.3, Stop::DaemonLost),
+        (0.3, Stop::DaemonsLost),
         (0.5, Stop::KillMidLine),
         (0.7, Stop::Term),
         (0.9, Stop::Kill),
     ];
-    let mut lose = || {
-        daemon.borrow_mut().kill();
-        *daemon.borrow_mut() = Daemon::start(&[]);
-    };
+    let mut lose = |_| replace(&mut daemon.borrow_mut());
     let (file, code, errors) = resume_until_done(&input, &out, &stops, &args, &mut lose);
     assert_eq!(code, Some(1), "{errors}");
     assert_eq!(
@@ -402,34 +400,38 @@ fn client_on_one_daemon_stopped_anywhere_and_resumed_writes_what_solve_writes() 
     );
 }
 
-/// Two daemons share the work; the summary of the last run names both and their shares.
+/// Two daemons share the work. The client is killed (SIGKILL) on its own, after one daemon was
+/// killed under it (it went on with the other), and mid-line; both daemons are killed under it
+/// once (it gives up); and it is stopped by SIGTERM. Each next run has the daemons of the
+/// moment. The summary of the last run names both daemons and their shares.
 #[test]
 fn client_on_two_daemons_stopped_anywhere_and_resumed_writes_what_solve_writes() {
     let dir = Scratch::new("resume-client2");
     let input = mixed_deals(420);
     let expected = uninterrupted(&input, &["solve", "-"]);
     let out = dir.join("answers.txt");
-    let daemons = [Daemon::start(&[]), Daemon::start(&[])];
-    let addrs = format!("{},{}", daemons[0].addr, daemons[1].addr);
+    let daemons = RefCell::new([Daemon::start(&[]), Daemon::start(&[])]);
     let args = || {
-        [
-            "client",
-            "--addr",
-            &addrs,
-            "--late-failures",
-            "50ms",
-            "--batch",
-            "8",
-            "-v",
-            "--output",
-            &path_arg(&out),
-            "--resume",
-            "-",
-        ]
-        .map(String::from)
-        .to_vec()
+        let daemons = daemons.borrow();
+        let mut args = client_args(&format!("{},{}", daemons[0].addr, daemons[1].addr), 8, &out);
+        args.insert(1, "-v".into());
+        args
     };
-    let (file, code, errors) = resume_until_done(&input, &out, &STOPS, &args, &mut || {});
+    let stops = [
+        (0.1, Stop::Kill),
+        (0.3, Stop::OneDaemonLost),
+        (0.5, Stop::KillMidLine),
+        (0.7, Stop::DaemonsLost),
+        (0.9, Stop::Term),
+    ];
+    let mut lose = |stop| {
+        let mut daemons = daemons.borrow_mut();
+        match stop {
+            Stop::OneDaemonLost => replace(&mut daemons[0]),
+            _ => daemons.iter_mut().for_each(replace),
+        }
+    };
+    let (file, code, errors) = resume_until_done(&input, &out, &stops, &args, &mut lose);
     assert_eq!(code, Some(1), "{errors}");
     assert_eq!(
         String::from_utf8(file).unwrap(),
@@ -439,13 +441,42 @@ fn client_on_two_daemons_stopped_anywhere_and_resumed_writes_what_solve_writes()
         .lines()
         .find(|l| l.starts_with("patience: summary: 420 deals: "))
         .unwrap_or_else(|| panic!("no summary: {errors}"));
-    for daemon in &daemons {
+    for daemon in daemons.borrow().iter() {
         assert!(
             summary.contains(&format!("{} ", daemon.addr.trim_end_matches('/'))),
             "{summary}"
         );
     }
     assert!(summary.contains("; resent "), "{summary}");
+}
+
+/// `client` on `addrs`, resuming `out` from standard input: it gives up as soon as every daemon
+/// has failed, and waits little for late failures once done.
+fn client_args(addrs: &str, batch: usize, out: &Path) -> Vec<String> {
+    [
+        "client",
+        "--addr",
+        addrs,
+        "--give-up-after",
+        "0",
+        "--late-failures",
+        "50ms",
+        "--batch",
+        &batch.to_string(),
+        "--output",
+        &path_arg(out),
+        "--resume",
+        "-",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Kills `daemon` (SIGKILL) and puts a new one in its place, started first so that it cannot
+/// take the lost one's port, which a client still running must find dead.
+fn replace(daemon: &mut Daemon) {
+    let new = Daemon::start(&[]);
+    std::mem::replace(daemon, new).kill();
 }
 
 /// What a file written one way is refused to be resumed with, each in words, exit status 2, and
