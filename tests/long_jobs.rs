@@ -742,13 +742,30 @@ fn the_long_jobs_page_examples_run_as_shown() {
 /// cut short, mid-line) is restarted by the Job with the same command, which goes on from there
 /// and writes what one run writes; a pod restarted after the end finds nothing to do. Bad deals
 /// (status 1) are a success for the Job: their `error:` lines are in the file, and running again
-/// would not mend them.
+/// would not mend them. The README and docs/long-jobs.md quote that command as job.yaml has it.
 #[test]
 fn the_kubernetes_job_resumes_where_its_pod_stopped() {
     let manifest = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/job/job.yaml"),
     )
     .unwrap();
+    let script = job_script(&manifest);
+    // The pages quote the command as the manifest has it (the README the client's part alone).
+    let words = |text: &str| {
+        text.replace("\\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let client = words(script.split(" || ").next().unwrap());
+    assert!(
+        words(&doc_section("README.md", "## Long jobs")).contains(&format!("`{client}`")),
+        "README.md's Long jobs quotes another command than job.yaml's: {client}"
+    );
+    assert!(
+        words(&doc_section("docs/long-jobs.md", "## A Kubernetes Job")).contains(&words(&script)),
+        "docs/long-jobs.md quotes another command than job.yaml's: {script}"
+    );
     let daemon = Daemon::start(&[]);
     let dir = Scratch::new("kubernetes-job");
     let input = mixed_deals(420);
@@ -759,7 +776,7 @@ fn the_kubernetes_job_resumes_where_its_pod_stopped() {
         .addr
         .trim_start_matches("http://")
         .trim_end_matches('/');
-    let script = job_script(&manifest)
+    let script = script
         .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
         .replace("/data/", &format!("{}/", dir.path().display()));
     assert!(!script.contains("/data/"), "{script}");
