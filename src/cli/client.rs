@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::batches::{Batched, Items, read_items};
 use super::input::{Input, Reader};
-use super::job::Job;
+use super::job::JobRun;
 use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
 use super::progress::{Progress, Unit};
 use super::report;
@@ -185,7 +185,7 @@ async fn stream_files<G: Remote>(
     plan: Plan<'_>,
     config: ClientConfig,
 ) -> anyhow::Result<ExitStatus> {
-    let (job, sink) = Job::start(plan.job, plan.files, G::UNIT, &plan.render)?;
+    let (job, sink) = JobRun::start(plan.job, plan.files, G::UNIT, &plan.render)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
     job.end(ended, tally.map(|t| report::daemons(&t, G::UNIT.noun)))
@@ -194,7 +194,7 @@ async fn stream_files<G: Remote>(
 /// The run: the reader, the session and the printer, and how they ended; `tally` gets what the
 /// daemons did when the run ends with a status.
 async fn stream<G: Remote>(
-    job: &Job,
+    job: &JobRun,
     sink: Sink,
     plan: &Plan<'_>,
     config: ClientConfig,

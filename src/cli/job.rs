@@ -71,14 +71,14 @@ impl JobArgs {
 }
 
 /// A run's inputs, progress and resume, once its output is open.
-pub struct Job {
+pub struct JobRun {
     pub inputs: Vec<Input>,
     pub progress: Progress,
     /// The output file resumed (`None` without `--output`).
     pub resume: Option<Resume>,
 }
 
-impl Job {
+impl JobRun {
     /// Opens the output the flags ask for (refusing a resume that does not fit: a usage error)
     /// and starts the progress. `answers` names what the lines answer (`deals`, `cases`), for
     /// the output file's record.
@@ -87,14 +87,20 @@ impl Job {
         files: &[PathBuf],
         unit: Unit,
         render: &Render,
-    ) -> anyhow::Result<(Job, Sink)> {
+    ) -> anyhow::Result<(JobRun, Sink)> {
         let inputs = Input::from_args(files);
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();
         let (sink, resume) = match &args.output {
             None => (Sink::stdout(), None),
             Some(path) => {
-                let record = Record::new(unit.noun, render, &inputs);
+                let record = Record::new(
+                    unit.noun,
+                    render.format,
+                    render.precision,
+                    render.asked,
+                    &inputs,
+                );
                 let speaker = speaker.clone();
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
                 let (sink, resume) = resume::open(path, args.resume, &record, &inputs, tell)?;
@@ -112,7 +118,7 @@ impl Job {
         };
         let progress = Progress::new(setup, &inputs);
         let _ = speaker.set(progress.clone());
-        let job = Job {
+        let job = JobRun {
             inputs,
             progress,
             resume,

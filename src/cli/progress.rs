@@ -69,10 +69,10 @@ pub struct Setup {
 /// share everything.
 #[derive(Clone)]
 pub struct Progress {
-    shared: Arc<Shared>,
+    shared: Arc<ProgressShared>,
 }
 
-struct Shared {
+struct ProgressShared {
     setup: Setup,
     bar: Option<ProgressBar>,
     /// Total bytes of the inputs, when every one is a regular file.
@@ -109,7 +109,7 @@ impl Progress {
         };
         let now = Instant::now();
         let progress = Progress {
-            shared: Arc::new(Shared {
+            shared: Arc::new(ProgressShared {
                 bar,
                 bytes,
                 done: AtomicU64::new(0),

@@ -16,8 +16,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
+use super::OutputFormat;
 use super::input::Input;
 use super::sink::{AnswerFile, Sink, Tell};
+use crate::solver::Options;
 
 /// The record's layout; a record of another version is refused rather than guessed at.
 const VERSION: u32 = 1;
@@ -42,19 +44,28 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn new(answers: &str, render: &super::output::Render, inputs: &[Input]) -> Record {
-        let format = match render.format {
-            super::OutputFormat::Text => "text",
-            super::OutputFormat::Json => "json",
+    /// The record of a run answering `answers` (`deals`, `cases`) for `inputs`, in `format`,
+    /// with `precision` (text only) and the analysis `asked`: the parts of the printer's `Render`
+    /// (taken apart so that this module, which the printer uses, does not use the printer's).
+    pub fn new(
+        answers: &str,
+        format: OutputFormat,
+        precision: u8,
+        asked: Options,
+        inputs: &[Input],
+    ) -> Record {
+        let name = match format {
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
         };
         Record {
             version: VERSION,
             answers: answers.to_string(),
-            format: format.to_string(),
-            precision: (render.format == super::OutputFormat::Text).then_some(render.precision),
-            exact: render.asked.exact,
-            moves: render.asked.moves,
-            line: render.asked.line,
+            format: name.to_string(),
+            precision: (format == OutputFormat::Text).then_some(precision),
+            exact: asked.exact,
+            moves: asked.moves,
+            line: asked.line,
             inputs: inputs.iter().map(Input::name).collect(),
         }
     }

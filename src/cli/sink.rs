@@ -72,13 +72,13 @@ pub type Tell = Box<dyn Fn(String) + Send>;
 
 /// The `--output` file and its keeper.
 pub struct AnswerFile {
-    shared: Arc<Mutex<Lines>>,
+    shared: Arc<Mutex<FileLines>>,
     stop: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
 }
 
 /// The file and the bytes not yet in it, behind the lock the printer and the keeper share.
-struct Lines {
+struct FileLines {
     file: File,
     path: PathBuf,
     pending: Vec<u8>,
@@ -92,7 +92,7 @@ struct Lines {
     unsynced: bool,
 }
 
-impl Lines {
+impl FileLines {
     /// Writes every complete pending line (and makes the resume's cut first).
     fn write_complete(&mut self) -> io::Result<()> {
         let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') else {
@@ -144,7 +144,7 @@ impl AnswerFile {
         lines: u64,
         tell: Tell,
     ) -> io::Result<AnswerFile> {
-        let shared = Arc::new(Mutex::new(Lines {
+        let shared = Arc::new(Mutex::new(FileLines {
             file,
             path: path.to_path_buf(),
             pending: Vec::new(),
@@ -169,7 +169,7 @@ impl AnswerFile {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Lines> {
+    fn lock(&self) -> MutexGuard<'_, FileLines> {
         lock(&self.shared)
     }
 
@@ -218,14 +218,14 @@ impl Drop for AnswerFile {
     }
 }
 
-fn lock(shared: &Mutex<Lines>) -> MutexGuard<'_, Lines> {
+fn lock(shared: &Mutex<FileLines>) -> MutexGuard<'_, FileLines> {
     // A writer that panicked left whole lines and pending bytes, both still good to write.
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The keeper: complete lines to the file every [`FLUSH_EVERY`], synced; on SIGINT or SIGTERM,
 /// the last of them and the end of the process.
-async fn keep(shared: Arc<Mutex<Lines>>, mut stopped: oneshot::Receiver<()>, tell: Tell) {
+async fn keep(shared: Arc<Mutex<FileLines>>, mut stopped: oneshot::Receiver<()>, tell: Tell) {
     let mut tick = tokio::time::interval(FLUSH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut signals = Signals::new();
@@ -254,7 +254,7 @@ async fn keep(shared: Arc<Mutex<Lines>>, mut stopped: oneshot::Receiver<()>, tel
     reason = "a signal ends the run wherever the printer is; the lock held keeps it from writing \
               after the last complete line"
 )]
-fn interrupted(mut lines: MutexGuard<'_, Lines>, (name, number): (&str, i32), tell: &Tell) {
+fn interrupted(mut lines: MutexGuard<'_, FileLines>, (name, number): (&str, i32), tell: &Tell) {
     let written = lines.write_complete().and_then(|()| lines.sync());
     let path = lines.path.display();
     match written {

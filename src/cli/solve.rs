@@ -4,7 +4,7 @@
 use anyhow::Context as _;
 
 use super::SolveArgs;
-use super::job::Job;
+use super::job::JobRun;
 use super::local;
 use super::output::{ExitStatus, JsonAnalysis, Render};
 use super::progress::Unit;
@@ -22,7 +22,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         precision: args.precision,
         asked: options,
     };
-    let (job, sink) = Job::start(&args.job, &args.files, Unit::DEALS, &render)?;
+    let (job, sink) = JobRun::start(&args.job, &args.files, Unit::DEALS, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::run::<DealReader<_>, _>(
