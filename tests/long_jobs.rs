@@ -733,7 +733,7 @@ fn the_long_jobs_page_examples_run_as_shown() {
     .unwrap();
     doc_examples("README.md", "## Long jobs")
         .in_dir(readme.path())
-        .at_least(2)
+        .at_least(4)
         .run();
 }
 
