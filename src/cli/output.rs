@@ -1,5 +1,6 @@
-//! What an answer's line looks like, shared by `solve`, `client` and `rps` so that the same
-//! answers print the same bytes whoever computed them; and the [`Printer`] that writes them.
+//! The [`Printer`] that writes answers' lines in input order for `solve`, `client` and `rps`, and
+//! the run's exit status. What a line looks like is `crate::render`'s, shared with the daemon's
+//! plain HTTP API, so that the same answers are the same bytes wherever they are printed.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
