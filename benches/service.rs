@@ -17,8 +17,8 @@
 //!   - the tonic client's 256-deal stream again with gzip and with zstd both ways;
 //!   - each as deals/s and as a share of the baseline, with the CPU time per deal of the daemon
 //!     and of the client (from /proc), which tells per-message overhead from machine noise, and
-//!     the bytes the daemon read and wrote per deal (its `rchar`, `wchar` in /proc: on loopback
-//!     without TLS, the bytes on the wire), which shows what compression saves;
+//!     the bytes on the wire per deal both ways (the in-bench client's connection counts them,
+//!     HTTP/2 framing included; curl reports its own), which shows what compression saves;
 //! - latency of one-deal unary `Solve` calls on the idle daemon (sequential, one connection),
 //!   beside the engine alone and a solver pool in this process on the same deals, and the same
 //!   calls with a deal the server refuses before its solver pool (the bare gRPC round trip).
@@ -38,7 +38,12 @@ use patience::pool::{Engines, Pool};
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, result::Outcome};
 use patience::solver::Solver;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use support::{Flags, TempDir, clock_ticks, median, percentile, start_daemon, warnings};
+
 use tonic::codec::CompressionEncoding;
 use tonic::transport::{Channel, Endpoint};
 
@@ -268,22 +273,67 @@ struct Mode {
     rates: Vec<f64>,
     client_cpu: f64,
     daemon_cpu: f64,
-    /// Bytes the daemon read and wrote over the runs.
-    read: u64,
-    written: u64,
+    /// Bytes sent to the daemon and received from it over the runs; `None` where the client
+    /// cannot say (the `patience client` binary).
+    sent: Option<u64>,
+    received: Option<u64>,
 }
 
-/// Bytes a process has read and written through system calls (`/proc/PID/io`).
-fn proc_io(pid: u32) -> (u64, u64) {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))
-        .unwrap_or_else(|e| panic!("cannot read /proc/{pid}/io: {e}"));
-    let field = |name: &str| {
-        io.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("/proc/{pid}/io has no {name}"))
-    };
-    (field("rchar:"), field("wchar:"))
+/// Bytes through the in-bench client's connection, both ways: what the wire carries on loopback
+/// without TLS (HTTP/2 framing included).
+#[derive(Clone, Debug, Default)]
+struct WireCount(Arc<(AtomicU64, AtomicU64)>);
+
+impl WireCount {
+    /// (sent, received) so far.
+    fn get(&self) -> (u64, u64) {
+        (
+            self.0.0.load(Ordering::Relaxed),
+            self.0.1.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A TCP stream that counts what goes through it into a [`WireCount`].
+struct Counted {
+    tcp: tokio::net::TcpStream,
+    count: WireCount,
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        let n = (buf.filled().len() - before) as u64;
+        self.count.0.1.fetch_add(n, Ordering::Relaxed);
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.tcp).poll_write(cx, data);
+        if let Poll::Ready(Ok(n)) = &polled {
+            self.count.0.0.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
 }
 
 impl Mode {
@@ -293,25 +343,25 @@ impl Mode {
             rates: Vec::new(),
             client_cpu: 0.0,
             daemon_cpu: 0.0,
-            read: 0,
-            written: 0,
+            sent: None,
+            received: None,
         }
     }
 
-    /// The daemon's CPU and I/O from `before` to now, counted to this mode.
-    fn count_daemon(&mut self, daemon: &support::Daemon, before: (f64, (u64, u64))) {
-        let (read, written) = proc_io(daemon.pid());
-        self.daemon_cpu += daemon.cpu_seconds() - before.0;
-        self.read += read - before.1.0;
-        self.written += written - before.1.1;
+    fn count_wire(&mut self, sent: u64, received: u64) {
+        *self.sent.get_or_insert(0) += sent;
+        *self.received.get_or_insert(0) += received;
     }
 
     fn wire(&self, deals: usize) -> String {
-        let per = |bytes: u64| bytes as f64 / (deals * self.rates.len()) as f64;
+        let per = |bytes: Option<u64>| match bytes {
+            Some(b) => format!("{:.1}", b as f64 / (deals * self.rates.len()) as f64),
+            None => "-".to_string(),
+        };
         format!(
-            "{:.1} B/deal in, {:.1} B/deal out",
-            per(self.read),
-            per(self.written)
+            "{} B/deal sent, {} B/deal received",
+            per(self.sent),
+            per(self.received)
         )
     }
 
@@ -354,11 +404,22 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let count = WireCount::default();
     let mut client = runtime.block_on(async {
+        let socket = daemon.socket;
+        let counter = count.clone();
+        let connector = tower::service_fn(move |_: http::Uri| {
+            let count = counter.clone();
+            async move {
+                let tcp = tokio::net::TcpStream::connect(socket).await?;
+                tcp.set_nodelay(true)?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(Counted { tcp, count }))
+            }
+        });
         let channel = Endpoint::from_shared(url.clone())
             .expect("endpoint")
             .connect_timeout(Duration::from_secs(5))
-            .connect()
+            .connect_with_connector(connector)
             .await
             .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
         SolverClient::new(channel).max_decoding_message_size(usize::MAX)
@@ -424,7 +485,7 @@ fn main() {
             );
         }
 
-        let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
+        let cpu = daemon.cpu_seconds();
         let (_, children) = own_cpu(ticks);
         let t = run_to_file(
             Command::new(exe)
@@ -433,7 +494,7 @@ fn main() {
             &client_out,
             run_timeout,
         );
-        client_mode.count_daemon(&daemon, before);
+        client_mode.daemon_cpu += daemon.cpu_seconds() - cpu;
         client_mode.client_cpu += own_cpu(ticks).1 - children;
         client_mode.rates.push(n as f64 / t.as_secs_f64());
         let got = std::fs::read(&client_out).expect("read client output");
@@ -443,17 +504,29 @@ fn main() {
             client_difference = Some(first_difference(&expected, &got));
         }
 
-        let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
+        let cpu = daemon.cpu_seconds();
         let (_, children) = own_cpu(ticks);
+        let sizes = dir.join("http.sizes");
         let t = run_to_file(
-            Command::new("curl")
-                .args(["-sS", "--fail", "-X", "POST", "-T"])
-                .arg(&input)
-                .arg(&solve_url),
-            &http_out,
+            Command::new("sh").arg("-c").arg(format!(
+                "curl -sS --fail -X POST -T '{}' -w '%{{size_upload}} %{{size_header}} \
+                 %{{size_download}}' -o '{}' '{solve_url}' > '{}'",
+                input.display(),
+                http_out.display(),
+                sizes.display()
+            )),
+            &dir.join("http.stdout"),
             run_timeout,
         );
-        http.count_daemon(&daemon, before);
+        http.daemon_cpu += daemon.cpu_seconds() - cpu;
+        let sizes: Vec<u64> = std::fs::read_to_string(&sizes)
+            .expect("curl's sizes")
+            .split_whitespace()
+            .map(|n| n.parse().expect("a size"))
+            .collect();
+        // The body both ways and the answer's head (curl does not count the request's head or
+        // the chunk framing: a few bytes per chunk).
+        http.count_wire(sizes[0], sizes[1] + sizes[2]);
         http.client_cpu += own_cpu(ticks).1 - children;
         http.rates.push(n as f64 / t.as_secs_f64());
         let got = std::fs::read(&http_out).expect("read the HTTP output");
@@ -472,14 +545,17 @@ fn main() {
                     .accept_compressed(*encoding),
                 None => client.clone(),
             };
-            let before = (daemon.cpu_seconds(), proc_io(daemon.pid()));
+            let cpu = daemon.cpu_seconds();
+            let wire = count.get();
             let (own, _) = own_cpu(ticks);
             let (t, probabilities) = runtime.block_on(async {
                 tokio::time::timeout(run_timeout, stream_call(&mut client, requests, n))
                     .await
                     .unwrap_or_else(|_| panic!("{} did not finish in {run_timeout:?}", mode.name))
             });
-            mode.count_daemon(&daemon, before);
+            mode.daemon_cpu += daemon.cpu_seconds() - cpu;
+            let (sent, received) = count.get();
+            mode.count_wire(sent - wire.0, received - wire.1);
             mode.client_cpu += own_cpu(ticks).0 - own;
             mode.rates.push(n as f64 / t.as_secs_f64());
             let text = String::from_utf8_lossy(&expected);
