@@ -2,6 +2,9 @@
 //!
 //! The service records what happens to deals and streams; the pool's own counters (busy workers,
 //! jobs waiting) are read when a scrape arrives, so nothing on the solving path takes a lock.
+//! Beside ours (`patience_*`), two sets every operator's tooling expects, unprefixed: the gRPC
+//! server metrics as go-grpc-prometheus names them (`grpc.rs`), and the process metrics as the
+//! Prometheus client libraries name them (`process.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -18,6 +21,11 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use crate::pool::Pool;
+
+mod grpc;
+mod process;
+
+pub use grpc::{CODE_NAMES, GrpcType, HANDLING_BUCKETS, MethodCounters};
 
 /// The games, as the `game` label names them.
 pub const GAMES: [&str; 2] = ["double_patience", "rps"];
@@ -102,6 +110,10 @@ pub struct Metrics {
     calls_cut: Family<ReasonLabels, Counter>,
     limits: Family<LimitLabels, Gauge>,
     limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
+    memory_bound: Gauge,
+    drain_started: Gauge<f64, AtomicU64>,
+    pool_stalled: Gauge,
+    grpc: grpc::GrpcFamilies,
     /// When each kind of refusal was last logged, and how many went unlogged since.
     refusal_log: Arc<Mutex<HashMap<&'static str, (Instant, u64)>>>,
 }
@@ -124,7 +136,10 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("patience");
+        let mut root = Registry::default();
+        let grpc = grpc::GrpcFamilies::register(&mut root);
+        root.register_collector(Box::new(process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("patience");
         let deals = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "deals",
@@ -241,6 +256,27 @@ impl Metrics {
             "The value of each time limit this daemon runs with, by flag, in seconds (0: off)",
             limit_seconds.clone(),
         );
+        let memory_bound = Gauge::default();
+        registry.register(
+            "memory_bound_bytes",
+            "The most memory this daemon's limits let it hold, by the formula of \
+             docs/operations.md (Memory); process_resident_memory_bytes near it means the formula \
+             no longer holds",
+            memory_bound.clone(),
+        );
+        let drain_started = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "drain_started_time_seconds",
+            "When shutdown began draining calls, in seconds since the Unix epoch; 0 while serving",
+            drain_started.clone(),
+        );
+        let pool_stalled = Gauge::default();
+        registry.register(
+            "pool_stalled",
+            "1 while work waits for the workers and none has finished anything for \
+             --liveness-timeout (health for \"\" then says NOT_SERVING), else 0",
+            pool_stalled.clone(),
+        );
         registry.register(
             "build",
             "The running version",
@@ -249,7 +285,7 @@ impl Metrics {
             }),
         );
         Metrics {
-            registry: Arc::new(registry),
+            registry: Arc::new(root),
             deals,
             answers,
             outcomes: Arc::new(std::array::from_fn(|_| OnceLock::new())),
@@ -268,6 +304,10 @@ impl Metrics {
             calls_cut,
             limits,
             limit_seconds,
+            memory_bound,
+            drain_started,
+            pool_stalled,
+            grpc,
             refusal_log: Arc::default(),
         }
     }
@@ -371,6 +411,30 @@ impl Metrics {
             .set(value.map_or(0.0, |d| d.as_secs_f64()));
     }
 
+    /// Publishes the memory bound the limits give, in bytes.
+    pub fn memory_bound(&self, bytes: u64) {
+        self.memory_bound
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// Shutdown has begun draining calls, now.
+    pub fn drain_began(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.drain_started.set(now);
+    }
+
+    /// Whether the pool counts as stalled (see `server/liveness.rs`).
+    pub fn pool_stalled(&self, stalled: bool) {
+        self.pool_stalled.set(i64::from(stalled));
+    }
+
+    /// The standard gRPC series of one method, created now at zero, to record its calls into.
+    pub fn grpc_method(&self, kind: GrpcType, service: &str, method: &str) -> MethodCounters {
+        self.grpc.method(kind, service, method)
+    }
+
     /// Counts one answered item of `game` (one of [`GAMES`]); `outcome` is `solved` or an error
     /// code's name.
     pub fn answered(&self, game: &'static str, outcome: &'static str) {
@@ -439,9 +503,11 @@ pub async fn serve(
             let text = metrics.render(&pool);
             async move {
                 (
+                    // What the encoder writes: OpenMetrics (its `info` type and `# EOF` are not
+                    // the 0.0.4 text format, which a Prometheus told so refuses to parse).
                     [(
                         http::header::CONTENT_TYPE,
-                        "text/plain; version=0.0.4; charset=utf-8",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
                     )],
                     text,
                 )
