@@ -7,6 +7,7 @@
 //! services on top, so that every connection is under its limits from the first byte.
 
 mod api;
+mod call_metrics;
 mod connection;
 mod frames;
 mod front;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
+use tonic::server::NamedService as _;
 use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
 
@@ -31,6 +33,7 @@ use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
 use crate::service::{Admission, CapError, Caps, Lifecycle, Limits, Phase, SolverService};
 
+pub use call_metrics::CallMetricsError;
 pub use front::CorsOrigins;
 pub use tls::TlsError;
 
@@ -184,6 +187,8 @@ pub enum ServerError {
     Tls(#[from] TlsError),
     #[error("cannot put a service under admission")]
     Admission(#[from] CapError),
+    #[error("cannot count a service's calls")]
+    CallMetrics(#[from] CallMetricsError),
 }
 
 /// Binds the metrics endpoint's listener, when there is one: done before the daemon says it is
@@ -293,6 +298,29 @@ async fn serve(
     };
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
+    // Every service served, by the descriptors that name its methods, for the call metrics.
+    let served = [
+        (
+            SolverServer::<SolverService>::NAME,
+            crate::proto::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            RpsServiceServer::<SolverService>::NAME,
+            crate::proto::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            name_of(&health_service),
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            name_of(&reflection_v1),
+            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            name_of(&reflection_v1alpha),
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        ),
+    ];
 
     // Every service under admission (`service/admission.rs`), each by its own descriptors; the
     // solving ones behind the token check too. tonic's message limit is only a backstop: the
@@ -331,13 +359,21 @@ async fn serve(
             .add_service(solver)
             .add_service(rps)
             .prepare();
-    let grpc = front::Route::new(frames::Framed::new(
-        app,
-        frames::FrameSettings {
-            max_message_bytes: limit,
-            compress_min_bytes: config.compress_min_bytes,
-        },
-    ));
+    // Every gRPC call counted as go-grpc-prometheus counts it, refused ones included: around the
+    // framing, which refuses some itself, and under the front, so gRPC-Web calls count too (as
+    // tonic-web hands them on, translated to gRPC), and so do the plain API's calls (translated
+    // to SolveStream in process).
+    let grpc = front::Route::new(call_metrics::CallMetrics::new(
+        frames::Framed::new(
+            app,
+            frames::FrameSettings {
+                max_message_bytes: limit,
+                compress_min_bytes: config.compress_min_bytes,
+            },
+        ),
+        &metrics,
+        &served,
+    )?);
     let api = api::route(
         grpc.clone(),
         api::ApiSettings {
@@ -443,6 +479,11 @@ async fn serve(
     phase.advance(Phase::Closed);
     connections.wait().await;
     Ok(())
+}
+
+/// The gRPC name of a service (`grpc.health.v1.Health`).
+fn name_of<S: tonic::server::NamedService>(_: &S) -> &'static str {
+    S::NAME
 }
 
 /// Every limit in the metrics, by the flag that sets it, so that what a daemon runs with can be
