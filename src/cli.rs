@@ -186,6 +186,11 @@ pub struct ServeArgs {
     /// gets RESOURCE_EXHAUSTED naming the index to resume from ("off": never).
     #[arg(long, env = "PATIENCE_STALL_TIMEOUT", default_value = "60s", value_parser = parse_optional_duration)]
     pub stall_timeout: MaybeDuration,
+    /// Health for "" (what a liveness probe asks) turns NOT_SERVING while work waits for the
+    /// solver threads and none has finished anything for this long, and SERVING again when one
+    /// does ("off": never).
+    #[arg(long, env = "PATIENCE_LIVENESS_TIMEOUT", default_value = "60s", value_parser = parse_optional_duration)]
+    pub liveness_timeout: MaybeDuration,
     /// Serve over TLS with this PEM certificate (chain); needs --tls-key [default: plain text].
     #[arg(long, env = "PATIENCE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -73,6 +73,8 @@ pub struct PoolStats {
     done: AtomicU64,
     skipped: AtomicU64,
     panicked: AtomicU64,
+    /// Moves whenever a worker gets anywhere: an item solved or panicked, a job skipped.
+    progress: AtomicU64,
 }
 
 impl PoolStats {
@@ -93,8 +95,15 @@ impl PoolStats {
         self.panicked.load(Ordering::Relaxed)
     }
 
+    /// Items finished (solved or panicked) and jobs skipped, so far: what a watchdog reads to
+    /// tell a slow pool (it moves, if rarely) from a stuck one (it does not).
+    pub fn progress(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
     /// A job is over: it ran (done) or was skipped, and its worker is no longer busy.
     fn settle(&self, ran: bool) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
         self.busy.fetch_sub(1, Ordering::Relaxed);
         let counter = if ran { &self.done } else { &self.skipped };
         counter.fetch_add(1, Ordering::Relaxed);
@@ -272,11 +281,13 @@ fn guarded<T>(
     stats: &PoolStats,
     f: impl FnOnce(&mut Engines) -> T,
 ) -> Result<T, PoolError> {
-    catch_unwind(AssertUnwindSafe(|| f(engines))).map_err(|payload| {
+    let result = catch_unwind(AssertUnwindSafe(|| f(engines))).map_err(|payload| {
         *engines = Engines::new();
         stats.panicked.fetch_add(1, Ordering::Relaxed);
         PoolError::Panicked(panic_message(&*payload))
-    })
+    });
+    stats.progress.fetch_add(1, Ordering::Relaxed);
+    result
 }
 
 fn work(queue: async_channel::Receiver<Job>, stats: Arc<PoolStats>) {

@@ -12,6 +12,8 @@ mod connection;
 mod frames;
 mod front;
 mod listener;
+mod liveness;
+mod memory_bound;
 mod tls;
 
 use std::future::Future;
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio_util::task::TaskTracker;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 use tonic::server::NamedService as _;
 use tonic::service::Routes;
 use tonic::service::interceptor::InterceptedService;
@@ -103,6 +105,9 @@ pub struct ServerConfig {
     pub keepalive_timeout: Duration,
     /// How long calls in flight may take to finish once shutdown begins.
     pub drain_timeout: Duration,
+    /// Health for `""` (liveness) turns NOT_SERVING while work waits for the pool and no worker
+    /// has finished anything for this long; `None` never does.
+    pub liveness_timeout: Option<Duration>,
     /// After the drain timeout has ended the calls still in flight, how long their connections
     /// have to deliver those calls' last statuses before they are closed regardless. Not a flag:
     /// tests shorten it.
@@ -163,6 +168,7 @@ impl Default for ServerConfig {
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             drain_timeout: Duration::from_secs(30),
+            liveness_timeout: Some(Duration::from_secs(60)),
             close_after_abort: Duration::from_secs(5),
             compress_min_bytes: Some(DEFAULT_COMPRESS_MIN_BYTES),
             cors_allow_origins: CorsOrigins::default(),
@@ -289,6 +295,14 @@ async fn serve(
     health
         .set_serving::<RpsServiceServer<SolverService>>()
         .await;
+    let liveness = config.liveness_timeout.map(|timeout| {
+        AbortOnDropHandle::new(tokio::spawn(liveness::watch(
+            pool.clone(),
+            timeout,
+            health.clone(),
+            metrics.clone(),
+        )))
+    });
 
     // grpcurl speaks only v1alpha, buf curl v1: serve both.
     let reflection = || {
@@ -403,8 +417,15 @@ async fn serve(
     let stop = {
         let health = health.clone();
         let phase = &phase;
+        let metrics = metrics.clone();
         async move {
             shutdown.await;
+            metrics.drain_began();
+            // The drain owns the health statuses from here on.
+            if let Some(liveness) = liveness {
+                liveness.abort();
+                let _ = liveness.await;
+            }
             // Balancers watching health stop routing here before the listener goes away.
             health
                 .set_not_serving::<SolverServer<SolverService>>()
@@ -521,7 +542,9 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
         ("drain_timeout", Some(config.drain_timeout)),
         ("drain_cut_after", l.drain_cut_after),
         ("stall_timeout", l.stall_timeout),
+        ("liveness_timeout", config.liveness_timeout),
     ] {
         metrics.limit_seconds(flag, value);
     }
+    metrics.memory_bound(memory_bound::bytes(config));
 }

@@ -42,6 +42,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         keepalive_interval: args.keepalive_interval,
         keepalive_timeout: args.keepalive_timeout,
         drain_timeout: args.drain_timeout,
+        liveness_timeout: args.liveness_timeout.0,
         tls: tls_identity(args)?,
         auth_token: args
             .auth_token_file
@@ -91,6 +92,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             drain_timeout_s = config.drain_timeout.as_secs_f64(),
             drain_cut_after = %shown(config.limits.drain_cut_after),
             stall_timeout = %shown(config.limits.stall_timeout),
+            liveness_timeout = %shown(config.liveness_timeout),
             compress_min_bytes = %config.compress_min_bytes.map_or_else(|| "off".to_string(), |n| n.to_string()),
             cors_allow_origin = %config.cors_allow_origins.0.join(","),
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
