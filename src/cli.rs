@@ -10,6 +10,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 mod batches;
 mod client;
 mod generate;
+mod health;
 mod input;
 mod job;
 mod local;
@@ -63,6 +64,13 @@ pub enum Command {
     /// three probabilities (rock, paper, scissors), then n such lines. With --addr the cases are
     /// solved on daemons, with the same output.
     Rps(RpsArgs),
+    /// Ask a daemon's gRPC health service how it is, as a probe would; prints the status.
+    ///
+    /// Exit status: 0 for SERVING; 1 for any other answer (NOT_SERVING: draining, or with work
+    /// waiting and no solver thread finishing anything for the daemon's --liveness-timeout;
+    /// SERVICE_UNKNOWN for a service it does not serve); 2 when it cannot ask (nothing listening,
+    /// no answer within --timeout, TLS or token trouble). The container image's HEALTHCHECK.
+    Health(HealthArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -289,6 +297,34 @@ pub struct RemoteArgs {
     pub late_failures: Option<std::time::Duration>,
 }
 
+/// Flags of `patience health`.
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// The daemon's address: http://HOST:PORT, or https://HOST:PORT with --tls-ca.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    pub addr: String,
+    /// The service to ask about: "" is the daemon as a whole (what a liveness probe asks),
+    /// patience.v1.Solver what a readiness probe asks.
+    #[arg(long, default_value = "")]
+    pub service: String,
+    /// Give up (exit status 2) when no answer came within this long, connecting included.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Present this PEM client certificate (for daemons that require mutual TLS); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Send `authorization: Bearer <token>` with the token in this file (health needs none; for
+    /// proxies in front that do).
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+}
+
 /// Flags of `patience solve`.
 #[derive(Debug, Args)]
 pub struct SolveArgs {
@@ -381,6 +417,7 @@ pub fn main() -> ExitCode {
         // The same cases and lines, solved on daemons or in this process.
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
+        Command::Health(args) => health::run(&args),
     };
     match result {
         Ok(status) => status.into(),

@@ -11,6 +11,7 @@
 //!   hedging a daemon that went quiet, giving up.
 //! - [`lane`]: one daemon, one call at a time, reconnecting with jittered backoff.
 //! - [`discovery`]: names resolved to daemons, again and again.
+//! - [`health`]: a gRPC health probe of one daemon (`patience health`).
 //! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides.
 //! - [`tally`]: what each daemon answered and what was sent twice, for a run's summary.
 //!
@@ -22,6 +23,7 @@ pub mod connect;
 pub mod discovery;
 pub mod dispatch;
 pub mod game;
+pub mod health;
 pub mod lane;
 pub mod session;
 pub mod status;

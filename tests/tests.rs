@@ -15,6 +15,7 @@ mod daemon_process;
 mod engine;
 mod examples;
 mod hardening;
+mod health;
 mod hostile;
 mod http_api;
 mod json_cli;

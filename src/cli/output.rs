@@ -16,7 +16,8 @@ pub use crate::render::{JsonAnalysis, Render};
 pub enum ExitStatus {
     /// Every deal or case was answered.
     Ok = 0,
-    /// Some deal or case (or a case file's framing) was bad; every good one was answered.
+    /// Some deal or case (or a case file's framing) was bad; every good one was answered. For
+    /// `health`: the daemon answered, and not SERVING.
     BadInput = 1,
     /// Usage or I/O trouble: some input could not be read at all.
     Trouble = 2,
