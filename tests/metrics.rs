@@ -130,3 +130,316 @@ fn every_limit_is_published_by_its_flag() {
     assert_eq!(seconds("max_connection_age"), Some(0.0), "{text}");
     assert_eq!(seconds("stall_timeout"), Some(60.0), "{text}");
 }
+
+/// One method's series as go-grpc-prometheus names them: `NAME{grpc_type=...,grpc_service=...,
+/// grpc_method=...}` (and `grpc_code` for `handled`).
+fn grpc(name: &str, kind: &str, method: &str, code: Option<&str>) -> String {
+    let (service, method) = method.rsplit_once('/').unwrap();
+    let code = code.map_or(String::new(), |c| format!(",grpc_code=\"{c}\""));
+    format!(
+        "{name}{{grpc_type=\"{kind}\",grpc_service=\"{service}\",grpc_method=\"{method}\"{code}}}"
+    )
+}
+
+/// Waits (with a hang guard) until `series` reads `value` in a scrape; returns that scrape.
+async fn until(metrics: &Metrics, server: &TestServer, series: &str, value: f64) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = metrics.render(&server.pool);
+        if sample(&text, series) == Some(value) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{series} never reached {value}:\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// After a mix of calls (OK, refused by the admission cap, by the token check and by tonic for an
+/// unknown method, failed by the service, and cancelled by the client), each is counted once in
+/// the standard gRPC series, by its method, type and code; every method and code of the daemon
+/// is there from the start at zero; messages count as the client sent and received them; the
+/// histogram holds one observation per call handled. Beside them: the process metrics, the memory
+/// bound by `docs/operations.md`'s formula, and the drain's start once it began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_counts_in_the_grpc_series_whoever_answers_it() {
+    use patience::auth::{AddBearer, Secret};
+    use patience::proto::solver_client::SolverClient;
+    use patience::service::Limits;
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let (deals, _) = corpus("random1000");
+    let metrics = Metrics::new();
+    let token = Secret::new("sesame");
+    let server = TestServer::start(
+        2,
+        ServerConfig {
+            workers: 2,
+            metrics: metrics.clone(),
+            auth_token: Some(token.clone()),
+            limits: Limits {
+                max_open_streams: 1,
+                max_deals_per_request: 5,
+                ..Limits::default()
+            },
+            ..config()
+        },
+    )
+    .await;
+    const SOLVE: &str = "patience.v1.Solver/Solve";
+    const STREAM: &str = "patience.v1.Solver/SolveStream";
+    const CHECK: &str = "grpc.health.v1.Health/Check";
+    // The series are made as the server starts, which it does on a task of its own.
+    let started = grpc("grpc_server_started_total", "unary", SOLVE, None);
+    let before = until(&metrics, &server, &started, 0.0).await;
+    for (kind, method) in [
+        ("unary", SOLVE),
+        ("bidi_stream", STREAM),
+        ("unary", "patience.v1.RpsService/SolveRps"),
+        ("bidi_stream", "patience.v1.RpsService/SolveRpsStream"),
+        ("unary", CHECK),
+        ("server_stream", "grpc.health.v1.Health/Watch"),
+        (
+            "bidi_stream",
+            "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        ),
+        (
+            "bidi_stream",
+            "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        ),
+        ("unary", "unknown/unknown"),
+    ] {
+        for name in [
+            "grpc_server_started_total",
+            "grpc_server_msg_received_total",
+            "grpc_server_msg_sent_total",
+            "grpc_server_handling_seconds_count",
+        ] {
+            let series = grpc(name, kind, method, None);
+            assert_eq!(sample(&before, &series), Some(0.0), "{series}\n{before}");
+        }
+        for code in patience::metrics::CODE_NAMES {
+            let series = grpc("grpc_server_handled_total", kind, method, Some(code));
+            assert_eq!(sample(&before, &series), Some(0.0), "{series}\n{before}");
+        }
+    }
+
+    let channel = tonic::transport::Channel::from_shared(server.addr.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let bearer = AddBearer::new(Some(&token)).unwrap();
+    let mut client = SolverClient::with_interceptor(channel.clone(), bearer);
+    let mut anonymous = SolverClient::new(channel.clone());
+    let few = |n: usize| SolveRequest {
+        analysis: None,
+        deals: deals[..n].iter().map(|d| wire(d, "")).collect(),
+    };
+
+    // Solve: OK; refused by the token check (its message never read); failed by the service
+    // (more deals than --max-deals-per-request: read, then refused).
+    client.solve(few(3)).await.unwrap();
+    let refused = anonymous.solve(few(3)).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    let failed = client.solve(few(6)).await.unwrap_err();
+    assert_eq!(failed.code(), tonic::Code::InvalidArgument);
+
+    // SolveStream: OK, two requests; then one held open, a second refused by the cap of one open
+    // stream, and the held one cancelled by its client.
+    let mut ok = client
+        .solve_stream(tokio_stream::iter([few(2), few(4)]))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut sent_by_stream = 0.0;
+    while ok.message().await.unwrap().is_some() {
+        sent_by_stream += 1.0;
+    }
+    let (tx, rx) = mpsc::channel::<SolveRequest>(4);
+    let mut held = tonic::Request::new(ReceiverStream::new(rx));
+    let cancel = held.cancellation_handle();
+    let mut held = client.solve_stream(held).await.unwrap().into_inner();
+    tx.send(few(1)).await.unwrap();
+    held.message().await.unwrap().unwrap();
+    sent_by_stream += 1.0;
+    let (_tx2, rx2) = mpsc::channel::<SolveRequest>(1);
+    let capped = client
+        .solve_stream(ReceiverStream::new(rx2))
+        .await
+        .unwrap_err();
+    assert_eq!(capped.code(), tonic::Code::ResourceExhausted);
+    cancel.cancel();
+    // The reset goes out when the request body is next polled.
+    let _ = tx.send(few(1)).await;
+    let canceled = grpc(
+        "grpc_server_handled_total",
+        "bidi_stream",
+        STREAM,
+        Some("Canceled"),
+    );
+    until(&metrics, &server, &canceled, 1.0).await;
+    drop((tx, held));
+
+    // Health: OK, and NOT_FOUND for a service it does not serve; a path nothing serves.
+    let mut health = HealthClient::new(channel.clone());
+    health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap();
+    let unknown = health
+        .check(HealthCheckRequest {
+            service: "patience.v1.Nothing".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    let mut raw = tonic::client::Grpc::new(channel.clone());
+    raw.ready().await.unwrap();
+    let nowhere = raw
+        .unary(
+            tonic::Request::new(few(1)),
+            http::uri::PathAndQuery::from_static("/scanner.v1.Probe/Everything"),
+            tonic_prost::ProstCodec::<SolveRequest, proto::SolveResponse>::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(nowhere.code(), tonic::Code::Unimplemented);
+
+    let text = metrics.render(&server.pool);
+    let get = |series: String| sample(&text, &series).unwrap_or_else(|| panic!("{series}\n{text}"));
+    let handled =
+        |kind, method, code| get(grpc("grpc_server_handled_total", kind, method, Some(code)));
+    /// Type, method, calls started, messages read, messages sent, calls handled by code.
+    type Counted<'a> = (&'a str, &'a str, f64, f64, f64, &'a [(&'a str, f64)]);
+    let expected: [Counted; 4] = [
+        (
+            "unary",
+            SOLVE,
+            3.0,
+            2.0,
+            1.0,
+            &[
+                ("OK", 1.0),
+                ("Unauthenticated", 1.0),
+                ("InvalidArgument", 1.0),
+            ],
+        ),
+        (
+            "bidi_stream",
+            STREAM,
+            3.0,
+            3.0,
+            sent_by_stream,
+            &[("OK", 1.0), ("Canceled", 1.0), ("ResourceExhausted", 1.0)],
+        ),
+        (
+            "unary",
+            CHECK,
+            2.0,
+            2.0,
+            1.0,
+            &[("OK", 1.0), ("NotFound", 1.0)],
+        ),
+        (
+            "unary",
+            "unknown/unknown",
+            1.0,
+            0.0,
+            0.0,
+            &[("Unimplemented", 1.0)],
+        ),
+    ];
+    for (kind, method, started, received, sent, codes) in expected {
+        assert_eq!(
+            get(grpc("grpc_server_started_total", kind, method, None)),
+            started,
+            "{method}"
+        );
+        assert_eq!(
+            get(grpc("grpc_server_msg_received_total", kind, method, None)),
+            received,
+            "{method}"
+        );
+        assert_eq!(
+            get(grpc("grpc_server_msg_sent_total", kind, method, None)),
+            sent,
+            "{method}"
+        );
+        for code in patience::metrics::CODE_NAMES {
+            let want = codes
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map_or(0.0, |(_, n)| *n);
+            assert_eq!(handled(kind, method, code), want, "{method} {code}");
+        }
+        assert_eq!(
+            get(grpc(
+                "grpc_server_handling_seconds_count",
+                kind,
+                method,
+                None
+            )),
+            started,
+            "{method}"
+        );
+    }
+    assert_eq!(
+        get("patience_calls_refused_total{reason=\"max_open_streams\"}".into()),
+        1.0
+    );
+    // A stream's duration fits a bucket below +Inf, and the buckets reach two hours.
+    let le = |bound: &str| {
+        text.lines()
+            .find(|l| {
+                l.starts_with("grpc_server_handling_seconds_bucket{")
+                    && l.contains(&format!("le=\"{bound}\""))
+                    && l.contains("grpc_method=\"SolveStream\"")
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    assert_eq!(le("7200.0"), Some(3.0), "{text}");
+
+    for process in [
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+        "process_cpu_seconds_total",
+    ] {
+        assert!(get(process.into()) >= 0.0, "{process}");
+    }
+    assert!(get("process_resident_memory_bytes".into()) > 1e6);
+    assert!(get("process_open_fds".into()) >= 3.0);
+    assert!(get("process_max_fds".into()) >= get("process_open_fds".into()));
+    assert!(get("process_start_time_seconds".into()) > 1.6e9);
+    // docs/operations.md, "Memory": 7 MiB + W × (4 MiB + 6.1 MiB) + C × 18 KiB + S × (21 KiB +
+    // 64 KiB) + U × (21 KiB + M) + H × 9 KiB + D × 250 B, with this server's limits.
+    let (kib, mib): (f64, f64) = (1024.0, 1024.0 * 1024.0);
+    let c = ServerConfig::default();
+    let bound = 7.0 * mib
+        + 2.0 * (4.0 * mib + (6.1 * mib).floor())
+        + c.max_connections as f64 * 18.0 * kib
+        + 1.0 * (21.0 + 64.0) * kib
+        + 64.0 * (21.0 * kib + 4.0 * mib)
+        + 256.0 * 9.0 * kib
+        + 65_536.0 * 250.0;
+    assert_eq!(get("patience_memory_bound_bytes".into()), bound);
+    assert_eq!(get("patience_drain_started_time_seconds".into()), 0.0);
+
+    drop((client, anonymous, health, raw, channel));
+    server.stop().await;
+    let after = metrics.render(&patience::pool::Pool::new(1, 1).unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let drained = sample(&after, "patience_drain_started_time_seconds").unwrap();
+    assert!(drained > now - 60.0 && drained <= now, "{drained} {now}");
+}
