@@ -22,6 +22,7 @@ mod json_cli;
 mod layout;
 mod long_jobs;
 mod metrics;
+mod monitoring;
 mod protocols;
 mod rps;
 mod rps_cli;
