@@ -213,3 +213,14 @@ async fn liveness_follows_the_pool_not_the_runtime() {
     drop(health_client);
     server.stop().await;
 }
+
+/// The examples of `docs/operations.md`, "Health and liveness", against a daemon of their own:
+/// the address they show becomes that daemon's.
+#[test]
+fn the_documented_health_examples_print_what_the_docs_say() {
+    let daemon = Daemon::start(&["--workers", "1"]);
+    common::doc_examples("docs/operations.md", "## Health and liveness")
+        .at_least(3)
+        .rewrite("127.0.0.1:50051", &daemon.socket.to_string())
+        .run();
+}
