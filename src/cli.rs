@@ -30,6 +30,7 @@ use values::{
 };
 
 pub use crate::render::OutputFormat;
+pub use health::HealthArgs;
 pub use job::{JobArgs, ProgressMode};
 pub use output::ExitStatus;
 pub use values::{MaybeBytes, MaybeDuration};
@@ -49,7 +50,8 @@ pub enum Command {
     Solve(SolveArgs),
     /// Run the gRPC daemon (patience.v1.Solver and patience.v1.RpsService, with health and
     /// reflection).
-    Serve(ServeArgs),
+    // Boxed: its flags make it the largest variant by far (clippy::large_enum_variant).
+    Serve(Box<ServeArgs>),
     /// Stream deal files to a running daemon; prints exactly what `solve` prints.
     Client(ClientArgs),
     /// Write uniformly shuffled deals in the UVa format.
@@ -295,34 +297,6 @@ pub struct RemoteArgs {
     /// report one that fails [default: `client::LATE_FAILURES`]. Hidden: for tests.
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub late_failures: Option<std::time::Duration>,
-}
-
-/// Flags of `patience health`.
-#[derive(Debug, Args)]
-pub struct HealthArgs {
-    /// The daemon's address: http://HOST:PORT, or https://HOST:PORT with --tls-ca.
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
-    pub addr: String,
-    /// The service to ask about: "" is the daemon as a whole (what a liveness probe asks),
-    /// patience.v1.Solver what a readiness probe asks.
-    #[arg(long, default_value = "")]
-    pub service: String,
-    /// Give up (exit status 2) when no answer came within this long, connecting included.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub timeout: std::time::Duration,
-    /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
-    #[arg(long)]
-    pub tls_ca: Option<PathBuf>,
-    /// Present this PEM client certificate (for daemons that require mutual TLS); needs --tls-key.
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert.
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// Send `authorization: Bearer <token>` with the token in this file (health needs none; for
-    /// proxies in front that do).
-    #[arg(long)]
-    pub auth_token_file: Option<PathBuf>,
 }
 
 /// Flags of `patience solve`.

@@ -3,15 +3,45 @@
 //! ask (no daemon there, no answer in time, TLS or token trouble).
 
 use std::io::Write as _;
+use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
+use clap::Args;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-use super::HealthArgs;
 use super::output::ExitStatus;
+use super::values::parse_duration;
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::health::probe;
 use crate::client::{Connector, Target, TlsFiles};
+
+/// Flags of `patience health`.
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// The daemon's address: http://HOST:PORT, or https://HOST:PORT with --tls-ca.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    pub addr: String,
+    /// The service to ask about: "" is the daemon as a whole (what a liveness probe asks),
+    /// patience.v1.Solver what a readiness probe asks.
+    #[arg(long, default_value = "")]
+    pub service: String,
+    /// Give up (exit status 2) when no answer came within this long, connecting included.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Present this PEM client certificate (for daemons that require mutual TLS); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Send `authorization: Bearer <token>` with the token in this file (health needs none; for
+    /// proxies in front that do).
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+}
 
 pub fn run(args: &HealthArgs) -> anyhow::Result<ExitStatus> {
     let target = Target::parse(&args.addr)?;
