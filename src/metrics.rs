@@ -2,9 +2,10 @@
 //!
 //! The service records what happens to deals and streams; the pool's own counters (busy workers,
 //! jobs waiting) are read when a scrape arrives, so nothing on the solving path takes a lock.
-//! Beside ours (`patience_*`), two sets every operator's tooling expects, unprefixed: the gRPC
-//! server metrics as go-grpc-prometheus names them (`grpc.rs`), and the process metrics as the
-//! Prometheus client libraries name them (`process.rs`).
+//! Beside ours (`patience_*`), the sets every operator's tooling expects, unprefixed: the gRPC
+//! server metrics as go-grpc-prometheus names them (`grpc.rs`), the other HTTP requests as
+//! OpenTelemetry names them (`http.rs`), and the process metrics as the Prometheus client
+//! libraries name them (`process.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -22,9 +23,13 @@ use prometheus_client::registry::Registry;
 
 use crate::pool::Pool;
 
+mod endpoint;
 mod grpc;
+mod http;
+mod operations;
 mod process;
 
+pub use endpoint::{describe, serve};
 pub use grpc::{CODE_NAMES, GrpcType, HANDLING_BUCKETS, MethodCounters};
 
 /// The games, as the `game` label names them.
@@ -110,10 +115,9 @@ pub struct Metrics {
     calls_cut: Family<ReasonLabels, Counter>,
     limits: Family<LimitLabels, Gauge>,
     limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
-    memory_bound: Gauge,
-    drain_started: Gauge<f64, AtomicU64>,
-    pool_stalled: Gauge,
+    operations: operations::OperationsGauges,
     grpc: grpc::GrpcFamilies,
+    http: http::HttpFamily,
     /// When each kind of refusal was last logged, and how many went unlogged since.
     refusal_log: Arc<Mutex<HashMap<&'static str, (Instant, u64)>>>,
 }
@@ -138,6 +142,7 @@ impl Metrics {
     pub fn new() -> Metrics {
         let mut root = Registry::default();
         let grpc = grpc::GrpcFamilies::register(&mut root);
+        let http = http::HttpFamily::register(&mut root);
         root.register_collector(Box::new(process::ProcessCollector));
         let registry = root.sub_registry_with_prefix("patience");
         let deals = Family::<OutcomeLabels, Counter>::default();
@@ -256,27 +261,7 @@ impl Metrics {
             "The value of each time limit this daemon runs with, by flag, in seconds (0: off)",
             limit_seconds.clone(),
         );
-        let memory_bound = Gauge::default();
-        registry.register(
-            "memory_bound_bytes",
-            "The most memory this daemon's limits let it hold, by the formula of \
-             docs/operations.md (Memory); process_resident_memory_bytes near it means the formula \
-             no longer holds",
-            memory_bound.clone(),
-        );
-        let drain_started = Gauge::<f64, AtomicU64>::default();
-        registry.register(
-            "drain_started_time_seconds",
-            "When shutdown began draining calls, in seconds since the Unix epoch; 0 while serving",
-            drain_started.clone(),
-        );
-        let pool_stalled = Gauge::default();
-        registry.register(
-            "pool_stalled",
-            "1 while work waits for the workers and none has finished anything for \
-             --liveness-timeout (health for \"\" then says NOT_SERVING), else 0",
-            pool_stalled.clone(),
-        );
+        let operations = operations::OperationsGauges::register(registry);
         registry.register(
             "build",
             "The running version",
@@ -304,10 +289,9 @@ impl Metrics {
             calls_cut,
             limits,
             limit_seconds,
-            memory_bound,
-            drain_started,
-            pool_stalled,
+            operations,
             grpc,
+            http,
             refusal_log: Arc::default(),
         }
     }
@@ -413,26 +397,28 @@ impl Metrics {
 
     /// Publishes the memory bound the limits give, in bytes.
     pub fn memory_bound(&self, bytes: u64) {
-        self.memory_bound
-            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.operations.memory_bound(bytes);
     }
 
     /// Shutdown has begun draining calls, now.
     pub fn drain_began(&self) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        self.drain_started.set(now);
+        self.operations.drain_began();
     }
 
     /// Whether the pool counts as stalled (see `server/liveness.rs`).
     pub fn pool_stalled(&self, stalled: bool) {
-        self.pool_stalled.set(i64::from(stalled));
+        self.operations.pool_stalled(stalled);
     }
 
     /// The standard gRPC series of one method, created now at zero, to record its calls into.
     pub fn grpc_method(&self, kind: GrpcType, service: &str, method: &str) -> MethodCounters {
         self.grpc.method(kind, service, method)
+    }
+
+    /// One HTTP request that was no gRPC call: its method (as `http_request_method` names it),
+    /// route, status and time.
+    pub fn http_request(&self, method: &'static str, route: &str, status: u16, took: Duration) {
+        self.http.request(method, route, status, took);
     }
 
     /// Counts one answered item of `game` (one of [`GAMES`]); `outcome` is `solved` or an error
@@ -490,41 +476,7 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics` on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    metrics: Metrics,
-    pool: Arc<Pool>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let text = metrics.render(&pool);
-            async move {
-                (
-                    // What the encoder writes: OpenMetrics (its `info` type and `# EOF` are not
-                    // the 0.0.4 text format, which a Prometheus told so refuses to parse).
-                    [(
-                        http::header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    text,
-                )
-            }
-        }),
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-}
-
 /// A peer's address for a log line.
 fn peer_text(peer: Option<SocketAddr>) -> String {
     peer.map_or_else(|| "unknown".to_string(), |p| p.to_string())
-}
-
-/// The addresses a metrics endpoint was bound to, for logs.
-pub fn describe(addr: Option<SocketAddr>) -> String {
-    addr.map_or_else(|| "off".to_string(), |a| format!("http://{a}/metrics"))
 }
