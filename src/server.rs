@@ -7,10 +7,12 @@
 //! services on top, so that every connection is under its limits from the first byte.
 
 mod api;
+mod app;
 mod call_metrics;
 mod connection;
 mod frames;
 mod front;
+mod http_metrics;
 mod listener;
 mod liveness;
 mod memory_bound;
@@ -24,11 +26,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
-use tonic::server::NamedService as _;
-use tonic::service::Routes;
-use tonic::service::interceptor::InterceptedService;
 
-use crate::auth::{RequireBearer, Secret};
+use crate::auth::Secret;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::rps_service_server::RpsServiceServer;
@@ -304,98 +303,7 @@ async fn serve(
         )))
     });
 
-    // grpcurl speaks only v1alpha, buf curl v1: serve both.
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
-    // Every service served, by the descriptors that name its methods, for the call metrics.
-    let served = [
-        (
-            SolverServer::<SolverService>::NAME,
-            crate::proto::FILE_DESCRIPTOR_SET,
-        ),
-        (
-            RpsServiceServer::<SolverService>::NAME,
-            crate::proto::FILE_DESCRIPTOR_SET,
-        ),
-        (
-            name_of(&health_service),
-            tonic_health::pb::FILE_DESCRIPTOR_SET,
-        ),
-        (
-            name_of(&reflection_v1),
-            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
-        ),
-        (
-            name_of(&reflection_v1alpha),
-            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-        ),
-    ];
-
-    // Every service under admission (`service/admission.rs`), each by its own descriptors; the
-    // solving ones behind the token check too. tonic's message limit is only a backstop: the
-    // framing (`frames.rs`) holds request messages to it first, with the status that names the
-    // flag, and decompresses them itself.
-    let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
-    let limit = config.limits.max_message_bytes;
-    let solver = InterceptedService::new(
-        admission.solving(
-            SolverServer::new(service.clone())
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(usize::MAX),
-            crate::proto::FILE_DESCRIPTOR_SET,
-        )?,
-        bearer.clone(),
-    );
-    let rps = InterceptedService::new(
-        admission.solving(
-            RpsServiceServer::new(service)
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(usize::MAX),
-            crate::proto::FILE_DESCRIPTOR_SET,
-        )?,
-        bearer,
-    );
-    let app =
-        Routes::new(admission.auxiliary(health_service, tonic_health::pb::FILE_DESCRIPTOR_SET)?)
-            .add_service(
-                admission
-                    .auxiliary(reflection_v1, tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)?,
-            )
-            .add_service(admission.auxiliary(
-                reflection_v1alpha,
-                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-            )?)
-            .add_service(solver)
-            .add_service(rps)
-            .prepare();
-    // Every gRPC call counted as go-grpc-prometheus counts it, refused ones included: around the
-    // framing, which refuses some itself, and under the front, so gRPC-Web calls count too (as
-    // tonic-web hands them on, translated to gRPC), and so do the plain API's calls (translated
-    // to SolveStream in process).
-    let grpc = front::Route::new(call_metrics::CallMetrics::new(
-        frames::Framed::new(
-            app,
-            frames::FrameSettings {
-                max_message_bytes: limit,
-                compress_min_bytes: config.compress_min_bytes,
-            },
-        ),
-        &metrics,
-        &served,
-    )?);
-    let api = api::route(
-        grpc.clone(),
-        api::ApiSettings {
-            max_items_per_request: config.limits.max_deals_per_request,
-            max_in_flight: config.limits.max_in_flight,
-        },
-    );
-    let app = front::Front::new(grpc, api, &config.cors_allow_origins);
+    let app = app::build(&config, service, &admission, health_service, &metrics)?;
 
     let settings = Arc::new(connection::Settings {
         handshake_timeout: config.handshake_timeout,
@@ -500,11 +408,6 @@ async fn serve(
     phase.advance(Phase::Closed);
     connections.wait().await;
     Ok(())
-}
-
-/// The gRPC name of a service (`grpc.health.v1.Health`).
-fn name_of<S: tonic::server::NamedService>(_: &S) -> &'static str {
-    S::NAME
 }
 
 /// Every limit in the metrics, by the flag that sets it, so that what a daemon runs with can be

@@ -443,3 +443,134 @@ async fn every_call_counts_in_the_grpc_series_whoever_answers_it() {
     let drained = sample(&after, "patience_drain_started_time_seconds").unwrap();
     assert!(drained > now - 60.0 && drained <= now, "{drained} {now}");
 }
+
+/// One HTTP/1.1 exchange on a connection of its own (closed after it): the status code, and the
+/// whole response as text (head and body).
+fn http1(socket: std::net::SocketAddr, head: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(socket).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let head = format!(
+        "{head}\r\nHost: {socket}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("an HTTP status in {text:?}"));
+    (status, text)
+}
+
+/// Through the front (`src/server/front.rs`): a gRPC-Web call counts once, in the gRPC series
+/// (OK), as does one refused by the framing for a compression it does not take (Unimplemented);
+/// what the front answers in plain HTTP (415 for JSON to a gRPC method, 505 for gRPC over
+/// HTTP/1.1, 404, and the plain API's route, not served yet: 501) counts in
+/// `http_server_request_duration_seconds` by method, route and status, any path the daemon does
+/// not serve as route `other`; no gRPC call shows there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
+    let metrics = Metrics::new();
+    let server = TestServer::start(
+        1,
+        ServerConfig {
+            metrics: metrics.clone(),
+            ..config()
+        },
+    )
+    .await;
+    const CHECK: &str = "grpc.health.v1.Health/Check";
+    let started = grpc("grpc_server_started_total", "unary", CHECK, None);
+    until(&metrics, &server, &started, 0.0).await;
+    let socket = server.socket;
+    // A gRPC-Web call: one empty message (HealthCheckRequest for ""); its status comes in the
+    // body's trailers frame.
+    let empty_message = [0u8, 0, 0, 0, 0];
+    let web =
+        "POST /grpc.health.v1.Health/Check HTTP/1.1\r\ncontent-type: application/grpc-web+proto";
+    let answers = tokio::task::spawn_blocking(move || {
+        [
+            http1(socket, web, &empty_message),
+            http1(
+                socket,
+                &format!("{web}\r\ngrpc-encoding: br"),
+                &[1, 0, 0, 0, 0],
+            ),
+            http1(
+                socket,
+                "POST /patience.v1.Solver/Solve HTTP/1.1\r\ncontent-type: application/json",
+                b"{}",
+            ),
+            http1(
+                socket,
+                "POST /patience.v1.Solver/Solve HTTP/1.1\r\ncontent-type: application/grpc",
+                &empty_message,
+            ),
+            http1(socket, "GET /wp-login.php HTTP/1.1", b""),
+            http1(
+                socket,
+                "POST /v1/solve HTTP/1.1\r\ncontent-type: text/plain",
+                b"",
+            ),
+        ]
+    })
+    .await
+    .unwrap();
+    let statuses = answers.each_ref().map(|(status, _)| *status);
+    assert_eq!(statuses, [200, 200, 415, 505, 404, 501], "{answers:#?}");
+    assert!(answers[0].1.contains("grpc-status:0"), "{}", answers[0].1);
+    assert!(answers[1].1.contains("grpc-status: 12"), "{}", answers[1].1);
+
+    let http = |method: &str, route: &str, status: u16| {
+        format!(
+            "http_server_request_duration_seconds_count{{http_request_method=\"{method}\",\
+             http_route=\"{route}\",http_response_status_code=\"{status}\"}}"
+        )
+    };
+    // Counted when the response is done with, which may come just after the client has it.
+    let last = http("POST", "/v1/solve", 501);
+    let text = until(&metrics, &server, &last, 1.0).await;
+    let get = |series: &str| sample(&text, series);
+    for series in [
+        http("POST", "/patience.v1.Solver/Solve", 415),
+        http("POST", "/patience.v1.Solver/Solve", 505),
+        http("GET", "other", 404),
+    ] {
+        assert_eq!(get(&series), Some(1.0), "{series}\n{text}");
+    }
+    let http_requests: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("http_server_request_duration_seconds_count{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(http_requests, 4.0, "{text}");
+    let check = |name, code| get(&grpc(name, "unary", CHECK, code));
+    assert_eq!(
+        check("grpc_server_started_total", None),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(check("grpc_server_msg_received_total", None), Some(1.0));
+    assert_eq!(check("grpc_server_msg_sent_total", None), Some(1.0));
+    assert_eq!(check("grpc_server_handled_total", Some("OK")), Some(1.0));
+    assert_eq!(
+        check("grpc_server_handled_total", Some("Unimplemented")),
+        Some(1.0)
+    );
+    // The 505 never reached the services: no gRPC call of Solve started.
+    let solve = grpc(
+        "grpc_server_started_total",
+        "unary",
+        "patience.v1.Solver/Solve",
+        None,
+    );
+    assert_eq!(get(&solve), Some(0.0), "{text}");
+    server.stop().await;
+}

@@ -1,16 +1,16 @@
-//! The standard gRPC server metrics (`grpc_server_*`, see `metrics/grpc.rs`) for every call the
-//! server receives, whoever answers it: the services, the admission layer that refuses calls
+//! The standard gRPC server metrics (`grpc_server_*`, see `metrics/grpc.rs`) for every gRPC call
+//! the server receives, whoever answers it: the framing (`frames.rs`, which refuses an encoding it
+//! does not take and a message over `--max-message-bytes`), the admission layer that refuses calls
 //! beyond a cap or during shutdown, the token check, and tonic itself (an unknown service or
-//! method is `Unimplemented`). It wraps the whole router, inside the connection, so a call
-//! cannot reach any of them without passing here.
+//! method is `Unimplemented`). It wraps the gRPC route of the front (`front.rs`), so every gRPC
+//! call passes here, and every gRPC-Web call too, as tonic-web hands it on translated to gRPC.
+//! What the front answers in plain HTTP is not a gRPC call: `http_metrics.rs` counts it.
 //!
-//! It reads only HTTP/2: the status from the response headers (a refusal is a "trailers-only"
-//! response) or from the trailers, and the messages by gRPC's framing (a flag byte and a 4-byte
-//! length before each message) in the request and response bodies as they pass. A call whose
-//! response is dropped before its status was sent (the client cancelled, its deadline passed or
-//! its connection went) counts as `Canceled`. gRPC-Web's trailers, which come in the body as a
-//! frame flagged 0x80, are read there. Requests of other content types (plain HTTP, and
-//! gRPC-Web's base64 text mode) pass through uncounted: they are not gRPC calls on the wire.
+//! It reads the status from the response headers (a refusal is a "trailers-only" response) or
+//! from the trailers, and the messages by gRPC's framing (a flag byte and a 4-byte length before
+//! each message) in the request and response bodies as they pass. A call whose response is
+//! dropped before its status was sent (the client cancelled, its deadline passed or its
+//! connection went) counts as `Canceled`.
 //!
 //! Methods are labelled by name only when the descriptors of the services served name them: any
 //! other path counts as service and method `unknown`, so a scanner cannot grow the label set.
@@ -75,6 +75,11 @@ impl<S> CallMetrics<S> {
             methods: Arc::new(MethodTable { by_path, unknown }),
         })
     }
+
+    /// The paths of the methods counted by name (`/package.Service/Method`).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.methods.by_path.keys().map(String::as_str)
+    }
 }
 
 /// The methods of the service `name` and their types, from an encoded descriptor set.
@@ -105,18 +110,6 @@ fn methods_of(
         .collect())
 }
 
-/// Whether a request is a gRPC call whose bytes this layer can follow: `application/grpc` (with
-/// any suffix, gRPC-Web's binary mode included), or no content type at all (tonic serves those
-/// as gRPC too).
-fn is_grpc(request: &http::Request<Body>) -> bool {
-    match request.headers().get(http::header::CONTENT_TYPE) {
-        None => true,
-        Some(value) => value.to_str().is_ok_and(|ct| {
-            ct.starts_with("application/grpc") && !ct.starts_with("application/grpc-web-text")
-        }),
-    }
-}
-
 impl<S> Service<http::Request<Body>> for CallMetrics<S>
 where
     S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
@@ -131,9 +124,6 @@ where
     }
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if !is_grpc(&request) {
-            return Box::pin(self.inner.call(request));
-        }
         let t = &self.methods;
         let counters = t.by_path.get(request.uri().path()).unwrap_or(&t.unknown);
         counters.started();
@@ -152,7 +142,8 @@ where
         let response = self.inner.call(request);
         Box::pin(async move {
             let mut call = call;
-            let response = response.await?;
+            let mut response = response.await?;
+            response.extensions_mut().insert(CountedAsGrpc);
             if let Some(code) = header_status(&response) {
                 // Trailers-only: refused, or failed before any message.
                 call.end(code);
@@ -168,6 +159,10 @@ where
         })
     }
 }
+
+/// Marks a response as a gRPC call's, counted here, so that `http_metrics.rs` leaves it alone.
+#[derive(Clone, Copy, Debug)]
+pub struct CountedAsGrpc;
 
 /// The status a response carries in its headers: a trailers-only response's `grpc-status`, or
 /// for a response that is not gRPC at all, its HTTP status as gRPC maps it (the spec's table).
@@ -263,11 +258,7 @@ impl http_body::Body for Sent {
         match &frame {
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
-                    let done = this.frames.feed(data);
-                    this.call.counters.sent(done);
-                    if let Some(code) = this.frames.status {
-                        this.call.end(code);
-                    }
+                    this.call.counters.sent(this.frames.feed(data));
                 } else if let Some(trailers) = frame.trailers_ref() {
                     let code = trailers
                         .get("grpc-status")
@@ -293,23 +284,15 @@ impl http_body::Body for Sent {
 
 /// The length of a gRPC message's header: a flag byte and a big-endian length.
 const HEADER_LEN: usize = 5;
-/// The flag bit of a gRPC-Web trailers frame.
-const TRAILERS_FLAG: u8 = 0x80;
-/// Most bytes of a gRPC-Web trailers frame kept to find its status in.
-const TRAILERS_KEPT: usize = 4096;
 
-/// Follows gRPC's framing through a body's bytes, however they are split: counts the messages
-/// completed, and reads the status of a gRPC-Web trailers frame.
+/// Follows gRPC's framing through a body's bytes, however they are split, counting the messages
+/// completed.
 #[derive(Debug, Default)]
 struct Frames {
     header: [u8; HEADER_LEN],
     in_header: usize,
-    /// Bytes of the current frame's payload still to come, once its header is read.
+    /// Bytes of the current message still to come, once its header is read.
     remaining: Option<usize>,
-    /// The current frame's payload, when it is gRPC-Web trailers.
-    trailers: Option<Vec<u8>>,
-    /// The status a gRPC-Web trailers frame gave.
-    status: Option<Code>,
 }
 
 impl Frames {
@@ -327,16 +310,11 @@ impl Frames {
                     if self.in_header < HEADER_LEN {
                         return done;
                     }
-                    let [flag, a, b, c, d] = self.header;
+                    let [_, a, b, c, d] = self.header;
                     self.remaining = Some(u32::from_be_bytes([a, b, c, d]) as usize);
-                    self.trailers = (flag & TRAILERS_FLAG != 0).then(Vec::new);
                 }
                 Some(remaining) => {
                     let take = remaining.min(data.len());
-                    if let Some(kept) = &mut self.trailers {
-                        let room = TRAILERS_KEPT.saturating_sub(kept.len()).min(take);
-                        kept.extend_from_slice(&data[..room]);
-                    }
                     data = &data[take..];
                     if take < remaining {
                         self.remaining = Some(remaining - take);
@@ -344,10 +322,7 @@ impl Frames {
                     }
                     self.remaining = None;
                     self.in_header = 0;
-                    match self.trailers.take() {
-                        Some(block) => self.status = Some(trailers_status(&block)),
-                        None => done += 1,
-                    }
+                    done += 1;
                 }
             }
             if data.is_empty() && self.remaining != Some(0) {
@@ -355,19 +330,6 @@ impl Frames {
             }
         }
     }
-}
-
-/// The `grpc-status` of a gRPC-Web trailers block (`name: value` lines); `Unknown` without one.
-fn trailers_status(block: &[u8]) -> Code {
-    String::from_utf8_lossy(block)
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.trim()
-                .eq_ignore_ascii_case("grpc-status")
-                .then(|| Code::from_bytes(value.trim().as_bytes()))
-        })
-        .unwrap_or(Code::Unknown)
 }
 
 #[cfg(test)]
@@ -381,26 +343,16 @@ mod tests {
         bytes
     }
 
-    /// Three messages (one empty) and a gRPC-Web trailers frame, split at every possible size:
-    /// always three messages and the trailers' status.
+    /// Three messages (one empty, one compressed), split at every possible size: always three.
     #[test]
     fn messages_are_counted_however_the_bytes_are_split() {
         let mut body = frame(0, b"hello");
         body.extend(frame(0, b""));
         body.extend(frame(1, &[7; 300]));
-        body.extend(frame(
-            TRAILERS_FLAG,
-            b"grpc-status: 8\r\ngrpc-message: too many\r\n",
-        ));
         for chunk in 1..=body.len() {
             let mut frames = Frames::default();
             let done: u64 = body.chunks(chunk).map(|c| frames.feed(c)).sum();
             assert_eq!(done, 3, "chunks of {chunk}");
-            assert_eq!(
-                frames.status,
-                Some(Code::ResourceExhausted),
-                "chunks of {chunk}"
-            );
             assert_eq!((frames.in_header, frames.remaining), (0, None));
         }
     }

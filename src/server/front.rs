@@ -19,6 +19,9 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 /// A service of the front, its type erased.
 pub type Route = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
 
+/// The plain HTTP API's routes.
+pub const API_ROUTES: [&str; 2] = ["/v1/solve", "/v1/rps"];
+
 /// The headers a browser's gRPC-Web client sends, and those its code may read.
 const WEB_REQUEST_HEADERS: [&str; 6] = [
     "content-type",
@@ -144,7 +147,7 @@ fn kind(request: &http::Request<Body>) -> Destination {
         } else {
             Destination::GrpcOverHttp1
         }
-    } else if path == "/v1/solve" || path == "/v1/rps" {
+    } else if API_ROUTES.contains(&path) {
         Destination::Api
     } else if is_grpc_path(path) {
         Destination::NotGrpcContent

@@ -1,0 +1,125 @@
+//! What every request passes through on its way to a service, outermost first: the count of
+//! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
+//! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); the
+//! count of gRPC calls (`call_metrics.rs`); the framing (`frames.rs`); tonic's routes; admission
+//! (`service/admission.rs`) and, for the solving services, the token check.
+
+use tonic::server::NamedService;
+use tonic::service::Routes;
+use tonic::service::interceptor::InterceptedService;
+use tonic_health::pb::health_server::{Health, HealthServer};
+
+use super::api::ApiSettings;
+use super::call_metrics::CallMetrics;
+use super::frames::{FrameSettings, Framed};
+use super::front::{Front, Route};
+use super::http_metrics::HttpMetrics;
+use super::{ServerConfig, ServerError};
+use crate::auth::RequireBearer;
+use crate::metrics::Metrics;
+use crate::proto::rps_service_server::RpsServiceServer;
+use crate::proto::solver_server::SolverServer;
+use crate::service::{Admission, SolverService};
+
+/// The whole stack, served on every connection.
+pub type App = HttpMetrics<Front>;
+
+pub fn build(
+    config: &ServerConfig,
+    service: SolverService,
+    admission: &Admission,
+    health: HealthServer<impl Health>,
+    metrics: &Metrics,
+) -> Result<App, ServerError> {
+    // grpcurl speaks only v1alpha, buf curl v1: serve both.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
+    // Every service served, by the descriptors that name its methods, for the call metrics.
+    let served = [
+        (
+            SolverServer::<SolverService>::NAME,
+            crate::proto::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            RpsServiceServer::<SolverService>::NAME,
+            crate::proto::FILE_DESCRIPTOR_SET,
+        ),
+        (name_of(&health), tonic_health::pb::FILE_DESCRIPTOR_SET),
+        (
+            name_of(&reflection_v1),
+            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+        ),
+        (
+            name_of(&reflection_v1alpha),
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        ),
+    ];
+
+    // Every service under admission, each by its own descriptors; the solving ones behind the
+    // token check too. tonic's message limit is only a backstop: the framing holds request
+    // messages to it first, with the status that names the flag, and decompresses them itself.
+    let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
+    let limit = config.limits.max_message_bytes;
+    let solver = InterceptedService::new(
+        admission.solving(
+            SolverServer::new(service.clone())
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+            crate::proto::FILE_DESCRIPTOR_SET,
+        )?,
+        bearer.clone(),
+    );
+    let rps = InterceptedService::new(
+        admission.solving(
+            RpsServiceServer::new(service)
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(usize::MAX),
+            crate::proto::FILE_DESCRIPTOR_SET,
+        )?,
+        bearer,
+    );
+    let routes = Routes::new(admission.auxiliary(health, tonic_health::pb::FILE_DESCRIPTOR_SET)?)
+        .add_service(
+            admission.auxiliary(reflection_v1, tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)?,
+        )
+        .add_service(admission.auxiliary(
+            reflection_v1alpha,
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        )?)
+        .add_service(solver)
+        .add_service(rps)
+        .prepare();
+    // Every gRPC call counted as go-grpc-prometheus counts it, refused ones included: around the
+    // framing, which refuses some itself, and under the front, so gRPC-Web calls count too (as
+    // tonic-web hands them on, translated to gRPC).
+    let framed = Framed::new(
+        routes,
+        FrameSettings {
+            max_message_bytes: limit,
+            compress_min_bytes: config.compress_min_bytes,
+        },
+    );
+    let grpc = CallMetrics::new(framed, metrics, &served)?;
+    let grpc_paths: Vec<String> = grpc.paths().map(str::to_string).collect();
+    let grpc = Route::new(grpc);
+    // The plain HTTP API calls SolveStream through the same route, so its calls count there too.
+    let api = super::api::route(
+        grpc.clone(),
+        ApiSettings {
+            max_items_per_request: config.limits.max_deals_per_request,
+            max_in_flight: config.limits.max_in_flight,
+        },
+    );
+    let front = Front::new(grpc, api, &config.cors_allow_origins);
+    Ok(HttpMetrics::new(front, metrics, grpc_paths))
+}
+
+/// The gRPC name of a service (`grpc.health.v1.Health`).
+fn name_of<S: NamedService>(_: &S) -> &'static str {
+    S::NAME
+}
