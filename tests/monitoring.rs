@@ -73,7 +73,7 @@ fn the_rules_pass_promtool_and_their_unit_tests() {
         return;
     };
     let checked = promtool(&promtool_bin, &["check", "rules", "rules.yaml"]);
-    assert!(checked.contains("SUCCESS: 21 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 22 rules found"), "{checked}");
     let tested = promtool(&promtool_bin, &["test", "rules", "rules.test.yaml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
     promtool(&promtool_bin, &["check", "config", "prometheus.yml"]);
@@ -101,7 +101,7 @@ fn every_dashboard_query_is_a_checked_rule() {
     let rules = read("deploy/monitoring/rules.yaml");
     let records = rule_lines(&rules, "record:");
     let exprs = rule_lines(&rules, "expr:");
-    assert_eq!(records.len(), 13, "{records:?}");
+    assert_eq!(records.len(), 14, "{records:?}");
     let dashboard: serde_json::Value =
         serde_json::from_str(&read("deploy/monitoring/dashboard.json")).unwrap();
     let queries: Vec<String> = dashboard["panels"]
@@ -127,6 +127,7 @@ fn every_dashboard_query_is_a_checked_rule() {
         "patience:grpc_server_handled:rate5m",
         "patience:grpc_server_handling_seconds:p99_rate5m",
         "patience:memory_bound:ratio",
+        "patience:http_server_requests:rate5m",
     ] {
         assert!(queries.iter().any(|q| q == main), "{main} is not drawn");
     }
@@ -278,9 +279,10 @@ fn query(prometheus: &str, promql: &str) -> Vec<(serde_json::Value, f64)> {
 /// A real Prometheus (Debian's) runs the shipped `prometheus.yml` (its two intervals shortened to
 /// a second) with the shipped rules against a daemon kept under load: streams from `patience
 /// client` and `patience rps`, unary calls, health probes, a probe for a service it does not
-/// serve. Through Prometheus's HTTP API: the target is up, every rule evaluates without error,
-/// and the dashboard's main series have data: the rate of deals, calls by code (OK and
-/// NotFound), latency quantiles of unary calls and streams, solve time, memory and its bound.
+/// serve, plain HTTP requests for a path it does not serve. Through Prometheus's HTTP API: the
+/// target is up, every rule evaluates without error, and the dashboard's main series have data:
+/// the rate of deals, calls by code (OK and NotFound), latency quantiles of unary calls and
+/// streams, solve time, memory and its bound, HTTP requests by route and status (404).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
     let Some(prometheus_bin) = tool("prometheus") else {
@@ -353,7 +355,7 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
 
     /// A query, and what its answer must be.
     type Check = (&'static str, fn(&[(serde_json::Value, f64)]) -> bool);
-    let checks: [Check; 11] = [
+    let checks: [Check; 12] = [
         ("up{job=\"patience\"}", |r| r.len() == 1 && r[0].1 == 1.0),
         ("patience:up:sum", |r| r.len() == 1 && r[0].1 == 1.0),
         (
@@ -396,6 +398,13 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
         ("patience:memory_bound:ratio", |r| {
             r.len() == 1 && r[0].1 > 0.0 && r[0].1 < 1.0
         }),
+        (
+            "patience:http_server_requests:rate5m{http_response_status_code=\"404\"}",
+            |r| {
+                r.iter()
+                    .any(|(m, v)| m["http_route"] == "other" && *v > 0.0)
+            },
+        ),
         ("patience:workers_busy:ratio", |r| {
             r.len() == 1 && (0.0..=1.0).contains(&r[0].1)
         }),
@@ -403,11 +412,14 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut missing: Vec<String>;
     loop {
-        // A unary call or two per round, for the unary latency.
+        // A unary call or two per round, for the unary latency, and a plain HTTP request the
+        // front answers 404.
         unary
             .solve(common::request(&deals, 0))
             .await
             .expect("a unary call");
+        let (status, _) = get(&daemon.socket.to_string(), "/nothing").expect("a plain GET");
+        assert_eq!(status, 404);
         missing = checks
             .iter()
             .filter_map(|(promql, ok)| {
@@ -426,7 +438,7 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
             .flatten()
             .flat_map(|g| g["rules"].as_array().into_iter().flatten())
             .collect();
-        if all.len() != 21 || all.iter().any(|r| r["health"] != "ok") {
+        if all.len() != 22 || all.iter().any(|r| r["health"] != "ok") {
             missing.push(format!("rules: {all:?}"));
         }
         if missing.is_empty() || Instant::now() > deadline {
