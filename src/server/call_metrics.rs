@@ -127,7 +127,7 @@ where
         let t = &self.methods;
         let counters = t.by_path.get(request.uri().path()).unwrap_or(&t.unknown);
         counters.started();
-        let call = Call {
+        let call = CountedCall {
             counters: counters.clone(),
             started: Instant::now(),
             ended: false,
@@ -184,13 +184,13 @@ fn header_status(response: &http::Response<Body>) -> Option<Code> {
 /// One call, counted as handled exactly once: when its status is seen, or as `Canceled` when its
 /// response is dropped before that.
 #[derive(Debug)]
-struct Call {
+struct CountedCall {
     counters: MethodCounters,
     started: Instant,
     ended: bool,
 }
 
-impl Call {
+impl CountedCall {
     fn end(&mut self, code: Code) {
         if !std::mem::replace(&mut self.ended, true) {
             self.counters.handled(code, self.started.elapsed());
@@ -198,7 +198,7 @@ impl Call {
     }
 }
 
-impl Drop for Call {
+impl Drop for CountedCall {
     fn drop(&mut self) {
         self.end(Code::Cancelled);
     }
@@ -242,7 +242,7 @@ impl http_body::Body for Received {
 struct Sent {
     body: Body,
     frames: Frames,
-    call: Call,
+    call: CountedCall,
 }
 
 impl http_body::Body for Sent {
