@@ -43,7 +43,8 @@ fn tool(name: &str) -> Option<PathBuf> {
     if found.is_none() {
         eprintln!(
             "note: skipping what needs {name}: it is not installed; install Debian's prometheus \
-             package (.ci/run does) or set PATIENCE_PROMETHEUS to the directory that holds it"
+             package (.ci/run unpacks it under target/tools/) or set PATIENCE_PROMETHEUS to the \
+             directory that holds it"
         );
     }
     found
