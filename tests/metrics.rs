@@ -471,10 +471,11 @@ fn http1(socket: std::net::SocketAddr, head: &str, body: &[u8]) -> (u16, String)
 
 /// Through the front (`src/server/front.rs`): a gRPC-Web call counts once, in the gRPC series
 /// (OK), as does one refused by the framing for a compression it does not take (Unimplemented);
-/// what the front answers in plain HTTP (415 for JSON to a gRPC method, 505 for gRPC over
-/// HTTP/1.1, 404, and the plain API's route, not served yet: 501) counts in
+/// what the daemon answers in plain HTTP (415 for JSON to a gRPC method, 505 for gRPC over
+/// HTTP/1.1, 404, the plain API's 405 for a GET and 200 for a deal file) counts in
 /// `http_server_request_duration_seconds` by method, route and status, any path the daemon does
-/// not serve as route `other`; no gRPC call shows there.
+/// not serve as route `other`; no gRPC call shows there. The API's request also counts as the
+/// SolveStream call it is translated into.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
     let metrics = Metrics::new();
@@ -514,17 +515,23 @@ async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
                 &empty_message,
             ),
             http1(socket, "GET /wp-login.php HTTP/1.1", b""),
+            http1(socket, "GET /v1/solve HTTP/1.1", b""),
             http1(
                 socket,
                 "POST /v1/solve HTTP/1.1\r\ncontent-type: text/plain",
-                b"",
+                &std::fs::read(data("sample.in")).unwrap(),
             ),
         ]
     })
     .await
     .unwrap();
     let statuses = answers.each_ref().map(|(status, _)| *status);
-    assert_eq!(statuses, [200, 200, 415, 505, 404, 501], "{answers:#?}");
+    assert_eq!(
+        statuses,
+        [200, 200, 415, 505, 404, 405, 200],
+        "{answers:#?}"
+    );
+    assert!(answers[6].1.contains("\r\n0.589314\n"), "{}", answers[6].1);
     assert!(answers[0].1.contains("grpc-status:0"), "{}", answers[0].1);
     assert!(answers[1].1.contains("grpc-status: 12"), "{}", answers[1].1);
 
@@ -535,13 +542,21 @@ async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
         )
     };
     // Counted when the response is done with, which may come just after the client has it.
-    let last = http("POST", "/v1/solve", 501);
-    let text = until(&metrics, &server, &last, 1.0).await;
+    let last = http("POST", "/v1/solve", 200);
+    until(&metrics, &server, &last, 1.0).await;
+    let translated = grpc(
+        "grpc_server_handled_total",
+        "bidi_stream",
+        "patience.v1.Solver/SolveStream",
+        Some("OK"),
+    );
+    let text = until(&metrics, &server, &translated, 1.0).await;
     let get = |series: &str| sample(&text, series);
     for series in [
         http("POST", "/patience.v1.Solver/Solve", 415),
         http("POST", "/patience.v1.Solver/Solve", 505),
         http("GET", "other", 404),
+        http("GET", "/v1/solve", 405),
     ] {
         assert_eq!(get(&series), Some(1.0), "{series}\n{text}");
     }
@@ -550,7 +565,7 @@ async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
         .filter(|l| l.starts_with("http_server_request_duration_seconds_count{"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
-    assert_eq!(http_requests, 4.0, "{text}");
+    assert_eq!(http_requests, 5.0, "{text}");
     let check = |name, code| get(&grpc(name, "unary", CHECK, code));
     assert_eq!(
         check("grpc_server_started_total", None),
@@ -572,5 +587,12 @@ async fn requests_through_the_front_count_once_grpc_by_method_http_by_route() {
         None,
     );
     assert_eq!(get(&solve), Some(0.0), "{text}");
+    let stream = grpc(
+        "grpc_server_started_total",
+        "bidi_stream",
+        "patience.v1.Solver/SolveStream",
+        None,
+    );
+    assert_eq!(get(&stream), Some(1.0), "{text}");
     server.stop().await;
 }

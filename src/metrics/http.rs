@@ -2,8 +2,8 @@
 //! front answers in words: 415, 505, 404, CORS preflights), as OpenTelemetry's semantic
 //! conventions name them once exported to Prometheus: `http_server_request_duration_seconds`
 //! with `http_request_method`, `http_route` and `http_response_status_code`. Its `_count` is the
-//! requests by route and status. gRPC calls are in `grpc.rs`'s families instead, each call in one
-//! of the two, never both.
+//! requests by route and status. gRPC and gRPC-Web calls are in `grpc.rs`'s families instead
+//! (where a plain API request shows too, as the gRPC call it is translated into).
 //!
 //! Unlike the gRPC series these are not made at zero beforehand: the statuses an HTTP route may
 //! answer are not a fixed list.

@@ -3,7 +3,8 @@
 //! the front (`front.rs`) answers itself: 415 for a gRPC path without a gRPC content type, 505
 //! for gRPC over HTTP/1.1, 404, CORS preflights, and tonic-web's 405. It wraps the whole front;
 //! a response the gRPC layer (`call_metrics.rs`) marks as a gRPC call's is left to that layer's
-//! series, so each request counts in one set only.
+//! series, so a gRPC or gRPC-Web call counts there only. (A plain API request counts here, and
+//! its in-process SolveStream call there: the API answers with a response of its own.)
 //!
 //! The route is the path when it is one the daemon serves (an API route, a gRPC method's path),
 //! else `other`, so a scanner cannot grow the label set; the method is one of HTTP's, else
