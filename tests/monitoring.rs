@@ -165,26 +165,39 @@ fn the_operators_rules_are_the_tested_ones() {
     );
 }
 
-/// The image is pinned by the crate's version, in the Deployment and in the kustomization, and
-/// nothing deploys `latest`.
+/// The image is pinned by the crate's version, in the daemons' Deployment, the batch Job and
+/// both kustomizations, and nothing deploys `latest`.
 #[test]
 fn the_manifests_pin_the_image_to_this_version() {
     let version = env!("CARGO_PKG_VERSION");
-    let deployment = read("deploy/kubernetes/deployment.yaml");
-    assert!(
-        deployment.contains(&format!("image: patience:{version}\n")),
-        "{deployment}"
-    );
-    let kustomization = read("deploy/kubernetes/kustomization.yaml");
-    assert!(
-        kustomization.contains(&format!("newTag: \"{version}\"")),
-        "{kustomization}"
-    );
+    for manifest in [
+        "deploy/kubernetes/deployment.yaml",
+        "deploy/kubernetes/job/job.yaml",
+    ] {
+        let text = read(manifest);
+        assert!(
+            text.contains(&format!("image: patience:{version}\n")),
+            "{manifest}: {text}"
+        );
+    }
+    for kustomization in [
+        "deploy/kubernetes/kustomization.yaml",
+        "deploy/kubernetes/job/kustomization.yaml",
+    ] {
+        let text = read(kustomization);
+        assert!(
+            text.contains(&format!("newTag: \"{version}\"")),
+            "{kustomization}: {text}"
+        );
+    }
     for file in [
         "deploy/kubernetes/deployment.yaml",
         "deploy/kubernetes/kustomization.yaml",
+        "deploy/kubernetes/job/job.yaml",
+        "deploy/kubernetes/job/kustomization.yaml",
         "deploy/README.md",
         "docs/deploying.md",
+        "docs/long-jobs.md",
     ] {
         assert!(!read(file).contains(":latest"), "{file} names :latest");
     }
