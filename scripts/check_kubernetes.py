@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Renders deploy/kubernetes and deploy/kubernetes/job with `kubectl kustomize` (no cluster
-needed) and checks that what they render fits together: the Job streams a file from its volume
-through the daemons' headless Service with --output and --resume, restarts on failure within a
-backoffLimit, runs the daemons' image, and is no endpoint of the daemons' Service.
+"""Renders deploy/kubernetes, deploy/kubernetes/job and deploy/monitoring with `kubectl
+kustomize` (no cluster needed) and checks that what they render fits together: the Job streams a
+file from its volume through the daemons' headless Service with --output and --resume, restarts
+on failure within a backoffLimit, runs the daemons' image, and is no endpoint of the daemons'
+Service; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
+NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in.
 
 Usage: check_kubernetes.py --kubectl PATH   (CI passes the pinned kubectl of target/tools/venv)
 """
@@ -94,6 +96,26 @@ def main():
     check(not selects(pdb["spec"]["selector"]["matchLabels"], labels), "nor counted by their PodDisruptionBudget")
     check(pod["securityContext"].get("runAsNonRoot") is True, "it runs as non-root")
     check(re.search(r"\|\|\s*\[\s*\"\$\?\"\s+-eq\s+1\s*\]", script), "status 1 (bad deals, all answered) is a success")
+
+    # deploy/monitoring: its ServiceMonitor scrapes the daemons' metrics Service by port name, and
+    # the NetworkPolicy lets that port in (from the monitoring namespace).
+    monitoring = render(kubectl, "deploy/monitoring")
+    monitor = one(monitoring, "ServiceMonitor", "patience")
+    one(monitoring, "PrometheusRule", "patience")
+    one(monitoring, "ConfigMap", "patience-dashboard")
+    scraped = [
+        s
+        for s in daemons
+        if s["kind"] == "Service" and selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))
+    ]
+    check(len(scraped) == 1, "the ServiceMonitor selects one Service of the daemons")
+    endpoint = monitor["spec"]["endpoints"][0]["port"]
+    check(endpoint in [p["name"] for p in scraped[0]["spec"]["ports"]], f"that Service has the port it scrapes ({endpoint})")
+    policy = one(daemons, "NetworkPolicy", "patience")
+    check(selects(policy["spec"]["podSelector"]["matchLabels"], deployment["spec"]["template"]["metadata"]["labels"]), "the NetworkPolicy holds the daemons")
+    check(not selects(policy["spec"]["podSelector"]["matchLabels"], labels), "and not the Job's pod, which must reach them")
+    allowed = [p["port"] for rule in policy["spec"]["ingress"] for p in rule.get("ports", [])]
+    check("grpc" in allowed and endpoint in allowed, "it lets gRPC and the metrics port in")
     print(f"kubernetes manifests: {len(checks)} checks passed")
 
 
