@@ -133,7 +133,7 @@ where
             ended: false,
         };
         let request = request.map(|body| {
-            Body::new(Received {
+            Body::new(ReceivedBody {
                 body,
                 frames: Frames::default(),
                 counters: counters.clone(),
@@ -150,7 +150,7 @@ where
                 return Ok(response);
             }
             Ok(response.map(|body| {
-                Body::new(Sent {
+                Body::new(SentBody {
                     body,
                     frames: Frames::default(),
                     call,
@@ -205,13 +205,13 @@ impl Drop for CountedCall {
 }
 
 /// A request body whose messages are counted as they are read.
-struct Received {
+struct ReceivedBody {
     body: Body,
     frames: Frames,
     counters: MethodCounters,
 }
 
-impl http_body::Body for Received {
+impl http_body::Body for ReceivedBody {
     type Data = Bytes;
     type Error = tonic::Status;
 
@@ -239,13 +239,13 @@ impl http_body::Body for Received {
 }
 
 /// A response body whose messages are counted as they are sent, and whose status ends the call.
-struct Sent {
+struct SentBody {
     body: Body,
     frames: Frames,
     call: CountedCall,
 }
 
-impl http_body::Body for Sent {
+impl http_body::Body for SentBody {
     type Data = Bytes;
     type Error = tonic::Status;
 
