@@ -12,6 +12,7 @@ mod frames;
 mod front;
 mod listener;
 mod tls;
+mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -113,6 +114,9 @@ pub struct ServerConfig {
     pub compress_min_bytes: Option<usize>,
     /// Browser origins whose gRPC-Web calls are allowed (CORS); none by default.
     pub cors_allow_origins: CorsOrigins,
+    /// Serve the analysis board (a page for people) at `/`; on by default, `--no-ui` turns it
+    /// off.
+    pub ui: bool,
     /// Serve Prometheus text at `/metrics` on this address (port 0 picks one; the log says which).
     pub metrics_addr: Option<SocketAddr>,
     /// Where the service records; give one in to read it (tests do).
@@ -163,6 +167,7 @@ impl Default for ServerConfig {
             close_after_abort: Duration::from_secs(5),
             compress_min_bytes: Some(DEFAULT_COMPRESS_MIN_BYTES),
             cors_allow_origins: CorsOrigins::default(),
+            ui: true,
             tls: None,
             auth_token: None,
             metrics_addr: None,
@@ -345,7 +350,8 @@ async fn serve(
             max_in_flight: config.limits.max_in_flight,
         },
     );
-    let app = front::Front::new(grpc, api, &config.cors_allow_origins);
+    let page = config.ui.then(ui::route);
+    let app = front::Front::new(grpc, api, page, &config.cors_allow_origins);
 
     let settings = Arc::new(connection::Settings {
         handshake_timeout: config.handshake_timeout,
