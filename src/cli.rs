@@ -228,6 +228,10 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub cors_allow_origins: Vec<String>,
+    /// Do not serve the analysis board (the page at /); its paths then get 404 like any other
+    /// [default: served].
+    #[arg(long, env = "PATIENCE_NO_UI")]
+    pub no_ui: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks one; the log says which)
     /// [default: off].
     #[arg(long, env = "PATIENCE_METRICS_ADDR", value_parser = parse_listen_addr)]

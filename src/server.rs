@@ -17,6 +17,7 @@ mod listener;
 mod liveness;
 mod memory_bound;
 mod tls;
+mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -120,6 +121,9 @@ pub struct ServerConfig {
     pub compress_min_bytes: Option<usize>,
     /// Browser origins whose gRPC-Web calls are allowed (CORS); none by default.
     pub cors_allow_origins: CorsOrigins,
+    /// Serve the analysis board (a page for people) at `/`; on by default, `--no-ui` turns it
+    /// off.
+    pub ui: bool,
     /// Serve Prometheus text at `/metrics` on this address (port 0 picks one; the log says which).
     pub metrics_addr: Option<SocketAddr>,
     /// Where the service records; give one in to read it (tests do).
@@ -171,6 +175,7 @@ impl Default for ServerConfig {
             close_after_abort: Duration::from_secs(5),
             compress_min_bytes: Some(DEFAULT_COMPRESS_MIN_BYTES),
             cors_allow_origins: CorsOrigins::default(),
+            ui: true,
             tls: None,
             auth_token: None,
             metrics_addr: None,

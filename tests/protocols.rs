@@ -243,7 +243,8 @@ async fn an_unknown_request_encoding_is_refused_naming_those_taken() {
 async fn plain_http_gets_http_answers_and_json_to_a_grpc_method_415() {
     let daemon = Daemon::start(&["--workers", "1"]);
     let socket = daemon.socket;
-    let answer = tokio::task::spawn_blocking(move || http1(socket, "GET / HTTP/1.1", b""))
+    // `/` is the analysis board (tests/ui.rs): a path nobody serves.
+    let answer = tokio::task::spawn_blocking(move || http1(socket, "GET /nothing HTTP/1.1", b""))
         .await
         .unwrap();
     assert_eq!(answer.code, 404);

@@ -29,3 +29,4 @@ mod rps_cli;
 mod rps_daemon;
 mod security;
 mod solve_cli;
+mod ui;

@@ -52,6 +52,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         metrics_addr: args.metrics_addr,
         compress_min_bytes: args.compress_min_bytes.0,
         cors_allow_origins: server::CorsOrigins(args.cors_allow_origins.clone()),
+        ui: !args.no_ui,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -95,6 +96,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             liveness_timeout = %shown(config.liveness_timeout),
             compress_min_bytes = %config.compress_min_bytes.map_or_else(|| "off".to_string(), |n| n.to_string()),
             cors_allow_origin = %config.cors_allow_origins.0.join(","),
+            ui = if config.ui { "on" } else { "off" },
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
             auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
             metrics_addr = %metrics_bound.map_or_else(|| "off".to_string(), |a| a.to_string()),

@@ -115,7 +115,8 @@ pub fn build(
             max_in_flight: config.limits.max_in_flight,
         },
     );
-    let front = Front::new(grpc, api, &config.cors_allow_origins);
+    let page = config.ui.then(super::ui::route);
+    let front = Front::new(grpc, api, page, &config.cors_allow_origins);
     Ok(HttpMetrics::new(front, metrics, grpc_paths))
 }
 

@@ -4,6 +4,7 @@
 //! - gRPC-Web (`application/grpc-web`, `-text`; HTTP/1.1 or 2, from browsers): translated by
 //!   `tonic-web` to the same services, with CORS for the origins `--cors-allow-origin` names;
 //! - the plain HTTP API (`POST /v1/solve`, `POST /v1/rps`);
+//! - the analysis board (`GET /` and `/ui/...`, `ui.rs`), unless `--no-ui`;
 //! - and anything else to an answer in words: HTTP 415 for a gRPC path without a gRPC content type
 //!   (a JSON body, say, which gRPC would read as a bad message), 404 for a path nobody serves.
 
@@ -82,6 +83,8 @@ pub struct Front {
     grpc: Route,
     web: Route,
     api: Route,
+    /// The analysis board; `None` under `--no-ui`.
+    page: Option<Route>,
     cors: bool,
 }
 
@@ -89,13 +92,14 @@ impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Front")
             .field("cors", &self.cors)
+            .field("page", &self.page.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Front {
-    /// `grpc`: the services (framed); `api`: the plain HTTP API.
-    pub fn new(grpc: Route, api: Route, origins: &CorsOrigins) -> Front {
+    /// `grpc`: the services (framed); `api`: the plain HTTP API; `page`: the analysis board.
+    pub fn new(grpc: Route, api: Route, page: Option<Route>, origins: &CorsOrigins) -> Front {
         let web = tower::Layer::layer(&tonic_web::GrpcWebLayer::new(), grpc.clone());
         // The API's answers carry the same allowance, for pages of other origins that call it.
         let (web, api, cors) = match origins.layer() {
@@ -110,6 +114,7 @@ impl Front {
             grpc,
             web,
             api,
+            page,
             cors,
         }
     }
@@ -123,6 +128,7 @@ enum Destination {
     GrpcWeb,
     Preflight,
     Api,
+    Page,
     NotGrpcContent,
     Nowhere,
 }
@@ -149,6 +155,8 @@ fn kind(request: &http::Request<Body>) -> Destination {
         }
     } else if API_ROUTES.contains(&path) {
         Destination::Api
+    } else if super::ui::is_page_request(request.method(), path) {
+        Destination::Page
     } else if is_grpc_path(path) {
         Destination::NotGrpcContent
     } else {
@@ -192,6 +200,13 @@ impl Service<http::Request<Body>> for Front {
             let response = plain(status, text);
             Box::pin(std::future::ready(Ok(response)))
         };
+        let nowhere = || {
+            answer(
+                StatusCode::NOT_FOUND,
+                "nothing here: gRPC services are under /patience.v1.Solver/ and \
+                 /patience.v1.RpsService/, the plain HTTP API at POST /v1/solve and /v1/rps",
+            )
+        };
         match kind(&request) {
             Destination::Grpc => Box::pin(tower::ServiceExt::oneshot(self.grpc.clone(), request)),
             Destination::GrpcWeb => Box::pin(tower::ServiceExt::oneshot(self.web.clone(), request)),
@@ -204,6 +219,10 @@ impl Service<http::Request<Body>> for Front {
                  --cors-allow-origin",
             ),
             Destination::Api => Box::pin(tower::ServiceExt::oneshot(self.api.clone(), request)),
+            Destination::Page => match self.page.clone() {
+                Some(page) => Box::pin(tower::ServiceExt::oneshot(page, request)),
+                None => nowhere(),
+            },
             Destination::GrpcOverHttp1 => answer(
                 StatusCode::HTTP_VERSION_NOT_SUPPORTED,
                 "gRPC needs HTTP/2; over HTTP/1.1 use gRPC-Web (application/grpc-web) or the \
@@ -224,11 +243,7 @@ impl Service<http::Request<Body>> for Front {
                 );
                 Box::pin(std::future::ready(Ok(response)))
             }
-            Destination::Nowhere => answer(
-                StatusCode::NOT_FOUND,
-                "nothing here: gRPC services are under /patience.v1.Solver/ and \
-                 /patience.v1.RpsService/, the plain HTTP API at POST /v1/solve and /v1/rps",
-            ),
+            Destination::Nowhere => nowhere(),
         }
     }
 }
@@ -291,6 +306,9 @@ mod tests {
             ),
             (Method::POST, "/v1/rps", None, Destination::Api),
             (Method::GET, "/nothing", None, Destination::Nowhere),
+            (Method::GET, "/", None, Destination::Page),
+            (Method::HEAD, "/ui/board.js", None, Destination::Page),
+            (Method::POST, "/", Some("text/plain"), Destination::Nowhere),
             (
                 Method::POST,
                 "/a/b/c",

@@ -84,8 +84,11 @@ where
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let path = request.uri().path();
-        let route = if self.routes.contains(path) {
+        // The analysis board's page and its files (`ui.rs`), as two routes.
+        let route = if self.routes.contains(path) || path == "/" {
             path.to_string()
+        } else if path.starts_with("/ui/") {
+            "/ui/*".to_string()
         } else {
             "other".to_string()
         };
