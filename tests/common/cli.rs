@@ -297,7 +297,8 @@ pub struct Typed {
 }
 
 impl Typed {
-    fn start(cmd: &mut Command) -> Typed {
+    /// Starts `cmd` (any program) with its standard input open for the test to type into.
+    pub fn start(cmd: &mut Command) -> Typed {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -331,6 +332,13 @@ impl Typed {
         self.stdout
             .recv_timeout(limit)
             .expect("a line of output while the input is open")
+    }
+
+    /// The next line on standard error that contains `needle` (the lines before it are dropped),
+    /// within `limit`, which only catches a hang.
+    pub fn error_line(&self, needle: &str, limit: Duration) -> String {
+        let what = format!("the process prints {needle:?} on standard error");
+        first_line_with(&self.stderr, needle, limit, &what)
     }
 
     /// Waits for the exit with the input still open (unless closed), then returns (the rest of
