@@ -15,9 +15,12 @@ everything under it up to the next heading of its level or above):
   says v1alpha; describe: --list-methods, which must list the rpcs the describe block shows) and
   compares its output with the same block; every `buf curl` command in the sections must be one
   of these;
-- runs the ```sh block that generates the Python stubs (`.venv` read as --venv) and then the
-  ```python snippet (exactly one among the sections), which must print the id and the probability
-  the text after it says it prints (within 1e-6).
+- runs every `$ COMMAND` line of its ```sh blocks (`.venv` read as --venv, 127.0.0.1:50051 as the
+  daemon's address) with bash from the repository's root, in order, and compares its standard
+  output with the lines after it in the block, exactly (the README's Python and Node clients);
+- runs the ```sh block that runs `sample.py` (`.venv` read as --venv; a command a `$` line ran
+  already is not run again) and with it the ```python snippet (exactly one among the sections),
+  which must print the id and the probability the text after it says it prints (within 1e-6).
 Exits non-zero, saying what differs, on any mismatch; stops the daemon in every case.
 """
 
@@ -71,6 +74,23 @@ def commands(body):
     """The shell commands of a ```sh block: continuations joined, comments and blanks dropped."""
     joined = re.sub(r"\\\n\s*", " ", body)
     return [line.strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def dollar_examples(body):
+    """The `$ COMMAND` lines of a ```sh block, each with the lines after it up to the next one."""
+    examples = []
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            examples.append((line[2:], ""))
+        elif examples:
+            examples[-1] = (examples[-1][0], examples[-1][1] + line + "\n")
+    return examples
+
+
+def local(cmd, venv, addr):
+    """A documented command as it runs here: the venv given, the daemon's address."""
+    cmd = re.sub(r"(^|[ /=])\.venv/", rf"\g<1>{venv}/", cmd)
+    return cmd.replace("-m venv .venv", f"-m venv {venv}").replace(DOC_ADDR, addr)
 
 
 def run(argv, **kwargs):
@@ -144,7 +164,7 @@ def main():
     parser.add_argument("--patience", default=str(ROOT / "target/release/patience"))
     parser.add_argument("--grpcurl", required=True)
     parser.add_argument("--buf", required=True)
-    parser.add_argument("--venv", required=True, help="a venv with examples/python/requirements.txt")
+    parser.add_argument("--venv", required=True, help="a venv with clients/python/requirements.txt")
     parser.add_argument("--doc", action="append", metavar="FILE#HEADING",
                         help=f"a section to check, FILE relative to the repository (default: {DOCS})")
     args = parser.parse_args()
@@ -165,6 +185,8 @@ def main():
         buf_commands_run = set()
         doc_buf_commands = []
         python_setup = python_code = None
+        venv = os.path.relpath(args.venv, ROOT)
+        dollar_run = set()
         for i, (lang, body) in enumerate(found):
             if lang == "python":
                 if python_code is not None:
@@ -172,8 +194,18 @@ def main():
                 python_code = body
             if lang != "sh":
                 continue
-            cmds = commands(body)
-            if any("grpc_tools.protoc" in c for c in cmds):
+            for shown, expected in dollar_examples(body):
+                cmd = local(shown, venv, addr)
+                out = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True,
+                                     timeout=600)
+                if out.returncode != 0 or out.stdout != expected:
+                    raise Mismatch(f"`$ {shown}` exited {out.returncode} and printed\n{out.stdout}"
+                                   f"but the docs say\n{expected}(stderr: {out.stderr})")
+                dollar_run.add(shown)
+                print(f"  ok: $ {shown[:70]}")
+                checked += 1
+            cmds = [c for c in commands(body) if not c.startswith("$ ")]
+            if any(" sample.py" in c for c in cmds):
                 python_setup = cmds
             doc_buf_commands += [c for c in cmds if c.startswith("buf curl ")]
             grpcurls = [c for c in cmds if c.startswith("grpcurl ")]
@@ -216,16 +248,16 @@ def main():
             checked += 1
 
         if python_setup is None or python_code is None:
-            raise Mismatch("the sections checked have no Python snippet or no stub generation block")
+            raise Mismatch("the sections checked have no Python snippet or no block that runs sample.py")
         said = re.search(r"```\n\nprints `(\S+) ([0-9.]+)`", calling)
         if not said:
             raise Mismatch("the docs do not say what the Python snippet prints (`prints `ID P``)")
-        venv = os.path.relpath(args.venv, ROOT)
         snippet = Path(work.name) / "sample.py"
         snippet.write_text(python_code.replace(DOC_ADDR, addr))
         for cmd in python_setup:
-            cmd = re.sub(r"(^|[ /=])\.venv/", rf"\g<1>{venv}/", cmd)
-            cmd = cmd.replace("-m venv .venv", f"-m venv {venv}").replace(" sample.py", f" {snippet}")
+            if cmd in dollar_run:
+                continue
+            cmd = local(cmd, venv, addr).replace(" sample.py", f" {snippet}")
             out = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True,
                                  timeout=600)
             if out.returncode != 0:

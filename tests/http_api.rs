@@ -361,7 +361,7 @@ fn every_reason_is_listed_in_the_readme_the_api_page_and_the_proto() {
 fn the_documented_curl_examples_print_what_they_show() {
     let daemon = Daemon::start(&["--workers", "1"]);
     let socket = daemon.socket.to_string();
-    common::doc_examples("README.md", "## Calling it from any gRPC client")
+    common::doc_examples("README.md", "### Without a gRPC stack")
         .rewrite("127.0.0.1:50051", &socket)
         .run();
     common::doc_examples("docs/api.md", "## Plain HTTP")

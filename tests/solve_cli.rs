@@ -80,7 +80,7 @@ fn the_readme_quick_start_prints_what_it_says() {
 
 /// The README's `solve` example prints the reference's 9 decimals (`tests/data/sample.out9`), and
 /// the bad-deal example of `docs/solving.md` prints the error lines worked out by reading
-/// `examples/python/bad-deals.in`: deal 2's `QX` at line 11; deal 3's second `AS` at line 20;
+/// `tests/data/bad-deals.in`: deal 2's `QX` at line 11; deal 3's second `AS` at line 20;
 /// deal 4, whose ninth line is blank, taking line 37 (a first pile `AS 9S 6C KS`) as its ninth
 /// pile and so holding `AS` twice; deal 5, lines 38 to 46, ending in the three cards of line 46.
 /// The file's bad deals make the exit status 1, as the doc says.
@@ -96,7 +96,7 @@ fn the_documented_solve_examples_print_what_the_docs_say() {
         .arg("solve")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/examples/python/bad-deals.in"
+            "/tests/data/bad-deals.in"
         ))
         .output();
     assert_eq!(out.code(), Some(1), "{out:?}");

@@ -8,12 +8,12 @@ mod common;
 
 mod analysis;
 mod client_lib;
+mod clients;
 mod cluster;
 mod connections;
 mod daemon;
 mod daemon_process;
 mod engine;
-mod examples;
 mod hardening;
 mod health;
 mod hostile;

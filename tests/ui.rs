@@ -241,7 +241,7 @@ fn expectations(scratch: &Scratch, token_url: &str, token: &str) -> Value {
     // 5,005 deals, the last four bad: two calls from the page, one file for `solve`.
     let mixed = text("random1000.in").repeat(5)
         + &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python/bad-deals.in"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bad-deals.in"),
         )
         .expect("the bad deals");
     let mixed_file = scratch.write("mixed.in", &mixed);

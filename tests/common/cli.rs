@@ -297,7 +297,8 @@ pub struct Typed {
 }
 
 impl Typed {
-    fn start(cmd: &mut Command) -> Typed {
+    /// Starts `cmd` (any program) with its standard input open for the test to type into.
+    pub fn start(cmd: &mut Command) -> Typed {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

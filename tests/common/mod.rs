@@ -17,6 +17,8 @@
 //! - [`requests`]: building `SolveRequest`s ([`wire`], [`request`], [`requests`]) and reading
 //!   the answers ([`stream_all`], [`probability`]).
 //! - [`tls`]: throwaway certificate authorities ([`Authority`]).
+//! - [`sniff`]: a relay in front of a daemon that counts the gRPC messages each way by their
+//!   compressed flag ([`Sniffer`]), to see a foreign client's compression on the wire.
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -31,6 +33,7 @@ pub mod data;
 pub mod requests;
 pub mod scratch;
 pub mod server;
+pub mod sniff;
 pub mod tls;
 
 pub use cli::*;
@@ -39,4 +42,5 @@ pub use data::*;
 pub use requests::*;
 pub use scratch::*;
 pub use server::*;
+pub use sniff::*;
 pub use tls::*;

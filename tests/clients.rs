@@ -1,0 +1,567 @@
+//! The clients people install, `clients/python` (a pip package whose build generates the stubs
+//! from `proto/`) and `clients/node` (grpc-js, the proto loaded at run time), run as their users
+//! run them against real daemons: what they print (what `patience solve` prints), gzip both ways
+//! on the wire, exit statuses, TLS and tokens, resuming elsewhere after a drain cut, and the
+//! library examples of docs/clients.md.
+//!
+//! They need tools this crate does not build. Python: a venv with
+//! `clients/python/requirements.txt`, from `PATIENCE_VENV` or `target/tools/venv` (which `.ci/run`
+//! installs); the package itself is built here, from a copy of this checkout, for every run.
+//! Node: `node` from `PATIENCE_NODE` or the `PATH`, and `clients/node/node_modules` (`npm ci
+//! --prefix clients/node`). Without them the tests say so and skip that client; when
+//! `PATIENCE_VENV` or `PATIENCE_NODE` is given (as `.ci/run` gives both), a missing tool fails.
+
+use crate::common;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use common::{
+    Authority, DEAD, Daemon, Output, Scratch, Sniffer, Typed, data, doc_section, text,
+    without_patience_env,
+};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One of the clients, ready to run.
+struct Client {
+    name: &'static str,
+    /// The program and the arguments before the client's own.
+    argv: Vec<OsString>,
+    env: Vec<(&'static str, OsString)>,
+}
+
+impl Client {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.argv[0]);
+        without_patience_env(&mut cmd)
+            .args(&self.argv[1..])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(root());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the client")
+            .into()
+    }
+}
+
+/// Whether `program args` runs and exits 0.
+fn succeeds(program: &Path, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Copies the directory `from` to `to`, recursively, leaving out what a build leaves behind.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("make a directory");
+    for entry in std::fs::read_dir(from).expect("read a directory") {
+        let path = entry.expect("a directory entry").path();
+        let name = path
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
+        if ["build", "node_modules", "__pycache__"].contains(&name.as_str())
+            || name.ends_with(".egg-info")
+        {
+            continue;
+        }
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name));
+        } else {
+            std::fs::copy(&path, to.join(&name)).expect("copy a file");
+        }
+    }
+}
+
+/// The venv the Python client runs in: `PATIENCE_VENV` (which must then be ready), else
+/// `target/tools/venv` if it is; `None` (and a note) otherwise.
+fn venv() -> Option<PathBuf> {
+    let given = std::env::var_os("PATIENCE_VENV");
+    let venv = given
+        .clone()
+        .map_or_else(|| root().join("target/tools/venv"), PathBuf::from);
+    let ready = succeeds(
+        &venv.join("bin/python"),
+        &[
+            "-c",
+            "import grpc, grpc_tools, google.rpc.status_pb2, setuptools",
+        ],
+    );
+    assert!(
+        ready || given.is_none(),
+        "PATIENCE_VENV={} lacks clients/python/requirements.txt",
+        venv.display()
+    );
+    if !ready {
+        eprintln!(
+            "skipped the Python client: no venv with clients/python/requirements.txt at {} \
+             (.ci/run installs one there; or set PATIENCE_VENV)",
+            venv.display()
+        );
+    }
+    ready.then_some(venv)
+}
+
+/// Removes the Python builds of earlier test runs (`clients-python-PID` of a process that is gone).
+fn remove_old_builds(tmp: &Path) {
+    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("clients-python-")
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The Python client: the package built from a copy of `clients/python` and `proto/` (so the
+/// checkout stays as it was) into a directory of its own, once per test run.
+fn python() -> Option<&'static Client> {
+    static CLIENT: OnceLock<Option<Client>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            let venv = venv()?;
+            let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            remove_old_builds(tmp);
+            let dir = tmp.join(format!("clients-python-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            copy_dir(
+                &root().join("clients/python"),
+                &dir.join("src/clients/python"),
+            );
+            copy_dir(&root().join("proto"), &dir.join("src/proto"));
+            let site = dir.join("site");
+            let out = Command::new(venv.join("bin/pip"))
+                .args([
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                ])
+                .args(["--no-build-isolation", "--no-index", "--target"])
+                .arg(&site)
+                .arg(dir.join("src/clients/python"))
+                .output()
+                .expect("run pip");
+            assert!(
+                out.status.success(),
+                "pip install ./clients/python: {out:?}"
+            );
+            Some(Client {
+                name: "python",
+                argv: vec![site.join("bin/patience-py").into()],
+                env: vec![
+                    ("PYTHONPATH", site.into()),
+                    ("PYTHONDONTWRITEBYTECODE", "1".into()),
+                ],
+            })
+        })
+        .as_ref()
+}
+
+/// `node`, from `PATIENCE_NODE` (which must then work, with `clients/node/node_modules`) or the
+/// `PATH`; `None` (and a note) without it or without the modules.
+fn node_program() -> Option<PathBuf> {
+    let given = std::env::var_os("PATIENCE_NODE");
+    let node = given
+        .clone()
+        .map_or_else(|| PathBuf::from("node"), PathBuf::from);
+    let modules = root().join("clients/node/node_modules/@grpc/grpc-js/package.json");
+    let ready = succeeds(&node, &["--version"]) && modules.is_file();
+    assert!(
+        ready || given.is_none(),
+        "PATIENCE_NODE={} does not run, or clients/node/node_modules is missing (npm ci --prefix \
+         clients/node)",
+        node.display()
+    );
+    if !ready {
+        eprintln!(
+            "skipped the Node client: it needs node on the PATH (or PATIENCE_NODE) and `npm ci \
+             --prefix clients/node`, which .ci/run does"
+        );
+    }
+    ready.then_some(node)
+}
+
+fn node() -> Option<&'static Client> {
+    static CLIENT: OnceLock<Option<Client>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            Some(Client {
+                name: "node",
+                argv: vec![
+                    node_program()?.into(),
+                    root().join("clients/node/patience.js").into(),
+                ],
+                env: Vec::new(),
+            })
+        })
+        .as_ref()
+}
+
+/// The clients that can run here.
+fn clients() -> Vec<&'static Client> {
+    [python(), node()].into_iter().flatten().collect()
+}
+
+/// `patience solve FILE`, as the reference the clients are held to.
+fn solved(file: &str) -> Output {
+    common::run(&["solve", file])
+}
+
+/// Both clients, gzip on (their default), on the 1,000 random deals: byte for byte the judge's
+/// answers; and on the wire every request they sent was compressed, and so was every answer the
+/// daemon sent back (each over --compress-min-bytes). With `--no-gzip` their requests go plain,
+/// which shows the relay tells the two apart, while the answers stay compressed: the clients
+/// still accept gzip.
+#[test]
+fn each_client_prints_the_corpus_answers_byte_for_byte_with_gzip_both_ways() {
+    let daemon = Daemon::start(&["--workers", "2"]);
+    let expected = text("random1000.out6");
+    let random = data("random1000.in");
+    for client in clients() {
+        let sniffer = Sniffer::start(daemon.socket);
+        let out = client.run(&["--addr", &sniffer.addr, &random]);
+        assert_eq!(out.code(), Some(0), "{}: {out:?}", client.name);
+        assert!(
+            out.stdout_str() == expected,
+            "{}: output differs from random1000.out6",
+            client.name
+        );
+        assert_eq!(out.stderr_str(), "", "{}", client.name);
+        let wire = sniffer.counts();
+        // 1,000 deals in requests of 256: four of each.
+        assert!(
+            wire.requests.compressed >= 4 && wire.requests.plain == 0,
+            "{}: {wire:?}",
+            client.name
+        );
+        assert!(
+            wire.responses.compressed >= 4 && wire.responses.plain == 0,
+            "{}: {wire:?}",
+            client.name
+        );
+
+        let plain = Sniffer::start(daemon.socket);
+        let out = client.run(&["--no-gzip", "--addr", &plain.addr, &random]);
+        assert!(out.stdout_str() == expected, "{}: {out:?}", client.name);
+        let wire = plain.counts();
+        assert!(
+            wire.requests.plain >= 4 && wire.requests.compressed == 0,
+            "{}: {wire:?}",
+            client.name
+        );
+        assert!(wire.responses.compressed >= 4, "{}: {wire:?}", client.name);
+    }
+}
+
+/// On files of bad deals of every kind (tests/data/README.md), read from a file and from standard
+/// input, each client prints what `patience solve` prints, `error:` lines included, and exits 1
+/// as it does. In bad-kinds.in, piles of five and three cards make 36 cards, which the daemon
+/// would solve: the old Python example printed a probability for that deal.
+#[test]
+fn each_client_prints_what_solve_prints_for_bad_deals() {
+    let daemon = Daemon::start(&["--workers", "2"]);
+    for name in ["bad-deals.in", "bad-kinds.in"] {
+        let bad = data(name);
+        let solve = solved(&bad);
+        assert_eq!(solve.code(), Some(1), "{solve:?}");
+        let solve_stdin = common::patience()
+            .args(&["solve", "-"])
+            .stdin(std::fs::read(&bad).expect("read the bad deals"))
+            .output();
+        for client in clients() {
+            let out = client.run(&["--addr", &daemon.addr, &bad]);
+            assert_eq!(out.code(), Some(1), "{} {name}: {out:?}", client.name);
+            assert_eq!(
+                out.stdout_str(),
+                solve.stdout_str(),
+                "{} {name}",
+                client.name
+            );
+            assert_eq!(out.stderr_str(), "", "{} {name}", client.name);
+
+            let from_stdin = client
+                .command()
+                .args(["--addr", &daemon.addr])
+                .stdin(std::fs::File::open(&bad).expect("open the bad deals"))
+                .output()
+                .expect("run the client");
+            assert_eq!(
+                from_stdin.status.code(),
+                Some(1),
+                "{} {name}: {from_stdin:?}",
+                client.name
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&from_stdin.stdout),
+                solve_stdin.stdout_str(),
+                "{} {name}",
+                client.name
+            );
+        }
+    }
+    // Worked by hand: the 5+3 deal is deal 2 of bad-kinds.in, its pile 1 on line 10.
+    let kinds = data("bad-kinds.in");
+    assert!(
+        solved(&kinds).stdout_str().contains(&format!(
+            "error: {kinds}: deal 2 (line 10): pile 1 has 5 cards; a pile has 4\n"
+        )),
+        "{kinds}"
+    );
+}
+
+/// tests/data/ties.in holds deals whose probability is a 6-decimal tie, nine of them exactly (odd
+/// multiples of 1/128): each client prints them as `solve` does, rounded half to even, where
+/// JavaScript's `toFixed` rounds up. Worked by hand: 1/128 = 0.0078125 prints 0.007812, and
+/// 3/128 = 0.0234375 prints 0.023438.
+#[test]
+fn each_client_prints_ties_as_solve_does() {
+    let daemon = Daemon::start(&["--workers", "2"]);
+    let ties = data("ties.in");
+    let solve = solved(&ties);
+    assert!(solve.stdout_str().contains("0.007812\n") && solve.stdout_str().contains("0.023438\n"));
+    for client in clients() {
+        let out = client.run(&["--addr", &daemon.addr, &ties]);
+        assert_eq!(out.code(), Some(0), "{}: {out:?}", client.name);
+        assert_eq!(out.stdout_str(), solve.stdout_str(), "{}", client.name);
+    }
+}
+
+/// The Node client's rounding, unit-tested on ties, near-ties, edges and against an oracle that
+/// rounds in decimal digits (`clients/node/test/fixed.test.js`, Node's own test runner).
+#[test]
+fn the_node_rounding_is_half_to_even_on_the_exact_value() {
+    let Some(node) = node_program() else { return };
+    let out: Output = Command::new(node)
+        .args(["--test", "clients/node/test/"])
+        .current_dir(root())
+        .output()
+        .expect("run node --test")
+        .into();
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout_str().contains("# fail 0") && out.stdout_str().contains("# pass 6"),
+        "{}",
+        out.stdout_str()
+    );
+}
+
+/// What a failed run says: exit status 2 and one line on standard error naming the status code,
+/// the reason of its details and the message; never a traceback or a stack. Exit 1 stays for bad
+/// deals. Here: no daemon at the address, a wrong token (over TLS, where the right token and the
+/// CA get the answer), a deadline, and a file that does not exist.
+#[test]
+fn each_client_exits_2_with_one_line_when_the_run_fails() {
+    let scratch = Scratch::new("clients-fail");
+    let ca = Authority::new();
+    let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
+    let ca_pem = scratch.write("ca.pem", ca.pem());
+    let cert = scratch.write("server.pem", cert);
+    let key = scratch.write("server.key", key);
+    let token = scratch.write("token", "s3cret\n");
+    let wrong = scratch.write("wrong", "guess\n");
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--auth-token-file",
+        &token,
+    ]);
+    let https = daemon.addr.replace("http://", "https://");
+    let sample = data("sample.in");
+    let one_line = |client: &Client, out: &Output, needle: &str| {
+        let stderr = out.stderr_str();
+        assert_eq!(out.code(), Some(2), "{}: {out:?}", client.name);
+        assert_eq!(stderr.lines().count(), 1, "{}: {stderr}", client.name);
+        assert!(stderr.contains(needle), "{}: {stderr}", client.name);
+        assert!(
+            !stderr.contains("Traceback") && !stderr.contains("    at "),
+            "{}: {stderr}",
+            client.name
+        );
+    };
+    for client in clients() {
+        let ok = client.run(&[
+            "--addr",
+            &https,
+            "--tls-ca",
+            &ca_pem,
+            "--auth-token-file",
+            &token,
+            &sample,
+        ]);
+        assert_eq!(ok.code(), Some(0), "{}: {ok:?}", client.name);
+        assert_eq!(ok.stdout_str(), "0.589314\n", "{}", client.name);
+
+        let refused = client.run(&[
+            "--addr",
+            &https,
+            "--tls-ca",
+            &ca_pem,
+            "--auth-token-file",
+            &wrong,
+            &sample,
+        ]);
+        one_line(client, &refused, "UNAUTHENTICATED (UNAUTHENTICATED): ");
+        assert_eq!(refused.stdout_str(), "", "{}", client.name);
+
+        let dead = client.run(&["--addr", DEAD, &sample]);
+        one_line(client, &dead, "UNAVAILABLE");
+
+        // A deadline for the whole run, here one that has passed as the run starts.
+        let late = client.run(&[
+            "--addr",
+            &https,
+            "--tls-ca",
+            &ca_pem,
+            "--deadline",
+            "0",
+            &sample,
+        ]);
+        one_line(client, &late, "DEADLINE_EXCEEDED");
+
+        let missing = scratch.join("missing.in").display().to_string();
+        let gone = client.run(&[
+            "--addr",
+            &https,
+            "--tls-ca",
+            &ca_pem,
+            "--auth-token-file",
+            &token,
+            &sample,
+            &missing,
+        ]);
+        one_line(client, &gone, "cannot open");
+        // What came before the file that cannot be read is printed, as `solve` prints it.
+        assert_eq!(gone.stdout_str(), "0.589314\n", "{}", client.name);
+    }
+}
+
+/// A daemon cut short by its drain (`--drain-cut-after`, SIGTERM while the client is still
+/// sending) ends the call with UNAVAILABLE, DRAIN_CUT and the index to resume from; each client
+/// goes on at the next address, resending the deals that got no answer, and prints every deal
+/// once, in order. The client reads standard input, which the test holds open until the cut, so
+/// that the client is still sending when it comes, whatever the timing: the corpus, the cut, the
+/// corpus again; the output is the corpus' answers twice, byte for byte.
+#[test]
+fn each_client_resumes_at_the_next_daemon_after_a_drain_cut() {
+    let corpus = std::fs::read(data("random1000.in")).expect("read random1000.in");
+    let expected = text("random1000.out6").repeat(2);
+    for client in clients() {
+        let cut = Daemon::start(&[
+            "--workers",
+            "1",
+            "--drain-cut-after",
+            "100ms",
+            "--drain-timeout",
+            "30s",
+        ]);
+        let next = Daemon::start(&["--workers", "2"]);
+        let addrs = format!("{},{}", cut.addr, next.addr);
+        let mut typed = Typed::start(client.command().args(["--addr", &addrs]));
+        typed.type_in(&corpus);
+        // Answers are coming from the first daemon (Python prints 8 KiB at a time: 910 lines).
+        let mut output = typed.next_line(common::HANG_LIMIT);
+        cut.signal("TERM");
+        let failover = typed.error_line("going on at");
+        assert!(
+            failover.contains("UNAVAILABLE (DRAIN_CUT)")
+                && failover.ends_with(&format!("going on at {}", next.addr)),
+            "{}: {failover}",
+            client.name
+        );
+        typed.type_in(&corpus);
+        typed.close_input();
+        let (rest, code, stderr) = typed.finish(client.name);
+        output.push_str(&rest);
+        assert_eq!(code, Some(0), "{}: {stderr}", client.name);
+        assert!(
+            output == expected,
+            "{}: the output is not the corpus' answers twice\n{stderr}",
+            client.name
+        );
+        assert!(
+            cut.logged("cut short by shutdown", common::LOG_LIMIT)
+                .contains("cut short"),
+            "{}",
+            client.name
+        );
+    }
+}
+
+/// The fenced block of `lang` in `doc`'s section `heading`, and the ```text block after it: a
+/// library example and what it prints.
+fn example(doc: &str, heading: &str, lang: &str) -> (String, String) {
+    let section = doc_section(doc, heading);
+    let mut blocks = section.split("```").skip(1).step_by(2).map(|b| {
+        let (tag, body) = b.split_once('\n').unwrap_or((b, ""));
+        (tag.to_string(), body.to_string())
+    });
+    let code = blocks
+        .by_ref()
+        .find(|(tag, _)| tag == lang)
+        .unwrap_or_else(|| panic!("{doc}, {heading}: no ```{lang} block"))
+        .1;
+    let shown = blocks
+        .next()
+        .filter(|(tag, _)| tag == "text")
+        .unwrap_or_else(|| panic!("{doc}, {heading}: no ```text block after the ```{lang} one"))
+        .1;
+    (code, shown)
+}
+
+/// Runs `program -` from the repository's root with `code` on standard input (so that the
+/// example's relative paths and `require`s resolve from the root, as the page says to run them).
+fn run_stdin(program: &Path, env: &[(&str, OsString)], code: &str) -> Output {
+    let mut child = Command::new(program)
+        .arg("-")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example");
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    std::io::Write::write_all(&mut stdin, code.as_bytes()).expect("write the example");
+    drop(stdin);
+    child.wait_with_output().expect("run the example").into()
+}
+
+/// docs/clients.md's library examples (`solve_file`, `solveFile`), run from the repository's
+/// root against a daemon, print what the page shows.
+#[test]
+fn the_library_examples_of_the_clients_page_print_what_it_shows() {
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let addr = daemon.addr.trim_start_matches("http://");
+    if let Some(client) = python() {
+        let (code, shown) = example("docs/clients.md", "### Python", "python");
+        let python = venv()
+            .expect("the venv the client was built with")
+            .join("bin/python");
+        let out = run_stdin(&python, &client.env, &code.replace("127.0.0.1:50051", addr));
+        assert_eq!(out.stdout_str(), shown, "docs/clients.md, Python: {out:?}");
+    }
+    if let Some(node) = node_program() {
+        let (code, shown) = example("docs/clients.md", "### Node", "js");
+        let out = run_stdin(&node, &[], &code.replace("127.0.0.1:50051", addr));
+        assert_eq!(out.stdout_str(), shown, "docs/clients.md, Node: {out:?}");
+    }
+}
