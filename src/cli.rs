@@ -292,6 +292,28 @@ pub struct RemoteArgs {
     /// (a wrong address or a daemon not started is not worth waiting for).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub give_up_after: std::time::Duration,
+    /// Calls open at once to each address, each with its own HTTP/2 window: a distant daemon is
+    /// not held to one window per round trip, and a proxy in front of several daemons can send
+    /// each call to another.
+    #[arg(long, default_value_t = crate::client::STREAMS, value_parser = whole::<usize>(1, 64))]
+    pub streams: usize,
+    /// Request bytes one call carries before the next call takes over (a proxy counts a call's
+    /// requests as one body: nginx refuses over 1 MiB by default, and a balancer spreads calls,
+    /// not messages).
+    #[arg(long, default_value_t = crate::client::STREAM_MAX_BYTES, value_parser = whole::<usize>(1_024, NO_MAX))]
+    pub stream_max_bytes: usize,
+    /// Memory for requests and answers read ahead of the first one not yet printed, in bytes:
+    /// what lets fast daemons go on while a slow one holds the oldest (see docs/client.md for
+    /// the formula).
+    #[arg(long, default_value_t = 64 << 20, value_parser = whole::<usize>(1 << 20, NO_MAX))]
+    pub reorder_buffer_bytes: usize,
+    /// HTTP/2 ping to a daemon that has sent nothing for this long...
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub keepalive_interval: std::time::Duration,
+    /// ...and give it up when the ping is not answered within this: a partitioned daemon is
+    /// abandoned within their sum.
+    #[arg(long, default_value = "4s", value_parser = parse_duration)]
+    pub keepalive_timeout: std::time::Duration,
     /// Hedge a daemon that holds requests and has answered nothing for this long (or for 8 times
     /// its usual time between answers, when longer) [default: `client::HEDGE_FLOOR`]. Hidden:
     /// for tests, which would otherwise wait that long.

@@ -48,6 +48,16 @@ pub const LATE_FAILURES: Duration = Duration::from_secs(2);
 pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
 /// ...or this many times its usual time between answers, when that is longer.
 pub const HEDGE_FACTOR: u32 = 8;
+/// The default of [`ClientConfig::streams`].
+pub const STREAMS: usize = 4;
+/// The default of [`ClientConfig::stream_max_bytes`]: half of nginx's default body limit
+/// (`client_max_body_size 1m`), which counts a whole call's requests as one body.
+pub const STREAM_MAX_BYTES: usize = 512 << 10;
+/// The defaults of [`ClientConfig::keepalive_interval`] and [`ClientConfig::keepalive_timeout`]:
+/// a daemon cut off without its connection closing (a partition, a dead host) is abandoned
+/// within their sum, under 10 s; its chunks were hedged onto the others before that.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(3);
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// Everything a run needs, validated: what the command line's flags become.
 #[derive(Clone)]
@@ -55,8 +65,14 @@ pub struct ClientConfig {
     pub targets: Vec<Target>,
     pub connector: Connector,
     pub bearer: AddBearer,
-    /// Chunks (request messages) one daemon may hold unanswered.
+    /// Chunks (request messages) one daemon may hold unanswered, over all its calls.
     pub window: usize,
+    /// Calls open at once to each daemon (each address: a proxy's address is one), [`STREAMS`]
+    /// in production.
+    pub streams: usize,
+    /// Request bytes one call takes before the next call takes over, [`STREAM_MAX_BYTES`] in
+    /// production.
+    pub stream_max_bytes: usize,
     /// The analysis every request asks for (`None`: the plain probability).
     pub asked: Option<Options>,
     /// With chunks waiting and no daemon up for this long, give up.
@@ -79,12 +95,22 @@ impl std::fmt::Debug for ClientConfig {
         f.debug_struct("ClientConfig")
             .field("targets", &self.targets)
             .field("window", &self.window)
+            .field("streams", &self.streams)
+            .field("stream_max_bytes", &self.stream_max_bytes)
             .field("asked", &self.asked)
             .field("give_up_after", &self.give_up_after)
             .field("dns_refresh", &self.dns_refresh)
             .field("hedge_floor", &self.hedge_floor)
             .field("late_failures", &self.late_failures)
             .finish_non_exhaustive()
+    }
+}
+
+impl ClientConfig {
+    /// Chunks one call (one lane) may hold: the daemon's window shared among its calls, at least
+    /// 2 so that each call pipelines.
+    pub fn lane_window(&self) -> usize {
+        self.window.div_ceil(self.streams.max(1)).max(2)
     }
 }
 
@@ -107,12 +133,18 @@ pub enum Event {
         resent: usize,
         others: usize,
     },
-    /// A failed daemon is back.
+    /// A failed daemon answers again.
     Back { daemon: Daemon },
     /// A daemon answered nothing for a while: its `holding` chunks also go to others.
     Slowed { daemon: Daemon, holding: usize },
     /// A new address under a name.
     Found { daemon: Daemon },
+    /// An address left its name: it takes nothing new, and answers the `holding` chunks it has
+    /// (or gives them back if it fails).
+    Left { daemon: Daemon, holding: usize },
+    /// The address is not a patience daemon: it takes nothing more, and the run goes on over
+    /// the others.
+    Retired { daemon: Daemon, reason: String },
     /// A name could not be resolved again (its daemons found before stay).
     ResolveFailed { name: String, error: String },
     /// The run is over, however it ended (the last event): what each daemon answered.

@@ -145,6 +145,8 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         targets,
         bearer: AddBearer::new(None).unwrap(),
         window: client::window(32),
+        streams: client::STREAMS,
+        stream_max_bytes: client::STREAM_MAX_BYTES,
         asked: None,
         give_up_after: Duration::from_secs(10),
         dns_refresh: Duration::from_millis(200),
@@ -245,6 +247,8 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
         targets,
         bearer: AddBearer::new(None).unwrap(),
         window: client::window(32),
+        streams: client::STREAMS,
+        stream_max_bytes: client::STREAM_MAX_BYTES,
         asked: None,
         give_up_after: Duration::from_secs(10),
         dns_refresh: Duration::from_secs(30),
@@ -281,4 +285,160 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
         slowed |= matches!(event, Event::Slowed { .. });
     }
     assert!(slowed, "the hung daemon was not hedged");
+}
+
+/// A config over `dns:///patience.test:PORT`, resolved by `names`, refreshed every 100 ms.
+fn by_name(port: u16, names: Arc<Names>) -> ClientConfig {
+    let targets = vec![Target::parse(&format!("dns:///patience.test:{port}")).unwrap()];
+    ClientConfig {
+        connector: Connector::new(&targets, &TlsFiles::default()).unwrap(),
+        targets,
+        bearer: AddBearer::new(None).unwrap(),
+        window: client::window(32),
+        streams: client::STREAMS,
+        stream_max_bytes: client::STREAM_MAX_BYTES,
+        asked: None,
+        give_up_after: Duration::from_secs(10),
+        dns_refresh: Duration::from_millis(100),
+        hedge_floor: client::HEDGE_FLOOR,
+        late_failures: Duration::from_millis(50),
+        resolver: names,
+    }
+}
+
+/// Submits `chunks` chunks of 32 random deals, `pause` apart, calling `midway` before chunk
+/// `at`; checks every answer against the engine and returns the run's events.
+async fn paced_run(
+    config: ClientConfig,
+    chunks: usize,
+    pause: Duration,
+    at: usize,
+    midway: impl FnOnce(),
+) -> Vec<Event> {
+    let (submit, submissions) = mpsc::channel::<Chunk>(1);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let run = tokio::spawn(client::run(config, submissions, events_tx));
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut engine = Engine::new();
+    let (mut answers, mut expected) = (Vec::new(), Vec::new());
+    let mut midway = Some(midway);
+    for n in 0..chunks {
+        if n == at
+            && let Some(midway) = midway.take()
+        {
+            midway();
+        }
+        let deals: Vec<Deal> = (0..32).map(|_| Deal::shuffled(&mut rng)).collect();
+        expected.extend(deals.iter().map(|d| engine.solve(d).probability));
+        let request = SolveRequest {
+            deals: deals.iter().map(|d| wire(d, "")).collect(),
+            analysis: None,
+        };
+        let (reply, answer) = oneshot::channel();
+        submit.send(Chunk { request, reply }).await.unwrap();
+        answers.push(answer);
+        tokio::time::sleep(pause).await;
+    }
+    drop(submit);
+    let got = probabilities(answers, run).await;
+    assert_eq!(got.len(), expected.len());
+    for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
+    }
+    let mut told = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        told.push(event);
+    }
+    told
+}
+
+/// An address removed from the name mid-run is let go: after the next resolutions it takes no
+/// new chunk (its daemon's count of answered deals stops), it is said once, and the run ends
+/// well over the address left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_that_leaves_the_name_takes_no_new_chunk() {
+    let port = free_ports(1)[0];
+    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
+    let (stay, leave) = (daemon_at(at(1)).await, daemon_at(at(2)).await);
+    let names = Arc::new(Names::default());
+    *names.0.lock().unwrap() = vec![at(1), at(2)];
+    let config = by_name(port, names.clone());
+    let before_leaving = Arc::new(Mutex::new(0));
+    let seen = before_leaving.clone();
+    let leaving = leave.clone();
+    let checked = Arc::new(Mutex::new(None));
+    let after = checked.clone();
+    let watcher = leave.clone();
+    // Settled: a second after the removal, the daemon has answered what it held; from then on
+    // its count must not move.
+    let settle = tokio::spawn(async move {
+        loop {
+            let removed = *seen.lock().unwrap();
+            if removed > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        *after.lock().unwrap() = Some(watcher.stats().done());
+    });
+    let events = paced_run(config, 600, Duration::from_millis(5), 150, move || {
+        names.0.lock().unwrap().retain(|a| *a != at(2));
+        *before_leaving.lock().unwrap() = leaving.stats().done().max(1);
+    })
+    .await;
+    settle.await.unwrap();
+    let settled = checked
+        .lock()
+        .unwrap()
+        .expect("the run outlasted the settling");
+    assert!(settled > 0, "the leaving daemon never took work");
+    assert_eq!(
+        leave.stats().done(),
+        settled,
+        "the daemon that left the name still took work"
+    );
+    assert!(stay.stats().done() > 0);
+    let left: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Left { .. }))
+        .collect();
+    assert_eq!(left.len(), 1, "{events:?}");
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Failed { .. })),
+        "{events:?}"
+    );
+}
+
+/// Another gRPC service (only a health service) on an address the name resolves to, as when a
+/// pod's address is reused: it is retired with one event naming it, and the run ends well over
+/// the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_grpc_service_under_the_name_is_retired_and_the_run_goes_on() {
+    let port = free_ports(1)[0];
+    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
+    let daemon = daemon_at(at(1)).await;
+    let listener = TcpListener::bind(at(2)).await.unwrap();
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let names = Arc::new(Names::default());
+    *names.0.lock().unwrap() = vec![at(2), at(1)];
+    let events = paced_run(by_name(port, names), 40, Duration::ZERO, 0, || ()).await;
+    assert!(daemon.stats().done() > 0);
+    let retired: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Retired { daemon, reason } => Some(format!("{daemon}: {reason}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retired.len(), 1, "{events:?}");
+    assert!(
+        retired[0].contains(&at(2).to_string()) && retired[0].contains("not a patience daemon"),
+        "{retired:?}"
+    );
 }

@@ -549,9 +549,20 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         .map(|at| Daemon::start_at(at, &flags, &[]))
         .collect();
     let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    // The smallest read-ahead, so that the client, whose output the test reads only now and
+    // then, has most of the input still to send when each daemon is back.
     let mut client = patience()
         .args(&[
-            "client", "--addr", &addrs[0], "--addr", &addrs[1], "--batch", "32", input,
+            "client",
+            "--addr",
+            &addrs[0],
+            "--addr",
+            &addrs[1],
+            "--batch",
+            "32",
+            "--reorder-buffer-bytes",
+            "1048576",
+            input,
         ])
         .running();
     let mut head = String::new();

@@ -23,6 +23,7 @@ mod layout;
 mod long_jobs;
 mod metrics;
 mod monitoring;
+mod network;
 mod protocols;
 mod rps;
 mod rps_cli;

@@ -36,8 +36,12 @@ use crate::proto::{self, SolveRequest};
 use crate::rps::{Case, CaseReader};
 use crate::solver::Options;
 
-/// Fewest printer slots read ahead, whatever the number of daemons.
+/// Fewest printer slots read ahead, whatever `--reorder-buffer-bytes` says.
 const AHEAD: usize = 32;
+/// What one item read ahead may hold at most, counted against `--reorder-buffer-bytes`: its
+/// request (a deal's 107 characters and the message around them, about 170 bytes), its place in
+/// the printer's slot and its answer, rounded up (docs/client.md has the measured figures).
+const AHEAD_BYTES_PER_ITEM: usize = 512;
 
 /// What a game's files become on their way to the daemons.
 trait Remote: Protocol {
@@ -80,6 +84,8 @@ impl Remote for RpsProtocol {
 struct Plan<'a> {
     files: &'a [std::path::PathBuf],
     batch: usize,
+    /// `--reorder-buffer-bytes`.
+    reorder_bytes: usize,
     render: Render,
     job: &'a JobArgs,
 }
@@ -101,7 +107,16 @@ fn config(
         cert: remote.tls_cert.clone(),
         key: remote.tls_key.clone(),
     };
-    let connector = Connector::new(&targets, &files)?;
+    for (flag, value) in [
+        ("--keepalive-interval", remote.keepalive_interval),
+        ("--keepalive-timeout", remote.keepalive_timeout),
+    ] {
+        if value < Duration::from_millis(100) {
+            bail!("{flag} must be at least 100ms (got {value:?})");
+        }
+    }
+    let connector = Connector::new(&targets, &files)?
+        .keepalive(remote.keepalive_interval, remote.keepalive_timeout);
     let token = remote
         .auth_token_file
         .as_deref()
@@ -114,6 +129,8 @@ fn config(
         connector,
         bearer,
         window: client::window(batch as usize),
+        streams: remote.streams,
+        stream_max_bytes: remote.stream_max_bytes,
         asked,
         give_up_after: remote.give_up_after,
         dns_refresh: remote.dns_refresh,
@@ -131,6 +148,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
     let plan = Plan {
         files: &args.files,
         batch: args.batch as usize,
+        reorder_bytes: args.remote.reorder_buffer_bytes,
         render: Render {
             format: args.analysis.format,
             precision: args.precision,
@@ -147,6 +165,7 @@ pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let plan = Plan {
         files: &args.files,
         batch: args.batch as usize,
+        reorder_bytes: args.remote.reorder_buffer_bytes,
         render: args.render(),
         job: &args.job,
     };
@@ -206,7 +225,7 @@ async fn stream<G: Remote>(
     let inputs = job.inputs.clone();
     let skip = job.skip();
     let progress = &job.progress;
-    let ahead = AHEAD.max(2 * config.window * config.targets.len());
+    let ahead = AHEAD.max(plan.reorder_bytes / (AHEAD_BYTES_PER_ITEM * batch.max(1)));
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
     let (submit, submissions) = mpsc::channel::<Chunk<G>>(1);
     std::thread::Builder::new()
@@ -368,6 +387,21 @@ fn tell(progress: &Progress, event: &Event) {
         Event::Found { daemon } => {
             progress.eprintln(format_args!(
                 "patience: note: found {daemon}; it takes work too"
+            ));
+        }
+        Event::Left { daemon, holding } => {
+            let what = match holding {
+                0 => String::new(),
+                1 => "; it answers the request it holds".into(),
+                n => format!("; it answers the {n} requests it holds"),
+            };
+            progress.eprintln(format_args!(
+                "patience: note: {daemon} left its name; it takes no new work{what}"
+            ));
+        }
+        Event::Retired { daemon, reason } => {
+            progress.eprintln(format_args!(
+                "patience: warning: {daemon} is left out of the run: {reason}"
             ));
         }
         Event::ResolveFailed { name, error } => {

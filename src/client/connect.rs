@@ -14,10 +14,8 @@ use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// How long connecting to one daemon may take before it counts as failed (the others go on).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// HTTP/2 pings find a daemon that vanished without closing its connection (a dead host, a
-/// partition), so its chunks are resent instead of waited on forever.
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+const DEFAULT_KEEPALIVE: (Duration, Duration) =
+    (super::KEEPALIVE_INTERVAL, super::KEEPALIVE_TIMEOUT);
 
 /// One `--addr`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,6 +105,10 @@ pub struct TlsFiles {
 #[derive(Clone, Debug)]
 pub struct Connector {
     tls: Option<ClientTlsConfig>,
+    /// HTTP/2 pings find a daemon that vanished without closing its connection (a dead host, a
+    /// partition), so its chunks are resent instead of waited on for ever: a ping when nothing
+    /// came for the interval, and the connection given up when its answer takes the timeout.
+    keepalive: (Duration, Duration),
 }
 
 impl Connector {
@@ -118,7 +120,10 @@ impl Connector {
             return Err(ConnectError::TlsWithoutHttps(display(plain)));
         }
         if !targets.iter().any(Target::tls) {
-            return Ok(Connector { tls: None });
+            return Ok(Connector {
+                tls: None,
+                keepalive: DEFAULT_KEEPALIVE,
+            });
         }
         let read = |path: &PathBuf| {
             std::fs::read(path).map_err(|source| ConnectError::Read {
@@ -134,7 +139,16 @@ impl Connector {
             check_versions(&pem, cert)?;
             tls = tls.identity(Identity::from_pem(pem, read(key)?));
         }
-        Ok(Connector { tls: Some(tls) })
+        Ok(Connector {
+            tls: Some(tls),
+            keepalive: DEFAULT_KEEPALIVE,
+        })
+    }
+
+    /// The keepalive's interval and timeout (`--keepalive-interval`, `--keepalive-timeout`).
+    pub fn keepalive(mut self, interval: Duration, timeout: Duration) -> Connector {
+        self.keepalive = (interval, timeout);
+        self
     }
 
     /// The endpoint of one daemon: a URL, or an address found for a DNS name (whose certificate
@@ -144,9 +158,12 @@ impl Connector {
         let endpoint = Endpoint::from_shared(url.clone())
             .map_err(|_| ConnectError::Address(url.clone()))?
             .connect_timeout(CONNECT_TIMEOUT)
-            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
-            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
-            .keep_alive_while_idle(true);
+            .http2_keep_alive_interval(self.keepalive.0)
+            .keep_alive_timeout(self.keepalive.1)
+            .keep_alive_while_idle(true)
+            // The responses' window follows the bandwidth-delay product, so answers from a
+            // distant daemon are not held back one 64 KiB window per round trip.
+            .http2_adaptive_window(true);
         match (&self.tls, daemon) {
             (Some(tls), Daemon::Url(url)) if url.starts_with("https://") => endpoint
                 .tls_config(tls.clone())

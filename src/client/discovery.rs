@@ -1,8 +1,9 @@
 //! Daemons found by name: `dns:///NAME:PORT` is every address NAME resolves to, each a lane of its
 //! own, and the name is resolved again every `--dns-refresh` and whenever one of its daemons
 //! fails, so that pods that come and go behind a Kubernetes headless Service are followed: a new
-//! address becomes a new lane and takes work at once; an address that went away fails its lane,
-//! whose chunks go to the others.
+//! address becomes a new daemon and takes work at once; an address no longer in the answer is
+//! let go (it takes nothing new, answers what it holds, and is dropped), so that a reused pod
+//! address is never sent work meant for the pod that left.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -38,8 +39,10 @@ impl Resolve for SystemResolver {
 /// What a name's watcher found.
 #[derive(Debug)]
 pub enum Found {
-    /// An address not seen before under the name.
+    /// An address not seen before under the name (or seen, gone, and back).
     Daemon(Daemon),
+    /// An address the name no longer resolves to.
+    Gone(Daemon),
     /// A resolution failed (the addresses found before stay).
     Failed { name: String, error: String },
 }
@@ -80,7 +83,7 @@ impl Watch {
     }
 
     /// Resolves the name again now and then, reporting addresses not in `known` as they appear,
-    /// until the run is over.
+    /// and those that disappear, until the run is over. A resolution that fails changes nothing.
     pub async fn run(self, known: Vec<Daemon>) {
         let mut seen: HashSet<Daemon> = known.into_iter().collect();
         loop {
@@ -95,10 +98,18 @@ impl Watch {
             };
             let report = match resolved {
                 Ok(addrs) => {
-                    for daemon in dedup(addrs).map(|addr| self.daemon(addr)) {
-                        if seen.insert(daemon.clone())
-                            && self.found.send(Found::Daemon(daemon)).is_err()
-                        {
+                    let now: HashSet<Daemon> = dedup(addrs).map(|addr| self.daemon(addr)).collect();
+                    let mut gone: Vec<Daemon> = seen.difference(&now).cloned().collect();
+                    gone.sort_by_key(ToString::to_string);
+                    let mut new: Vec<Daemon> = now.difference(&seen).cloned().collect();
+                    new.sort_by_key(ToString::to_string);
+                    seen = now;
+                    let reports = gone
+                        .into_iter()
+                        .map(Found::Gone)
+                        .chain(new.into_iter().map(Found::Daemon));
+                    for report in reports {
+                        if self.found.send(report).is_err() {
                             return;
                         }
                     }

@@ -14,9 +14,18 @@
 //!   slowed: each chunk it holds that no other lane holds is given to another lane too, and it
 //!   gets nothing new until it answers again. The first answer to a chunk wins; a later one is a
 //!   duplicate, dropped.
+//! - Lanes come in groups, one per daemon (several calls to one address); a hedge goes to
+//!   another group, since a sibling lane shares the daemon's fate and its workers.
+//! - Once the input is done and nothing waits in the queue, a lane with room hedges the oldest
+//!   chunk held by one lane of another group for longer than `hedge_factor` times the idle
+//!   lane's usual time between answers (at least [`TAIL_FLOOR`]): a daemon that is slow, not
+//!   only one that is silent, does not hold the run's end.
 //! - A lane that fails gives back what it holds: chunks no other lane holds go back to the queue.
+//! - A retired lane (its address left DNS, or is not a patience daemon) gets nothing new; it
+//!   still answers what it holds, or fails and gives it back; it counts as up for nothing.
 //! - With chunks in the queue and no lane up for `give_up_after` (at once if no lane has ever
-//!   answered: a wrong address, a daemon not started), the run gives up.
+//!   answered and nothing but a refused connection was met: a wrong address, a daemon not
+//!   started; a proxy answering for daemons that are down is waited for), the run gives up.
 //! - A chunk that was the oldest unanswered of a lane when it failed, [`STRIKES`] times (or
 //!   twice per lane, if there are more lanes), is taken to be what makes calls fail (a proxy
 //!   refusing its size, a daemon that cannot answer it): the run gives up on it, rather than
@@ -29,10 +38,15 @@ use std::time::{Duration, Instant};
 /// be their cause: more than a rolling restart of a few daemons gives one chunk.
 pub const STRIKES: u32 = 5;
 
+/// The shortest time a chunk is held before the run's tail hedges it.
+pub const TAIL_FLOOR: Duration = Duration::from_millis(50);
+
 /// A chunk's number, in input order.
 pub type Seq = u64;
 /// A lane's number, in the order lanes were added.
 pub type LaneId = usize;
+/// A group of lanes: the calls to one daemon.
+pub type Group = usize;
 
 /// The knobs of the policy.
 #[derive(Clone, Debug)]
@@ -45,6 +59,19 @@ pub struct Policy {
     pub hedge_floor: Duration,
     /// ...or this many times its usual time between answers, when that is longer.
     pub hedge_factor: u32,
+}
+
+/// How a lane failed, which decides what its failure counts for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Nothing answered at its address (no connection): no chunk is to blame, and a run in
+    /// which nothing ever answered gives up at once.
+    Unreached,
+    /// Something answered about itself, not the requests (a proxy without upstreams): no chunk
+    /// is to blame, and the run waits `give_up_after` for it.
+    Proxy,
+    /// A call that was open failed: its oldest unanswered chunk takes a strike.
+    Call,
 }
 
 /// What the session should do now.
@@ -67,7 +94,10 @@ pub enum Delivery {
 
 #[derive(Debug, Default)]
 struct LaneState {
+    group: Group,
     up: bool,
+    /// Takes nothing new, for good.
+    retired: bool,
     /// Chunks given to this lane and not answered by it, in the order it will answer them.
     holding: VecDeque<Seq>,
     /// Since when the lane has been holding chunks without answering one.
@@ -82,12 +112,21 @@ struct LaneState {
     last_given: u64,
 }
 
+/// An open chunk.
+#[derive(Debug)]
+struct Open {
+    /// Lanes holding it (at most two).
+    holders: u8,
+    /// Since when it has been held by the lanes holding it.
+    since: Option<Instant>,
+}
+
 #[derive(Debug)]
 pub struct Dispatcher {
     policy: Policy,
     lanes: Vec<LaneState>,
-    /// Open chunks and how many lanes hold each.
-    open: BTreeMap<Seq, u8>,
+    /// Open chunks: answered by no lane yet.
+    open: BTreeMap<Seq, Open>,
     /// Open chunks no lane holds, oldest first.
     queue: VecDeque<Seq>,
     input_done: bool,
@@ -95,6 +134,8 @@ pub struct Dispatcher {
     none_up_since: Option<Instant>,
     /// Whether any lane has answered or come back.
     ever_up: bool,
+    /// Whether something answered at some address, if only a proxy's error: worth waiting for.
+    reached: bool,
     /// Chunks given so far, to every lane.
     given: u64,
     /// Open chunks that were the oldest unanswered of a failing lane, and how many times.
@@ -111,19 +152,47 @@ impl Dispatcher {
             input_done: false,
             none_up_since: None,
             ever_up: false,
+            reached: false,
             given: 0,
             strikes: BTreeMap::new(),
         }
     }
 
-    /// A new lane, taken to be up: chunks may wait in its inbox while it connects.
+    /// A new lane in a group of its own, taken to be up.
     pub fn add_lane(&mut self) -> LaneId {
+        let group = self.lanes.len();
+        self.add_lane_to(group)
+    }
+
+    /// A new lane in `group`, taken to be up: chunks may wait in its inbox while it connects.
+    pub fn add_lane_to(&mut self, group: Group) -> LaneId {
         self.lanes.push(LaneState {
+            group,
             up: true,
             ..LaneState::default()
         });
         self.none_up_since = None;
         self.lanes.len() - 1
+    }
+
+    /// `lane` takes nothing new, for good; it keeps what it holds until it answers it or fails.
+    pub fn retire(&mut self, lane: LaneId, now: Instant) {
+        if let Some(l) = self.lanes.get_mut(lane) {
+            l.retired = true;
+        }
+        if !self.any_up() && self.none_up_since.is_none() {
+            self.none_up_since = Some(now);
+        }
+    }
+
+    /// Whether `lane` is hedged for going quiet.
+    pub fn is_slowed(&self, lane: LaneId) -> bool {
+        self.lanes.get(lane).is_some_and(|l| l.slowed)
+    }
+
+    /// Whether `lane` was retired.
+    pub fn is_retired(&self, lane: LaneId) -> bool {
+        self.lanes.get(lane).is_some_and(|l| l.retired)
     }
 
     /// Whether the session should take the next chunk of input: when a lane has room for it, or
@@ -135,7 +204,13 @@ impl Dispatcher {
 
     /// A new chunk of input.
     pub fn offer(&mut self, seq: Seq) {
-        self.open.insert(seq, 0);
+        self.open.insert(
+            seq,
+            Open {
+                holders: 0,
+                since: None,
+            },
+        );
         self.enqueue(seq);
     }
 
@@ -174,9 +249,10 @@ impl Dispatcher {
         }
     }
 
-    /// `lane` failed at `now`: what it held goes back to the queue unless another lane holds it.
-    /// Returns how many chunks went back.
-    pub fn failed(&mut self, lane: LaneId, now: Instant) -> usize {
+    /// `lane` failed at `now`, as `how` says: what it held goes back to the queue unless another
+    /// lane holds it. Returns how many chunks went back.
+    pub fn failed(&mut self, lane: LaneId, now: Instant, how: FailureKind) -> usize {
+        self.reached |= how == FailureKind::Proxy;
         let Some(l) = self.lanes.get_mut(lane) else {
             return 0;
         };
@@ -187,17 +263,15 @@ impl Dispatcher {
         let held: Vec<Seq> = l.holding.drain(..).collect();
         // The lane answers in order, so its oldest unanswered chunk is the one it was on (one its
         // hedge answered already is not open any more, and not to blame).
-        if let Some(&oldest) = held.iter().find(|seq| self.open.contains_key(seq)) {
+        if how == FailureKind::Call
+            && let Some(&oldest) = held.iter().find(|seq| self.open.contains_key(seq))
+        {
             *self.strikes.entry(oldest).or_default() += 1;
         }
         let mut back = 0;
         for seq in held {
-            if let Some(holders) = self.open.get_mut(&seq) {
-                *holders = holders.saturating_sub(1);
-                if *holders == 0 {
-                    self.enqueue(seq);
-                    back += 1;
-                }
+            if self.let_go(seq) {
+                back += 1;
             }
         }
         if !self.any_up() && self.none_up_since.is_none() {
@@ -208,8 +282,23 @@ impl Dispatcher {
 
     /// An open chunk that failed lanes too often to be their bad luck (see the module doc), and
     /// how many times.
+    /// Only once every chunk before it is answered, so that the run's output reaches it: until
+    /// then it is not sent again (see [`Dispatcher::next`]).
     pub fn poisoned(&self) -> Option<(Seq, u32)> {
-        let limit = STRIKES.max(2 * self.lanes.len() as u32);
+        let (seq, n) = self.struck_out()?;
+        let oldest = self.open.keys().next().copied();
+        (oldest == Some(seq)).then_some((seq, n))
+    }
+
+    /// An open chunk with as many strikes as it takes to be given up on.
+    fn struck_out(&self) -> Option<(Seq, u32)> {
+        let groups: std::collections::BTreeSet<Group> = self
+            .lanes
+            .iter()
+            .filter(|l| !l.retired)
+            .map(|l| l.group)
+            .collect();
+        let limit = STRIKES.max(2 * groups.len() as u32);
         self.strikes
             .iter()
             .find(|&(seq, &n)| n >= limit && self.open.contains_key(seq))
@@ -235,12 +324,21 @@ impl Dispatcher {
             }
             l.blocked = true;
         }
-        if let Some(holders) = self.open.get_mut(&seq) {
-            *holders = holders.saturating_sub(1);
-            if *holders == 0 {
-                self.enqueue(seq);
-            }
+        self.let_go(seq);
+    }
+
+    /// One lane lets go of `seq`: back to the queue if no other lane holds it (true then).
+    fn let_go(&mut self, seq: Seq) -> bool {
+        let Some(open) = self.open.get_mut(&seq) else {
+            return false;
+        };
+        open.holders = open.holders.saturating_sub(1);
+        if open.holders > 0 {
+            return false;
         }
+        open.since = None;
+        self.enqueue(seq);
+        true
     }
 
     /// The next thing to do at `now`, if any; call until `None`.
@@ -264,9 +362,9 @@ impl Dispatcher {
                 .holding
                 .iter()
                 .copied()
-                .find(|seq| self.open.get(seq) == Some(&1));
+                .find(|seq| self.open.get(seq).is_some_and(|o| o.holders == 1));
             if let Some(seq) = alone
-                && let Some(other) = self.pick(Some(id))
+                && let Some(other) = self.pick(Some(self.lanes[id].group))
             {
                 self.give(other, seq, now);
                 return Some(Action::Send {
@@ -276,6 +374,14 @@ impl Dispatcher {
                 });
             }
         }
+        if self.queue.is_empty() {
+            return self.tail_hedge(now);
+        }
+        // A chunk given up on waits for the chunks before it (which the queue sends first), and
+        // so does everything after it: the run ends there.
+        if self.queue.front().copied() == self.struck_out().map(|(seq, _)| seq) {
+            return None;
+        }
         let lane = self.pick(None)?;
         let seq = self.queue.pop_front()?;
         self.give(lane, seq, now);
@@ -284,6 +390,42 @@ impl Dispatcher {
             seq,
             hedge: false,
         })
+    }
+
+    /// The run's tail (see the module doc): a lane with room takes a copy of the oldest chunk
+    /// held alone, by another group, for longer than that lane would take.
+    fn tail_hedge(&mut self, now: Instant) -> Option<Action> {
+        let (seq, idle, _) = self.tail_due().find(|&(_, _, due)| due <= now)?;
+        self.give(idle, seq, now);
+        Some(Action::Send {
+            lane: idle,
+            seq,
+            hedge: true,
+        })
+    }
+
+    /// At the run's tail, each chunk held alone that a lane of another group could take, that
+    /// lane, and when the chunk is due for it; oldest chunk first.
+    fn tail_due(&self) -> impl Iterator<Item = (Seq, LaneId, Instant)> + '_ {
+        let tail = self.input_done && self.queue.is_empty();
+        self.open
+            .iter()
+            .filter(move |_| tail)
+            .filter_map(|(&seq, open)| {
+                let (1, Some(since)) = (open.holders, open.since) else {
+                    return None;
+                };
+                let holder = self.lanes.iter().find(|l| l.holding.contains(&seq))?;
+                let idle = self.pick(Some(holder.group))?;
+                Some((seq, idle, since + self.tail_after(idle)))
+            })
+    }
+
+    /// How long a chunk is held before `idle` takes a copy at the run's tail.
+    fn tail_after(&self, idle: LaneId) -> Duration {
+        let usual = self.lanes.get(idle).and_then(|l| l.interval);
+        let scaled = usual.map_or(Duration::ZERO, |i| i * self.policy.hedge_factor);
+        scaled.max(TAIL_FLOOR)
     }
 
     /// Whether the run should give up at `now`: chunks wait and no lane has been up for
@@ -303,7 +445,15 @@ impl Dispatcher {
             let since = l.quiet_since.filter(|_| l.up && !l.slowed)?;
             Some(since + self.hedge_after(id))
         });
-        hedges.chain(self.give_up_at()).min()
+        hedges
+            .chain(self.give_up_at())
+            .chain(self.tail_deadline())
+            .min()
+    }
+
+    /// When the first chunk becomes due for a tail hedge.
+    fn tail_deadline(&self) -> Option<Instant> {
+        self.tail_due().map(|(_, _, due)| due).min()
     }
 
     /// Chunks `lane` holds unanswered.
@@ -313,7 +463,7 @@ impl Dispatcher {
 
     fn give_up_at(&self) -> Option<Instant> {
         let since = self.none_up_since.filter(|_| !self.queue.is_empty())?;
-        Some(if self.ever_up {
+        Some(if self.ever_up || self.reached {
             since + self.policy.give_up_after
         } else {
             since
@@ -335,22 +485,24 @@ impl Dispatcher {
             self.given += 1;
             l.last_given = self.given;
         }
-        if let Some(holders) = self.open.get_mut(&seq) {
-            *holders += 1;
+        if let Some(open) = self.open.get_mut(&seq) {
+            open.holders += 1;
+            open.since.get_or_insert(now);
         }
     }
 
-    /// The lane to give a chunk to: up, not slowed or blocked, with room, fewest held; never
-    /// `except`. Among equals, the one given a chunk longest ago: daemons that keep up all take
+    /// The lane to give a chunk to: up, not retired, slowed or blocked, with room, fewest held;
+    /// never one of group `except`. Among equals, the one given a chunk longest ago: daemons that keep up all take
     /// turns, and a daemon that joins takes work at once, rather than the first lane taking
     /// everything whenever every lane keeps up.
-    fn pick(&self, except: Option<LaneId>) -> Option<LaneId> {
+    fn pick(&self, except: Option<Group>) -> Option<LaneId> {
         self.lanes
             .iter()
             .enumerate()
-            .filter(|&(id, l)| {
-                Some(id) != except
+            .filter(|&(_, l)| {
+                Some(l.group) != except
                     && l.up
+                    && !l.retired
                     && !l.slowed
                     && !l.blocked
                     && l.holding.len() < self.policy.window
@@ -360,7 +512,7 @@ impl Dispatcher {
     }
 
     fn any_up(&self) -> bool {
-        self.lanes.iter().any(|l| l.up)
+        self.lanes.iter().any(|l| l.up && !l.retired)
     }
 
     /// Puts `seq` in the queue in order.
@@ -453,7 +605,7 @@ mod tests {
             let &[(lane, seq, _)] = sent.as_slice() else {
                 panic!("one send expected: {sent:?}");
             };
-            d.failed(lane, t);
+            d.failed(lane, t, FailureKind::Call);
             d.back(lane);
             seq
         };
@@ -506,7 +658,7 @@ mod tests {
         sends(&mut d, t);
         // a holds 0 and 2, b holds 1.
         assert_eq!(d.holding(a), 2);
-        assert_eq!(d.failed(a, t), 2);
+        assert_eq!(d.failed(a, t, FailureKind::Call), 2);
         assert_eq!(sends(&mut d, t), [(b, 0, false)]);
         assert!(!d.wants_input(), "chunk 2 waits for room");
         assert_eq!(d.answered(b, 1, t), Delivery::First);
@@ -588,8 +740,8 @@ mod tests {
         let later = t + Duration::from_secs(3);
         d.next(later);
         assert_eq!(sends(&mut d, later), [(b, 0, true)]);
-        assert_eq!(d.failed(a, later), 0, "b still holds it");
-        assert_eq!(d.failed(b, later), 1);
+        assert_eq!(d.failed(a, later, FailureKind::Call), 0, "b still holds it");
+        assert_eq!(d.failed(b, later, FailureKind::Call), 1);
     }
 
     #[test]
@@ -602,7 +754,7 @@ mod tests {
         d.answered(a, 0, t);
         d.offer(1);
         sends(&mut d, t);
-        d.failed(a, t);
+        d.failed(a, t, FailureKind::Call);
         assert!(!d.gives_up(t + Duration::from_secs(29)));
         assert_eq!(d.deadline(), Some(t + Duration::from_secs(30)));
         assert!(d.gives_up(t + Duration::from_secs(30)));
@@ -619,7 +771,7 @@ mod tests {
         let a = d.add_lane();
         d.offer(0);
         sends(&mut d, t);
-        d.failed(a, t);
+        d.failed(a, t, FailureKind::Call);
         assert!(d.gives_up(t));
     }
 
@@ -628,7 +780,7 @@ mod tests {
         let t = Instant::now();
         let mut d = Dispatcher::new(policy());
         let a = d.add_lane();
-        d.failed(a, t);
+        d.failed(a, t, FailureKind::Call);
         assert!(!d.gives_up(t + Duration::from_secs(3_600)));
         // With no lane up, one chunk is taken so that the clock runs with it in hand.
         assert!(d.wants_input());
@@ -648,5 +800,90 @@ mod tests {
         assert_eq!(sends(&mut d, t), [(b, 0, false)]);
         d.offer(1);
         assert_eq!(sends(&mut d, t), [(b, 1, false)], "a is blocked");
+    }
+
+    /// Offers chunks `from..to` one by one, each sent as it comes; the sends.
+    fn offered(d: &mut Dispatcher, from: Seq, to: Seq, now: Instant) -> Vec<(LaneId, Seq, bool)> {
+        let mut out = Vec::new();
+        for seq in from..to {
+            assert!(d.wants_input(), "no room for chunk {seq}");
+            d.offer(seq);
+            out.extend(sends(d, now));
+        }
+        out
+    }
+
+    /// At the tail, a lane with room takes a copy of the oldest chunk held alone by a lane of
+    /// another group, once held longer than the tail's wait; never one of its own group's.
+    #[test]
+    fn at_the_tail_an_idle_lane_of_another_group_hedges_what_a_slow_one_holds() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(Policy {
+            window: 4,
+            ..policy()
+        });
+        let slow = d.add_lane_to(0);
+        let sibling = d.add_lane_to(0);
+        let fast = d.add_lane_to(1);
+        assert_eq!(
+            offered(&mut d, 0, 3, t),
+            [(slow, 0, false), (sibling, 1, false), (fast, 2, false)]
+        );
+        d.answered(fast, 2, t + Duration::from_millis(1));
+        d.input_done();
+        // Not yet: held for less than the floor.
+        let early = t + TAIL_FLOOR / 2;
+        assert!(sends(&mut d, early).is_empty());
+        assert_eq!(d.deadline(), Some(t + TAIL_FLOOR));
+        let due = t + TAIL_FLOOR;
+        // The fast lane hedges both chunks of the other group, oldest first.
+        assert_eq!(sends(&mut d, due), [(fast, 0, true), (fast, 1, true)]);
+        assert_eq!(d.answered(fast, 0, due), Delivery::First);
+        assert_eq!(d.answered(slow, 0, due), Delivery::Duplicate);
+        // Before the input is done, nothing is hedged for being slow.
+        let mut d = Dispatcher::new(policy());
+        let (a, _b) = (d.add_lane_to(0), d.add_lane_to(1));
+        assert_eq!(offered(&mut d, 0, 1, t), [(a, 0, false)]);
+        assert!(sends(&mut d, t + Duration::from_secs(1)).is_empty());
+    }
+
+    /// A retired lane gets nothing new, answers what it holds, gives it back if it fails, and
+    /// no longer counts as up.
+    #[test]
+    fn a_retired_lane_takes_nothing_new_and_counts_for_nothing() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        assert_eq!(offered(&mut d, 0, 2, t), [(a, 0, false), (b, 1, false)]);
+        d.retire(b, t);
+        assert_eq!(offered(&mut d, 2, 3, t), [(a, 2, false)]);
+        assert_eq!(d.answered(b, 1, t), Delivery::First);
+        d.answered(a, 0, t);
+        assert_eq!(offered(&mut d, 3, 4, t), [(a, 3, false)]);
+        // With the other lane down, no lane is up: the give-up clock runs.
+        d.failed(a, t, FailureKind::Call);
+        assert!(d.gives_up(t + Duration::from_secs(30)));
+        // A retired lane that fails gives back what it held.
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        offered(&mut d, 0, 2, t);
+        d.retire(a, t);
+        assert_eq!(d.failed(a, t, FailureKind::Call), 1);
+        assert_eq!(sends(&mut d, t), [(b, 0, false)]);
+    }
+
+    /// A lane failed by a proxy's answer (something is there) makes a run that never had an
+    /// answer wait `give_up_after`, not give up at once.
+    #[test]
+    fn a_proxys_answer_is_worth_waiting_for() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let a = d.add_lane();
+        d.offer(0);
+        sends(&mut d, t);
+        d.failed(a, t, FailureKind::Proxy);
+        assert!(!d.gives_up(t));
+        assert!(!d.gives_up(t + Duration::from_secs(29)));
+        assert!(d.gives_up(t + Duration::from_secs(30)));
     }
 }

@@ -20,7 +20,7 @@ use crate::solver::Options;
 /// A game the client can stream to daemons.
 pub trait Protocol: Send + Sync + 'static {
     /// One chunk, as sent (and resent) to a daemon.
-    type Request: Clone + Send + Sync + std::fmt::Debug + 'static;
+    type Request: prost::Message + Clone + Send + Sync + std::fmt::Debug + 'static;
     type Response: Send + 'static;
 
     /// Items in a chunk: what a response must answer.

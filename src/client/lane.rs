@@ -1,20 +1,28 @@
-//! One lane: one daemon, one streaming call (`SolveStream`, or `SolveRpsStream`) at a time. It sends the chunks it is given and
-//! reports each answer, checked, in the order it sent them. When its daemon fails it says so
-//! once, then tries again in the background (a new connection each time, so a daemon restarted
-//! under the same name at another address is found), waiting 0.5 s, then twice as long each time
-//! up to 5 s, each wait give or take a fifth so that many clients do not retry in step; once a new
-//! call is open it reports itself back with a new inbox.
+//! One lane: one connection to a daemon, with one streaming call (`SolveStream`, or
+//! `SolveRpsStream`) being sent on at a time. It sends the chunks it is given and reports each
+//! answer, checked, as it comes. A call takes at most `--stream-max-bytes` of requests; then the
+//! lane opens the next on the same connection while the last answers what it holds, so that a
+//! proxy's body limit is never reached and an L7 balancer can spread the calls. When its daemon
+//! fails it says so once, then tries again in the background (a new connection each time, so a
+//! daemon restarted under the same name at another address is found), waiting 0.5 s, then twice
+//! as long each time up to 5 s, each wait give or take a fifth so that many clients do not retry
+//! in step; once a new call is open it reports itself back with a new inbox. An address that is
+//! not a patience daemon stops its lane for good.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
 use std::time::Duration;
 
+use futures::stream::{self, Stream, StreamExt as _};
 use tokio::sync::mpsc;
+use tokio_stream::StreamMap;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Endpoint;
+use tonic::Status;
+use tonic::transport::{Channel, Endpoint};
 
 use super::answers::Answers;
-use super::dispatch::{LaneId, Seq};
+use super::dispatch::{FailureKind, LaneId, Seq};
 use super::game::{DealProtocol, Protocol};
 use super::status::{Verdict, causes, verdict, with_hint};
 use crate::auth::AddBearer;
@@ -35,8 +43,14 @@ pub enum Report<G: Protocol = DealProtocol> {
         seq: Seq,
         answers: Answers,
     },
-    /// The daemon failed: the chunks the lane held were not answered by it.
-    Failed { lane: LaneId, reason: String },
+    /// The daemon failed, as `how` says: the chunks the lane held were not answered by it.
+    Failed {
+        lane: LaneId,
+        reason: String,
+        how: FailureKind,
+    },
+    /// The address is not a patience daemon: the lane has stopped for good.
+    Foreign { lane: LaneId, reason: String },
     /// The daemon refused what this run asks of every daemon: the run stops.
     Rejected { lane: LaneId, reason: String },
     /// The daemon is back with a new call; chunks go to this inbox now.
@@ -53,20 +67,42 @@ pub struct Lane<G: Protocol = DealProtocol> {
     pub endpoint: Endpoint,
     pub bearer: AddBearer,
     pub window: usize,
+    /// A call takes no more request bytes than this (unless its first chunk alone is larger):
+    /// then it is closed and the next chunk opens a new call, which a proxy counts as a new
+    /// request (its body limit) and may send to another upstream.
+    pub stream_max_bytes: usize,
     pub asked: Option<Options>,
     pub reports: mpsc::UnboundedSender<Report<G>>,
     /// Cancelled when the run is over: the lane stops, whatever it is doing.
     pub cancel: CancellationToken,
-    /// Cancelled when every chunk is answered: a failed lane stops trying to come back (a lane
-    /// with a call open still ends it cleanly).
+    /// Cancelled when every chunk is answered, or when this lane's address has left DNS: a failed
+    /// lane stops trying to come back (a lane with a call open still ends it cleanly).
     pub retire: CancellationToken,
 }
 
-/// A call just opened: where its requests go and where its responses come from.
-type Call<G> = (
-    mpsc::Sender<<G as Protocol>::Request>,
-    tonic::Streaming<<G as Protocol>::Response>,
-);
+/// A call's responses, then `None` once it has ended without an error.
+type CallResponses<G> =
+    Pin<Box<dyn Stream<Item = Option<Result<<G as Protocol>::Response, Status>>> + Send>>;
+
+/// A call just opened: the connection it is on, where its requests go, where its responses come
+/// from.
+struct Call<G: Protocol> {
+    channel: Channel,
+    requests: mpsc::Sender<G::Request>,
+    responses: CallResponses<G>,
+}
+
+/// The call a lane is sending on, and the request bytes it has taken.
+struct Sending<R> {
+    id: u64,
+    requests: mpsc::Sender<R>,
+    bytes: usize,
+}
+
+/// Bytes a request takes in a call's body: the message and its 5-byte gRPC frame header.
+fn framed_len(request: &impl prost::Message) -> usize {
+    request.encoded_len() + 5
+}
 
 /// Reports the lane failed if its task ends without saying how (a panic): the session would
 /// otherwise wait for its chunks for ever.
@@ -78,6 +114,7 @@ impl<G: Protocol> Drop for Unreported<'_, G> {
             let _ = lane.reports.send(Report::Failed {
                 lane: lane.id,
                 reason: "its task in this client failed unexpectedly".into(),
+                how: FailureKind::Call,
             });
         }
     }
@@ -102,18 +139,10 @@ impl<G: Protocol> Lane<G> {
             guard.0 = None;
             match end {
                 Ok(()) => return,
-                Err(Verdict::Rejected(reason)) => {
-                    let _ = self.reports.send(Report::Rejected {
-                        lane: self.id,
-                        reason,
-                    });
-                    return;
-                }
-                Err(Verdict::Failed(reason)) => {
-                    let _ = self.reports.send(Report::Failed {
-                        lane: self.id,
-                        reason: with_hint(reason, self.endpoint.uri().scheme_str()),
-                    });
+                Err(verdict) => {
+                    if self.stops(verdict) {
+                        return;
+                    }
                 }
             }
             match self.come_back().await {
@@ -153,16 +182,46 @@ impl<G: Protocol> Lane<G> {
                         .ok()?;
                     return Some((call, inbox));
                 }
-                Err(Verdict::Rejected(reason)) => {
-                    let _ = self.reports.send(Report::Rejected {
-                        lane: self.id,
-                        reason,
-                    });
+                // Failures while coming back are not reported: the failure was, once.
+                Err(Verdict::Unreached(_) | Verdict::Failed(_) | Verdict::Proxy(_)) => {}
+                Err(verdict) => {
+                    self.stops(verdict);
                     return None;
                 }
-                Err(Verdict::Failed(_)) => {}
             }
         }
+    }
+
+    /// Reports how a call ended early; whether the lane stops for good.
+    fn stops(&self, verdict: Verdict) -> bool {
+        let failed = |reason, how| {
+            let lane = self.id;
+            (Report::Failed { lane, reason, how }, false)
+        };
+        let (report, stops) = match verdict {
+            Verdict::Unreached(reason) => failed(reason, FailureKind::Unreached),
+            Verdict::Failed(reason) => failed(
+                with_hint(reason, self.endpoint.uri().scheme_str()),
+                FailureKind::Call,
+            ),
+            Verdict::Proxy(reason) => failed(reason, FailureKind::Proxy),
+            Verdict::Foreign(reason) => (
+                Report::Foreign {
+                    lane: self.id,
+                    reason,
+                },
+                true,
+            ),
+            Verdict::Rejected(reason) => (
+                Report::Rejected {
+                    lane: self.id,
+                    reason,
+                },
+                true,
+            ),
+        };
+        let _ = self.reports.send(report);
+        stops
     }
 
     /// Connects to the daemon and opens one streaming call.
@@ -171,28 +230,41 @@ impl<G: Protocol> Lane<G> {
             .endpoint
             .connect()
             .await
-            .map_err(|e| Verdict::Failed(format!("cannot connect: {}", causes(&e))))?;
-        let (requests_tx, requests) = mpsc::channel::<G::Request>(self.window.max(1));
-        let responses = G::open(channel, self.bearer.clone(), ReceiverStream::new(requests))
-            .await
-            .map_err(|s| match verdict(&s) {
-                Verdict::Failed(reason) => {
-                    Verdict::Failed(format!("the stream was refused: {reason}"))
-                }
-                rejected => rejected,
-            })?;
-        Ok((requests_tx, responses))
+            .map_err(|e| Verdict::Unreached(format!("cannot connect: {}", causes(&e))))?;
+        self.open_on(channel, "the stream was refused").await
     }
 
-    /// One call: opens it unless it is open already, then sends the inbox's chunks and reports
-    /// their answers until the inbox closes and every chunk is answered, or the call fails.
+    /// Opens one streaming call on a connection; `refused` says so if it is refused.
+    async fn open_on(&self, channel: Channel, refused: &str) -> Result<Call<G>, Verdict> {
+        let (requests, receiver) = mpsc::channel::<G::Request>(self.window.max(1));
+        let responses = G::open(
+            channel.clone(),
+            self.bearer.clone(),
+            ReceiverStream::new(receiver),
+        )
+        .await
+        .map_err(|s| match verdict(&s) {
+            Verdict::Failed(reason) => Verdict::Failed(format!("{refused}: {reason}")),
+            other => other,
+        })?;
+        let responses: CallResponses<G> =
+            Box::pin(responses.map(Some).chain(stream::once(async { None })));
+        Ok(Call {
+            channel,
+            requests,
+            responses,
+        })
+    }
+
+    /// One connection: opens it and a call unless one is open already, then sends the inbox's
+    /// chunks and reports their answers until the inbox closes and every chunk is answered, or a
+    /// call fails. A call that has taken `stream_max_bytes` is closed (it still answers what it
+    /// holds) and the next chunk opens another on the same connection.
     async fn one_call(
         &self,
         inbox: &mut mpsc::Receiver<LaneChunk<G::Request>>,
         call: Option<Call<G>>,
     ) -> Result<(), Verdict> {
-        // Chunks sent and not yet answered, oldest first, with their number of deals.
-        let mut pending: VecDeque<(Seq, usize)> = VecDeque::new();
         // A daemon is only connected to once there is work for it: an input with no valid
         // deal needs no daemon, and says nothing about one that is down.
         let mut first = None;
@@ -202,67 +274,125 @@ impl<G: Protocol> Lane<G> {
                 None => return Ok(()),
             }
         }
-        let (requests_tx, mut responses) = match call {
+        let call = match call {
             Some(call) => call,
             None => self.open_call().await?,
         };
-        if let Some((seq, request)) = first {
-            pending.push_back((seq, G::items(&request)));
-            // A new channel has room: this cannot fail but by the call ending, which the
-            // response side reports.
-            let _ = requests_tx.try_send(request);
-        }
-        let mut requests_tx = Some(requests_tx);
+        let channel = call.channel;
+        // Every call still answering, by number, and what each was sent and has not answered,
+        // oldest first, with its number of items.
+        let mut calls: StreamMap<u64, CallResponses<G>> = StreamMap::new();
+        let mut pending: HashMap<u64, VecDeque<(Seq, usize)>> = HashMap::new();
+        calls.insert(0, call.responses);
+        pending.insert(0, VecDeque::new());
+        let mut sending = Some(Sending {
+            id: 0,
+            requests: call.requests,
+            bytes: 0,
+        });
+        let mut next_id = 1;
         let mut inbox_open = true;
+        if let Some(chunk) = first {
+            self.send(&mut sending, &mut pending, chunk)?;
+        }
         loop {
-            if !inbox_open && pending.is_empty() {
+            if !inbox_open
+                && let Some(s) = &sending
+                && pending.get(&s.id).is_none_or(VecDeque::is_empty)
+            {
                 // Nothing more to send: ending the request stream lets the daemon end the call.
-                requests_tx = None;
+                sending = None;
+            }
+            if !inbox_open && calls.is_empty() {
+                return Ok(());
             }
             tokio::select! {
                 chunk = inbox.recv(), if inbox_open => match chunk {
-                    Some((seq, request)) => {
-                        pending.push_back((seq, G::items(&request)));
-                        if let Some(tx) = &requests_tx {
-                            match tx.try_send(request) {
-                                // Closed: the call has ended, and the response side says why.
-                                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-                                // The session gives a lane at most `window` chunks, so this
-                                // cannot happen; should it, the chunks go to another daemon.
-                                Err(mpsc::error::TrySendError::Full(_)) => {
-                                    return Err(Verdict::Failed(
-                                        "its request queue was full (a bug in this client)".into(),
-                                    ));
-                                }
-                            }
+                    Some(chunk) => {
+                        let full = sending.as_ref().is_none_or(|s| {
+                            s.bytes > 0 && s.bytes + framed_len(&chunk.1) > self.stream_max_bytes
+                        });
+                        if full {
+                            // Closing its requests lets the daemon end the call once it has
+                            // answered them.
+                            drop(sending.take());
+                            let call = self
+                                .open_on(channel.clone(), "it refused the next call")
+                                .await?;
+                            calls.insert(next_id, call.responses);
+                            pending.insert(next_id, VecDeque::new());
+                            sending = Some(Sending {
+                                id: next_id,
+                                requests: call.requests,
+                                bytes: 0,
+                            });
+                            next_id += 1;
                         }
+                        self.send(&mut sending, &mut pending, chunk)?;
                     }
                     None => inbox_open = false,
                 },
-                response = responses.message() => match response {
-                    Ok(Some(response)) => {
-                        let Some((seq, sent)) = pending.pop_front() else {
-                            return Err(Verdict::Failed(
-                                "it answered a request that was never sent".into(),
-                            ));
-                        };
-                        let answers = G::check(response, sent, self.asked)?;
-                        // The session may be gone (the run is over): nothing to do then.
-                        let _ = self.reports.send(Report::Answered {
-                            lane: self.id,
-                            seq,
-                            answers,
-                        });
+                next = calls.next(), if !calls.is_empty() => {
+                    // Every call's stream ends with its marker, and is removed then.
+                    let Some((id, response)) = next else { continue };
+                    let held = pending.entry(id).or_default();
+                    match response {
+                        Some(Ok(response)) => {
+                            let Some((seq, sent)) = held.pop_front() else {
+                                return Err(Verdict::Failed(
+                                    "it answered a request that was never sent".into(),
+                                ));
+                            };
+                            let answers = G::check(response, sent, self.asked)?;
+                            // The session may be gone (the run is over): nothing to do then.
+                            let _ = self.reports.send(Report::Answered {
+                                lane: self.id,
+                                seq,
+                                answers,
+                            });
+                        }
+                        Some(Err(s)) => return Err(verdict(&s)),
+                        None => {
+                            let still_sending = sending.as_ref().is_some_and(|s| s.id == id);
+                            if !held.is_empty() || still_sending {
+                                return Err(Verdict::Failed(
+                                    "it ended the stream before answering every request".into(),
+                                ));
+                            }
+                            pending.remove(&id);
+                            calls.remove(&id);
+                        }
                     }
-                    Ok(None) if pending.is_empty() && requests_tx.is_none() => return Ok(()),
-                    Ok(None) => {
-                        return Err(Verdict::Failed(
-                            "it ended the stream before answering every request".into(),
-                        ));
-                    }
-                    Err(s) => return Err(verdict(&s)),
-                },
+                }
             }
+        }
+    }
+
+    /// Sends a chunk on the call being sent on.
+    fn send(
+        &self,
+        sending: &mut Option<Sending<G::Request>>,
+        pending: &mut HashMap<u64, VecDeque<(Seq, usize)>>,
+        (seq, request): LaneChunk<G::Request>,
+    ) -> Result<(), Verdict> {
+        let Some(s) = sending else {
+            return Err(Verdict::Failed(
+                "no call open (a bug in this client)".into(),
+            ));
+        };
+        pending
+            .entry(s.id)
+            .or_default()
+            .push_back((seq, G::items(&request)));
+        s.bytes += framed_len(&request);
+        match s.requests.try_send(request) {
+            // Closed: the call has ended, and the response side says why.
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+            // The session gives a lane at most `window` chunks, so this cannot happen; should it,
+            // the chunks go to another daemon.
+            Err(mpsc::error::TrySendError::Full(_)) => Err(Verdict::Failed(
+                "its request queue was full (a bug in this client)".into(),
+            )),
         }
     }
 }

@@ -1,6 +1,12 @@
 //! The async loop of a run: it takes submissions as the dispatcher has room, carries out what the
 //! dispatcher decides (chunks to lanes, hedges), feeds it what the lanes report, adds lanes as
-//! names resolve to new addresses, and hands each chunk's first answer to its submitter.
+//! names resolve to new addresses and retires those of addresses that left or are not daemons,
+//! and hands each chunk's first answer to its submitter.
+//!
+//! Each daemon gets `streams` lanes (a group): several calls at once, each with its own HTTP/2
+//! flow-control window, so a distant daemon is not capped at one window per round trip, and a
+//! proxy in front of several daemons can spread them. What happens to a daemon is told once for
+//! its group, not once per lane.
 //!
 //! Every chunk's request stays here until it is answered, so a lane that fails, or is hedged,
 //! needs to hand nothing back: the dispatcher knows what it held, and the requests are resent
@@ -16,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::answers::Answers;
 use super::connect::{Daemon, Target};
 use super::discovery::{Found, Watch};
-use super::dispatch::{Action, Delivery, Dispatcher, LaneId, Policy, Seq};
+use super::dispatch::{Action, Delivery, Dispatcher, FailureKind, Group, LaneId, Policy, Seq};
 use super::game::{DealProtocol, Protocol};
 use super::lane::{self, LaneChunk, Report};
 use super::tally::Tally;
@@ -31,19 +37,37 @@ pub struct Chunk<G: Protocol = DealProtocol> {
 
 /// A lane as the session sees it.
 struct LaneHandle<G: Protocol> {
-    daemon: Daemon,
-    /// Where its chunks go; `None` while it is down, and once the input is done.
+    group: Group,
+    /// Where its chunks go; `None` while it is down, once retired, and once the input is done.
     inbox: Option<mpsc::Sender<LaneChunk<G::Request>>>,
-    /// Its name's watcher, told to resolve again when the lane fails.
+    /// Cancelled to retire it: a lane that fails then stays down.
+    retire: CancellationToken,
+    /// Came back after failing, and has not answered since.
+    returned: bool,
+}
+
+/// A daemon: the group of lanes that call it.
+struct DaemonHandle {
+    daemon: Daemon,
+    lanes: Vec<LaneId>,
+    /// Its name's watcher, told to resolve again when the daemon fails.
     again: Option<Arc<Notify>>,
     /// Why it last failed, for the run's error if no daemon ever answers.
     failure: Option<String>,
+    /// Retired: its address left DNS, or is not a patience daemon.
+    retired: bool,
+    /// Said to have failed (how, the last time), and not yet said to be back. It is back when a
+    /// lane opens a call again; after a proxy's answer, only once a lane answers again, since a
+    /// proxy without upstreams opens calls and then fails them.
+    down: Option<FailureKind>,
 }
 
 struct Session<G: Protocol> {
     config: ClientConfig,
     dispatcher: Dispatcher,
     lanes: Vec<LaneHandle<G>>,
+    /// Indexed by [`Group`], as the tally's shares are.
+    daemons: Vec<DaemonHandle>,
     chunks: HashMap<Seq, Chunk<G>>,
     /// Open chunks sent at least once, to tell a resend from a first send.
     sent: HashSet<Seq>,
@@ -58,6 +82,8 @@ struct Session<G: Protocol> {
     /// none ever does, the run's error says what each failed with, once, instead of a warning
     /// per daemon that its work "waits for a daemon to be back" just before the run gives up.
     held: Vec<Event>,
+    /// Why a lane last failed, for the error if a chunk is given up on.
+    last_failure: Option<String>,
 }
 
 /// Answers every submission, in order, until `submissions` closes and all are answered; or stops
@@ -74,7 +100,7 @@ pub async fn run<G: Protocol>(
     let _stop = cancel.clone().drop_guard();
     let (reports_tx, reports) = mpsc::unbounded_channel();
     let policy = Policy {
-        window: config.window,
+        window: config.lane_window(),
         give_up_after: config.give_up_after,
         hedge_floor: config.hedge_floor,
         hedge_factor: HEDGE_FACTOR,
@@ -82,6 +108,7 @@ pub async fn run<G: Protocol>(
     let mut session = Session {
         dispatcher: Dispatcher::new(policy),
         lanes: Vec::new(),
+        daemons: Vec::new(),
         chunks: HashMap::new(),
         sent: HashSet::new(),
         tally: Tally::default(),
@@ -90,6 +117,7 @@ pub async fn run<G: Protocol>(
         cancel: cancel.clone(),
         retire: cancel.child_token(),
         held: Vec::new(),
+        last_failure: None,
         config,
     };
     let ended = session.drive(submissions, reports).await;
@@ -109,7 +137,7 @@ impl<G: Protocol> Session<G> {
         let mut unresolved: Vec<(String, String)> = Vec::new();
         for target in self.config.targets.clone() {
             match target {
-                Target::Url(url) => self.add_lane(Daemon::Url(url), None),
+                Target::Url(url) => self.add_daemon(Daemon::Url(url), None),
                 Target::Dns { name, port, tls } => {
                     let shown = format!("dns:///{name}:{port}");
                     let watch = Watch {
@@ -130,13 +158,13 @@ impl<G: Protocol> Session<G> {
                         }
                     };
                     for daemon in &known {
-                        self.add_lane(daemon.clone(), Some(watch.again.clone()));
+                        self.add_daemon(daemon.clone(), Some(watch.again.clone()));
                     }
                     tokio::spawn(watch.run(known));
                 }
             }
         }
-        if self.lanes.is_empty() {
+        if self.daemons.is_empty() {
             let why: Vec<String> = unresolved
                 .iter()
                 .map(|(t, e)| format!("{t}: {e}"))
@@ -187,15 +215,18 @@ impl<G: Protocol> Session<G> {
             &mut self.reports,
             mpsc::unbounded_channel().0,
         ));
-        let lanes = &self.lanes;
         let events = &self.events;
+        let mut told = HashSet::new();
         let late = async {
             while let Some(report) = reports.recv().await {
-                if let Report::Failed { lane, reason } | Report::Rejected { lane, reason } = report
-                    && let Some(daemon) = lanes.get(lane).map(|l| l.daemon.clone())
+                if let Report::Failed { lane, reason, .. }
+                | Report::Foreign { lane, reason }
+                | Report::Rejected { lane, reason } = report
+                    && let Some(group) = self.lanes.get(lane).map(|l| l.group)
+                    && told.insert(group)
                 {
                     let _ = events.send(Event::Failed {
-                        daemon,
+                        daemon: self.daemon(lane),
                         reason,
                         resent: 0,
                         others: 0,
@@ -207,21 +238,41 @@ impl<G: Protocol> Session<G> {
         Ok(())
     }
 
-    fn add_lane(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
-        let id = self.dispatcher.add_lane();
-        // The dispatcher, the lanes and the tally number lanes alike.
+    /// A daemon: its group of lanes, each with a call of its own.
+    fn add_daemon(&mut self, daemon: Daemon, again: Option<Arc<Notify>>) {
+        let group = self.daemons.len();
+        // The session's groups and the tally's shares are numbered alike.
         self.tally.lane_added(daemon.clone());
-        let (inbox_tx, inbox) = mpsc::channel(self.config.window.max(1));
-        let lane = match self.config.connector.endpoint(&daemon) {
+        let mut lanes = Vec::new();
+        for _ in 0..self.config.streams.max(1) {
+            lanes.push(self.add_lane(&daemon, group));
+        }
+        self.daemons.push(DaemonHandle {
+            daemon,
+            lanes,
+            again,
+            failure: None,
+            retired: false,
+            down: None,
+        });
+    }
+
+    fn add_lane(&mut self, daemon: &Daemon, group: Group) -> LaneId {
+        let id = self.dispatcher.add_lane_to(group);
+        let window = self.config.lane_window();
+        let (inbox_tx, inbox) = mpsc::channel(window);
+        let retire = self.retire.child_token();
+        let lane = match self.config.connector.endpoint(daemon) {
             Ok(endpoint) => lane::Lane::<G> {
                 id,
                 endpoint,
                 bearer: self.config.bearer.clone(),
-                window: self.config.window,
+                window,
+                stream_max_bytes: self.config.stream_max_bytes,
                 asked: self.config.asked,
                 reports: self.reports.clone(),
                 cancel: self.cancel.child_token(),
-                retire: self.retire.child_token(),
+                retire: retire.clone(),
             },
             Err(e) => {
                 // Addresses were checked when the targets were parsed, and the certificates when
@@ -229,23 +280,45 @@ impl<G: Protocol> Session<G> {
                 let _ = self.reports.send(Report::Failed {
                     lane: id,
                     reason: super::status::causes(&e),
+                    how: FailureKind::Call,
                 });
                 self.lanes.push(LaneHandle {
-                    daemon,
+                    group,
                     inbox: None,
-                    again,
-                    failure: None,
+                    retire,
+                    returned: false,
                 });
-                return;
+                return id;
             }
         };
         tokio::spawn(lane.run(inbox));
         self.lanes.push(LaneHandle {
-            daemon,
+            group,
             inbox: Some(inbox_tx),
-            again,
-            failure: None,
+            retire,
+            returned: false,
         });
+        id
+    }
+
+    /// Retires every lane of `group`: nothing new goes to them; what they hold they answer, or
+    /// give back when they fail. Whether it was not retired before.
+    fn retire(&mut self, group: Group) -> bool {
+        let now = Instant::now().into_std();
+        let Some(d) = self.daemons.get_mut(group) else {
+            return false;
+        };
+        if std::mem::replace(&mut d.retired, true) {
+            return false;
+        }
+        for &lane in &d.lanes {
+            self.dispatcher.retire(lane, now);
+            if let Some(l) = self.lanes.get_mut(lane) {
+                l.inbox = None;
+                l.retire.cancel();
+            }
+        }
+        true
     }
 
     /// Carries out everything the dispatcher has decided.
@@ -275,9 +348,20 @@ impl<G: Protocol> Session<G> {
                         }
                     }
                 }
-                Action::Slowed { lane, holding } => {
-                    if let Some(l) = self.lanes.get(lane) {
-                        let daemon = l.daemon.clone();
+                Action::Slowed { lane, .. } => {
+                    // The first of its group to go quiet speaks for the daemon, with what the
+                    // whole group holds.
+                    let group: Vec<LaneId> = self
+                        .lanes
+                        .get(lane)
+                        .and_then(|l| self.daemons.get(l.group))
+                        .map_or_else(Vec::new, |d| d.lanes.clone());
+                    let first = group
+                        .iter()
+                        .all(|&l| l == lane || !self.dispatcher.is_slowed(l));
+                    if first {
+                        let holding = group.iter().map(|&l| self.dispatcher.holding(l)).sum();
+                        let daemon = self.daemon(lane);
                         self.tell(Event::Slowed { daemon, holding });
                     }
                 }
@@ -289,11 +373,23 @@ impl<G: Protocol> Session<G> {
         let now = Instant::now().into_std();
         match report {
             Report::Answered { lane, seq, answers } => {
+                // A daemon is back when a lane that came back answers: not when a call that was
+                // open before it failed does (a draining daemon answers those, and refuses more).
+                let (group, returned) = self.lanes.get_mut(lane).map_or((usize::MAX, false), |l| {
+                    (l.group, std::mem::replace(&mut l.returned, false))
+                });
+                if returned
+                    && let Some(d) = self.daemons.get_mut(group)
+                    && d.down.take().is_some()
+                {
+                    let daemon = d.daemon.clone();
+                    self.tell(Event::Back { daemon });
+                }
                 match self.dispatcher.answered(lane, seq, now) {
                     Delivery::First => {
                         if let Some(chunk) = self.chunks.remove(&seq) {
                             self.sent.remove(&seq);
-                            self.tally.answered(lane, G::items(&chunk.request));
+                            self.tally.answered(group, G::items(&chunk.request));
                             // The submitter may be gone (its reader closed the output): nothing
                             // to do.
                             let _ = chunk.reply.send(answers);
@@ -302,37 +398,49 @@ impl<G: Protocol> Session<G> {
                     Delivery::Duplicate => self.tally.duplicates += 1,
                 }
                 self.tell_held();
+                self.check_poisoned()?;
             }
-            Report::Failed { lane, reason } => {
-                let resent = self.dispatcher.failed(lane, now);
-                let others = self
-                    .lanes
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, l)| *i != lane && l.inbox.is_some())
-                    .count();
-                if let Some((seq, failures)) = self.dispatcher.poisoned() {
-                    let items = self.chunks.get(&seq).map_or(0, |c| G::items(&c.request));
-                    return Err(ClientError::ChunkFails {
-                        chunk: seq,
-                        items,
-                        failures,
-                        reason,
-                    });
-                }
-                if let Some(l) = self.lanes.get_mut(lane) {
-                    l.inbox = None;
-                    if let Some(again) = &l.again {
+            Report::Failed { lane, reason, how } => {
+                let resent = self.dispatcher.failed(lane, now, how);
+                self.last_failure = Some(reason.clone());
+                self.check_poisoned()?;
+                let group = match self.lanes.get_mut(lane) {
+                    Some(l) => {
+                        l.inbox = None;
+                        l.group
+                    }
+                    None => return Ok(()),
+                };
+                let others = self.daemons_up(group);
+                if let Some(d) = self.daemons.get_mut(group) {
+                    d.failure = Some(reason.clone());
+                    if let Some(again) = &d.again {
                         again.notify_one();
                     }
-                    l.failure = Some(reason.clone());
-                    let daemon = l.daemon.clone();
-                    self.tell(Event::Failed {
-                        daemon,
-                        reason,
-                        resent,
-                        others,
-                    });
+                    // The first of its group to fail speaks for the daemon.
+                    if !d.retired && d.down.replace(how).is_none() {
+                        let daemon = d.daemon.clone();
+                        self.tell(Event::Failed {
+                            daemon,
+                            reason,
+                            resent,
+                            others,
+                        });
+                    }
+                }
+            }
+            Report::Foreign { lane, reason } => {
+                self.dispatcher.failed(lane, now, FailureKind::Call);
+                if let Some(l) = self.lanes.get_mut(lane) {
+                    l.inbox = None;
+                }
+                let group = self.lanes.get(lane).map_or(usize::MAX, |l| l.group);
+                if let Some(d) = self.daemons.get_mut(group) {
+                    d.failure = Some(reason.clone());
+                }
+                if self.retire(group) {
+                    let daemon = self.daemon(lane);
+                    self.tell(Event::Retired { daemon, reason });
                 }
             }
             Report::Rejected { lane, reason } => {
@@ -340,10 +448,22 @@ impl<G: Protocol> Session<G> {
                 return Err(ClientError::Rejected { daemon, reason });
             }
             Report::Back { lane, inbox } => {
+                if self.dispatcher.is_retired(lane) {
+                    // Its address left while it came back: nothing for it.
+                    return Ok(());
+                }
                 self.dispatcher.back(lane);
-                if let Some(l) = self.lanes.get_mut(lane) {
-                    l.inbox = Some(inbox);
-                    let daemon = l.daemon.clone();
+                let Some(l) = self.lanes.get_mut(lane) else {
+                    return Ok(());
+                };
+                l.inbox = Some(inbox);
+                l.returned = true;
+                let group = l.group;
+                if let Some(d) = self.daemons.get_mut(group)
+                    && d.down.is_some_and(|how| how != FailureKind::Proxy)
+                {
+                    d.down = None;
+                    let daemon = d.daemon.clone();
                     self.tell(Event::Back { daemon });
                 }
             }
@@ -354,22 +474,65 @@ impl<G: Protocol> Session<G> {
     fn found(&mut self, found: Found) {
         match found {
             Found::Daemon(daemon) => {
-                let again = self.lanes.iter().find_map(|l| match (&l.daemon, &daemon) {
-                    (Daemon::Resolved { name: a, .. }, Daemon::Resolved { name: b, .. })
-                        if a == b =>
-                    {
-                        l.again.clone()
-                    }
-                    _ => None,
-                });
+                let again =
+                    self.daemons
+                        .iter()
+                        .find_map(|d| match (&d.daemon, &daemon) {
+                            (
+                                Daemon::Resolved { name: a, .. },
+                                Daemon::Resolved { name: b, .. },
+                            ) if a == b => d.again.clone(),
+                            _ => None,
+                        });
                 let _ = self.events.send(Event::Found {
                     daemon: daemon.clone(),
                 });
-                self.add_lane(daemon, again);
+                self.add_daemon(daemon, again);
+            }
+            Found::Gone(daemon) => {
+                let groups: Vec<Group> = (0..self.daemons.len())
+                    .filter(|&g| self.daemons[g].daemon == daemon && !self.daemons[g].retired)
+                    .collect();
+                for group in groups {
+                    let holding = self.daemons[group]
+                        .lanes
+                        .iter()
+                        .map(|&lane| self.dispatcher.holding(lane))
+                        .sum();
+                    self.retire(group);
+                    let _ = self.events.send(Event::Left {
+                        daemon: daemon.clone(),
+                        holding,
+                    });
+                }
             }
             Found::Failed { name, error } => {
                 let _ = self.events.send(Event::ResolveFailed { name, error });
             }
+        }
+    }
+
+    /// Daemons other than `group` with a lane up and not retired.
+    fn daemons_up(&self, group: Group) -> usize {
+        self.daemons
+            .iter()
+            .enumerate()
+            .filter(|&(g, d)| g != group && !d.retired)
+            .map(|(_, d)| d)
+            .filter(|d| d.lanes.iter().any(|&l| self.lanes[l].inbox.is_some()))
+            .count()
+    }
+
+    /// Ends the run on a chunk given up on, once every chunk before it is answered.
+    fn check_poisoned(&self) -> Result<(), ClientError> {
+        match self.dispatcher.poisoned() {
+            None => Ok(()),
+            Some((seq, failures)) => Err(ClientError::ChunkFails {
+                chunk: seq,
+                items: self.chunks.get(&seq).map_or(0, |c| G::items(&c.request)),
+                failures,
+                reason: self.last_failure.clone().unwrap_or_default(),
+            }),
         }
     }
 
@@ -391,12 +554,13 @@ impl<G: Protocol> Session<G> {
     fn daemon(&self, lane: LaneId) -> Daemon {
         self.lanes
             .get(lane)
-            .map_or_else(|| Daemon::Url("?".into()), |l| l.daemon.clone())
+            .and_then(|l| self.daemons.get(l.group))
+            .map_or_else(|| Daemon::Url("?".into()), |d| d.daemon.clone())
     }
 
     /// The run's error when it gives up; the events held (if none ever answered) are in it.
     fn gave_up(&self) -> ClientError {
-        let daemons = self.lanes.iter().map(|l| l.daemon.clone());
+        let daemons = self.daemons.iter().map(|d| d.daemon.clone());
         if self.dispatcher.ever_up() {
             return ClientError::GaveUp {
                 daemons: daemons.collect(),
@@ -404,12 +568,12 @@ impl<G: Protocol> Session<G> {
             };
         }
         let failed = self
-            .lanes
+            .daemons
             .iter()
-            .map(|l| {
-                let reason = l.failure.clone();
+            .map(|d| {
+                let reason = d.failure.clone();
                 (
-                    l.daemon.clone(),
+                    d.daemon.clone(),
                     reason.unwrap_or_else(|| "not reached".into()),
                 )
             })

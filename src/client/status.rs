@@ -10,9 +10,20 @@ use crate::reason::Said;
 /// Why a lane's call ended early, which decides what the run does about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
+    /// Nothing could be reached at the address: no connection.
+    Unreached(String),
     /// The daemon, or the way to it, is unwell (gone, draining, cut off, or it sent nonsense):
     /// another daemon may well answer its chunks.
     Failed(String),
+    /// Something answered in plain HTTP, not gRPC, about itself rather than the requests: a proxy
+    /// in front of the daemons with none to pass the call to. Said with the fix; the lane fails
+    /// and tries again like any failed daemon, no chunk is blamed, and since something does
+    /// answer at the address the run waits `--give-up-after` for it rather than giving up at
+    /// once.
+    Proxy(String),
+    /// The address answers as something other than a patience daemon (another gRPC service on a
+    /// reused pod address, a web page): the lane is retired and the run goes on over the others.
+    Foreign(String),
     /// The daemon's considered refusal of these requests (too many deals per request, a wrong
     /// token, no analysis support...). Every daemon gets the same requests with the same
     /// credentials, so resending would only spread the refusal: the run stops at once instead.
@@ -46,6 +57,9 @@ pub fn code_name(code: Code) -> &'static str {
 /// ([`crate::reason`]) when it has one, else (a daemon older than the details, a proxy) by its
 /// code and words.
 pub fn verdict(status: &tonic::Status) -> Verdict {
+    if let Some(verdict) = http_answer(status) {
+        return verdict;
+    }
     let text = format!(
         "{}: {}",
         code_name(status.code()),
@@ -107,6 +121,14 @@ fn by_code(status: &tonic::Status, text: String) -> Verdict {
     if unwell || busy || status.source().is_some() {
         return Verdict::Failed(text);
     }
+    // A patience daemon puts its reason in every refusal: an unknown method without one is
+    // another gRPC service (or a daemon older than this client).
+    if code == Code::Unimplemented {
+        return Verdict::Foreign(format!(
+            "it answered {text}: it is not a patience daemon (another gRPC service at the \
+             address?), or one older than this client"
+        ));
+    }
     let hint = match code {
         Code::InvalidArgument if status.message().contains("per request") => {
             "lower --batch to at most the daemon's --max-deals-per-request"
@@ -119,10 +141,47 @@ fn by_code(status: &tonic::Status, text: String) -> Verdict {
         Code::PermissionDenied => {
             "check the token (--auth-token-file) and the client certificate (--tls-cert)"
         }
-        Code::Unimplemented => "is this a patience daemon, and one as new as this client?",
         _ => "check the client's flags against the daemon's",
     };
     Verdict::Rejected(format!("rejected the requests with {text}; {hint}"))
+}
+
+/// A call answered in HTTP rather than gRPC: tonic says so as a status "mapped from HTTP status
+/// code N" (no body), or, when the body is a page, as "invalid compression flag" (its first
+/// byte, `<` being 60) "while receiving response with status: N ...". Said as what it is, with
+/// the fix.
+fn http_answer(status: &tonic::Status) -> Option<Verdict> {
+    let message = status.message();
+    let code: u16 = ["mapped from HTTP status code ", "response with status: "]
+        .iter()
+        .find_map(|sign| {
+            let at = message.find(sign)? + sign.len();
+            message.get(at..at + 3)?.parse().ok()
+        })?;
+    let name = http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|c| c.canonical_reason())
+        .map_or(String::new(), |r| format!(" {r}"));
+    let said = format!("HTTP {code}{name}, not gRPC");
+    Some(match code {
+        200 | 404 => Verdict::Foreign(format!(
+            "it answered {said}: not a patience daemon (a web server, or a proxy with no route \
+             to patience.v1)"
+        )),
+        // The chunk is what the proxy refuses: a failure like any other, so that a chunk that
+        // every call fails on ends the run rather than being resent for ever.
+        413 => Verdict::Failed(format!(
+            "a proxy answered {said}: a stream's body passed its size limit; raise it (nginx: \
+             `client_max_body_size 0;`) or lower --stream-max-bytes"
+        )),
+        502..=504 => Verdict::Proxy(format!(
+            "a proxy answered {said}: it has no daemon to pass the call to (are its upstreams \
+             up, and do they speak HTTP/2: nginx `grpc_pass`, haproxy `proto h2`?)"
+        )),
+        _ => Verdict::Proxy(format!(
+            "it answered {said} (a proxy, or another server, in front of the daemon)"
+        )),
+    })
 }
 
 /// What a failure most likely means when it is a TLS mismatch, said in words, for a lane whose
@@ -214,8 +273,51 @@ mod tests {
     fn rejected(status: &tonic::Status) -> Option<String> {
         match verdict(status) {
             Verdict::Rejected(reason) => Some(reason),
-            Verdict::Failed(_) => None,
+            _ => None,
         }
+    }
+
+    /// Proxies' answers as tonic reports them (its own words, from tonic 0.14's decoder and
+    /// status inference): said as HTTP with the fix, failed over or retired, never a refusal.
+    #[test]
+    fn an_http_answer_is_said_as_one_with_its_fix() {
+        let page = |code: &str| {
+            tonic::Status::internal(format!(
+                "protocol error: received message with invalid compression flag: 60 (valid \
+                 flags are 0 and 1) while receiving response with status: {code}"
+            ))
+        };
+        let Verdict::Failed(said) = verdict(&page("413 Payload Too Large")) else {
+            panic!("413 is a proxy's limit, which the chunk hits");
+        };
+        assert!(
+            said.contains("HTTP 413") && said.contains("client_max_body_size 0"),
+            "{said}"
+        );
+        let Verdict::Proxy(said) = verdict(&page("502 Bad Gateway")) else {
+            panic!("502 is a proxy without upstreams");
+        };
+        assert!(
+            said.contains("HTTP 502 Bad Gateway") && said.contains("upstreams"),
+            "{said}"
+        );
+        let empty = tonic::Status::unavailable(
+            "grpc-status header missing, mapped from HTTP status code 503",
+        );
+        assert!(matches!(verdict(&empty), Verdict::Proxy(s) if s.contains("HTTP 503")));
+        assert!(matches!(verdict(&page("200 OK")), Verdict::Foreign(s) if s.contains("HTTP 200")));
+        let no_route = tonic::Status::unimplemented(
+            "grpc-status header missing, mapped from HTTP status code 404",
+        );
+        assert!(matches!(verdict(&no_route), Verdict::Foreign(s) if s.contains("HTTP 404")));
+    }
+
+    #[test]
+    fn an_unknown_method_without_our_reason_is_a_foreign_service() {
+        let other = tonic::Status::unimplemented("unknown service patience.v1.Solver");
+        assert!(
+            matches!(verdict(&other), Verdict::Foreign(s) if s.contains("not a patience daemon")),
+        );
     }
 
     /// With details, the reason decides, whatever the words: a busy daemon whose message names no
@@ -307,7 +409,6 @@ mod tests {
         for status in [
             tonic::Status::resource_exhausted("too large"),
             tonic::Status::permission_denied("no"),
-            tonic::Status::unimplemented("no such method"),
         ] {
             assert!(rejected(&status).is_some(), "{status:?}");
         }

@@ -329,6 +329,21 @@ impl Typed {
         first_line_with(&self.stderr, needle, Duration::from_secs(60), &what)
     }
 
+    /// The first line on standard error that contains `needle` within `limit`, if one comes
+    /// (the lines before it are dropped).
+    pub fn error_line_within(&self, needle: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let line = self
+                .stderr
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .ok()?;
+            if line.contains(needle) {
+                return Some(chomp(line));
+            }
+        }
+    }
+
     /// Ends the input: the process sees EOF.
     pub fn close_input(&mut self) {
         drop(self.stdin.take());

@@ -19,6 +19,8 @@
 //! - [`tls`]: throwaway certificate authorities ([`Authority`]).
 //! - [`sniff`]: a relay in front of a daemon that counts the gRPC messages each way by their
 //!   compressed flag ([`Sniffer`]), to see a foreign client's compression on the wire.
+//! - [`delay`]: a relay that puts a daemon far away or cuts it off ([`DelayProxy`]): latency
+//!   each way, and partitions that hold the sockets and forward nothing.
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -30,6 +32,7 @@
 pub mod cli;
 pub mod daemon;
 pub mod data;
+pub mod delay;
 pub mod requests;
 pub mod scratch;
 pub mod server;
@@ -39,6 +42,7 @@ pub mod tls;
 pub use cli::*;
 pub use daemon::*;
 pub use data::*;
+pub use delay::*;
 pub use requests::*;
 pub use scratch::*;
 pub use server::*;
