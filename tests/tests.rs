@@ -24,6 +24,7 @@ mod long_jobs;
 mod metrics;
 mod monitoring;
 mod protocols;
+mod proxies;
 mod rps;
 mod rps_cli;
 mod rps_daemon;

@@ -19,6 +19,8 @@
 //! - [`tls`]: throwaway certificate authorities ([`Authority`]).
 //! - [`sniff`]: a relay in front of a daemon that counts the gRPC messages each way by their
 //!   compressed flag ([`Sniffer`]), to see a foreign client's compression on the wire.
+//! - [`proxy`]: a real nginx or HAProxy in front of daemons, from a configuration template of
+//!   `deploy/proxies/` or the test's own, on a free port ([`Proxy`]).
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -30,6 +32,7 @@
 pub mod cli;
 pub mod daemon;
 pub mod data;
+pub mod proxy;
 pub mod requests;
 pub mod scratch;
 pub mod server;
@@ -39,6 +42,7 @@ pub mod tls;
 pub use cli::*;
 pub use daemon::*;
 pub use data::*;
+pub use proxy::*;
 pub use requests::*;
 pub use scratch::*;
 pub use server::*;
