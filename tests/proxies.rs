@@ -103,12 +103,14 @@ fn three_daemons() -> Vec<Daemon> {
         .collect()
 }
 
-/// A proxy of `kind` from `template` in front of `daemons`, or `None` (the test is skipped)
-/// without its binary.
-fn proxy(kind: ProxyKind, template: &str, daemons: &[Daemon]) -> Option<Proxy> {
+/// Three daemons and a proxy of `kind` from `template` in front of them, or `None` (the test is
+/// skipped) without its binary.
+fn proxied(kind: ProxyKind, template: &str) -> Option<(Vec<Daemon>, Proxy)> {
     let program = Proxy::binary_or_skip(kind)?;
+    let daemons = three_daemons();
     let upstreams: Vec<SocketAddr> = daemons.iter().map(|d| d.socket).collect();
-    Some(Proxy::start(kind, &program, template, &upstreams))
+    let proxy = Proxy::start(kind, &program, template, &upstreams);
+    Some((daemons, proxy))
 }
 
 /// `patience client --addr PROXY INPUT`, its output and errors into files of `scratch`.
@@ -158,8 +160,7 @@ struct Through {
 /// The whole file through `template`: the client's output is `solve`'s, byte for byte, and it
 /// exits 0. `None` when the test is skipped.
 fn identical_through(kind: ProxyKind, template: &str, copies: usize) -> Option<Through> {
-    let daemons = three_daemons();
-    let proxy = proxy(kind, template, &daemons)?;
+    let (daemons, proxy) = proxied(kind, template)?;
     let expected = solved(copies);
     let scratch = Scratch::new("proxies");
     let input = scratch.repeated_corpus(copies);
@@ -210,8 +211,7 @@ fn assert_spread(kind: ProxyKind, answered: &[u64]) {
 /// busy): the client resends what it lost through the proxy, which sends it to the others; the
 /// output is still `solve`'s, byte for byte, and the exit status 0.
 fn a_daemon_killed_through(kind: ProxyKind) {
-    let mut daemons = three_daemons();
-    let Some(proxy) = proxy(kind, &kind.shipped(), &daemons) else {
+    let Some((mut daemons, proxy)) = proxied(kind, &kind.shipped()) else {
         return;
     };
     let expected = solved(COPIES);
