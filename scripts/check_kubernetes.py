@@ -4,7 +4,9 @@ kustomize` (no cluster needed) and checks that what they render fits together: t
 file from its volume through the daemons' headless Service with --output and --resume, restarts
 on failure within a backoffLimit, runs the daemons' image, and is no endpoint of the daemons'
 Service; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
-NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in.
+NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in; and the daemons'
+drain fits their pod: PATIENCE_DRAIN_CUT_AFTER is set, below PATIENCE_DRAIN_TIMEOUT, and
+terminationGracePeriodSeconds is longer than that timeout plus any preStop sleep.
 
 Usage: check_kubernetes.py --kubectl PATH   (CI passes the pinned kubectl of target/tools/venv)
 """
@@ -37,6 +39,20 @@ def one(docs, kind, name=None):
     return found[0]
 
 
+def seconds(text):
+    """A duration as the daemon reads it (500ms, 30s, 2m, or plain seconds), in seconds; None for
+    off, 0 or anything else."""
+    text = str(text).strip()
+    for suffix, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("", 1.0)):
+        if text.endswith(suffix):
+            try:
+                value = float(text[: len(text) - len(suffix)]) * scale
+            except ValueError:
+                return None
+            return value if value > 0 else None
+    return None
+
+
 def selects(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -61,6 +77,28 @@ def main():
     grpc = [p for p in service["spec"]["ports"] if p["name"] == "grpc"]
     check(len(grpc) == 1, "the Service has a grpc port")
     port = grpc[0]["port"]
+
+    # The drain (docs/deploying.md, "Probes and shutdown"): on SIGTERM calls in flight are
+    # answered for up to PATIENCE_DRAIN_TIMEOUT; a stream still being sent to is cut after
+    # PATIENCE_DRAIN_CUT_AFTER, so that a client streaming a large file resumes on the other pods
+    # at once instead of keeping a pod being rolled busy until the timeout; and the kubelet's
+    # SIGKILL must come after the timeout, or the drain is killed mid-way.
+    pod_spec = deployment["spec"]["template"]["spec"]
+    (daemon,) = [c for c in pod_spec["containers"] if c["name"] == "patience"]
+    env = {e["name"]: e.get("value") for e in daemon.get("env", [])}
+    drain = seconds(env.get("PATIENCE_DRAIN_TIMEOUT", "30s"))
+    check(drain is not None, f"the drain timeout is a duration ({env.get('PATIENCE_DRAIN_TIMEOUT')})")
+    cut = seconds(env.get("PATIENCE_DRAIN_CUT_AFTER", "off"))
+    check(cut is not None, "the daemons set PATIENCE_DRAIN_CUT_AFTER (a duration, not off)")
+    check(cut < drain, f"the drain cut ({cut:g} s) comes before the drain timeout ({drain:g} s)")
+    pre_stop = daemon.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    sleep = seconds(pre_stop[-1]) if pre_stop and pre_stop[0] in ("sleep", "/bin/sleep") else None
+    grace = pod_spec.get("terminationGracePeriodSeconds", 30)
+    check(
+        grace > drain + (sleep or 0),
+        f"terminationGracePeriodSeconds ({grace}) is longer than the drain timeout ({drain:g} s)"
+        + (f" plus the preStop sleep ({sleep:g} s)" if sleep else ""),
+    )
 
     job = one(job_docs, "Job", "patience-batch")
     claim = one(job_docs, "PersistentVolumeClaim")

@@ -25,6 +25,7 @@ mod metrics;
 mod monitoring;
 mod network;
 mod protocols;
+mod proxies;
 mod rps;
 mod rps_cli;
 mod rps_daemon;

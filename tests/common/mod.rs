@@ -21,6 +21,8 @@
 //!   compressed flag ([`Sniffer`]), to see a foreign client's compression on the wire.
 //! - [`delay`]: a relay that puts a daemon far away or cuts it off ([`DelayProxy`]): latency
 //!   each way, and partitions that hold the sockets and forward nothing.
+//! - [`proxy`]: a real nginx or HAProxy in front of daemons, from a configuration template of
+//!   `deploy/proxies/` or the test's own, on a free port ([`Proxy`]).
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -33,6 +35,7 @@ pub mod cli;
 pub mod daemon;
 pub mod data;
 pub mod delay;
+pub mod proxy;
 pub mod requests;
 pub mod scratch;
 pub mod server;
@@ -43,6 +46,7 @@ pub use cli::*;
 pub use daemon::*;
 pub use data::*;
 pub use delay::*;
+pub use proxy::*;
 pub use requests::*;
 pub use scratch::*;
 pub use server::*;
