@@ -433,8 +433,10 @@ fn a_bad_value_from_the_environment_names_the_variable() {
         let var = var.to_string_lossy().into_owned();
         let flag = format!("--{}", arg.get_long().expect("a long flag"));
         // Paths take any text: nothing for the parser to refuse.
+        // With every argument of serve, so that one which requires another finds it (clap
+        // checks that in debug builds).
         let probe = clap::Command::new("probe")
-            .arg(arg.clone())
+            .args(serve.get_arguments().cloned())
             .try_get_matches_from(["probe", &format!("{flag}={bad}")]);
         if !probe.is_err_and(|e| {
             matches!(
