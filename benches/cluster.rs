@@ -1,42 +1,52 @@
 //! Cluster benchmark: prints figures, asserts nothing about time.
 //!
-//! `cargo bench --bench cluster` (options after `--`: `--deals N --runs R --batch B`).
+//! `cargo bench --bench cluster` (options after `--`: `--deals N --runs R --batch B
+//! --delay-ms D`).
 //!
 //! One file of uniformly random deals (`patience gen --seed 2026`) through the real
-//! `patience client --batch B` binary, spread over 1, 2 and 3 local `patience serve --workers 1`
-//! daemons; the median deals/s of R runs for each, and the ratio to one daemon. Every run's output
-//! is checked byte for byte against `patience solve`'s. Rounds alternate between the daemon counts
-//! so that drift on a shared machine affects them alike.
+//! `patience client --batch B` binary, over local `patience serve --workers 1` daemons:
+//! - 1, 2 and 3 daemons given directly;
+//! - the two near daemons alone, and with the third behind a delay proxy of D ms each way (a
+//!   2D ms round trip; tests/common/delay.rs): a distant daemon should help or do nothing;
+//! - the three given directly, and behind nginx and behind HAProxy with the shipped
+//!   configurations (deploy/proxies/; skipped when the proxy is not installed), the client given
+//!   the proxy's one address.
 //!
-//! What to expect: each daemon adds one solver thread, so the rate grows with the daemons until
-//! the cores run out (the client itself needs a little CPU too). On a 2-core machine the third
-//! daemon has no core of its own and cannot help.
+//! For each: the median deals/s of R runs, the ratio to its baseline, and each daemon's share of
+//! the deals (from its metrics). Every run's output is checked byte for byte against
+//! `patience solve`'s. Rounds alternate between the setups so that drift on a shared machine
+//! affects them alike.
+//!
+//! What to expect on a 2-core machine: the daemons and the client share the two cores, so a third
+//! daemon (near or distant) adds no solving power, only the chance to hurt; through a proxy the
+//! proxy's CPU comes out of the solvers' too.
 
 mod support;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Daemon, Flags, TempDir, median, start_daemon};
+use support::{Daemon, DelayProxy, Flags, Proxy, ProxyKind, TempDir, deals_answered, median};
 
 /// Seed of the deals (the engine and service benches use the same one).
 const SEED: u64 = 2026;
-/// The most daemons compared.
-const DAEMONS: usize = 3;
 
 struct Options {
     deals: usize,
     runs: usize,
     batch: usize,
+    delay: Duration,
 }
 
 fn options() -> Options {
     let flags = Flags::from_env();
     Options {
-        deals: flags.get("--deals", 20_000usize).max(1),
-        runs: flags.get("--runs", 5usize).max(1),
+        deals: flags.get("--deals", 300_000usize).max(1),
+        runs: flags.get("--runs", 3usize).max(1),
         batch: flags.get("--batch", 256usize).max(1),
+        delay: Duration::from_millis(flags.get("--delay-ms", 100u64)),
     }
 }
 
@@ -56,13 +66,35 @@ fn run_to_file(cmd: &mut Command, out: &Path) -> Duration {
     elapsed
 }
 
+/// One way of giving the client daemons.
+struct Setup {
+    name: String,
+    addrs: Vec<String>,
+    /// The setup its ratio is to (an index into the setups).
+    baseline: usize,
+    rates: Vec<f64>,
+    /// Each run's share of the deals answered by each of the three daemons.
+    shares: Vec<[f64; 3]>,
+}
+
+fn setup(name: &str, addrs: Vec<String>, baseline: usize) -> Setup {
+    Setup {
+        name: name.into(),
+        addrs,
+        baseline,
+        rates: Vec::new(),
+        shares: Vec::new(),
+    }
+}
+
 fn main() {
     let o = options();
     let exe = env!("CARGO_BIN_EXE_patience");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "cluster bench: {} uniformly random deals (patience gen --seed {SEED}), {} runs, \
-         patience client --batch {}, daemons with --workers 1, {cores} cores here",
+         patience client --batch {} (its defaults otherwise), daemons with --workers 1, {cores} \
+         cores here",
         o.deals, o.runs, o.batch
     );
 
@@ -87,35 +119,106 @@ fn main() {
         "patience solve printed the wrong number of lines"
     );
 
-    let daemons: Vec<Daemon> = (0..DAEMONS).map(|_| start_daemon(1)).collect();
+    let daemons: Vec<Daemon> = (0..3)
+        .map(|_| {
+            Daemon::start(&[
+                "--workers",
+                "1",
+                "--log-format",
+                "text",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
+        })
+        .collect();
     let urls: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let metrics: Vec<String> = daemons.iter().map(Daemon::metrics_addr).collect();
+    let far = DelayProxy::start(&daemons[2].socket.to_string(), o.delay);
+    let sockets: Vec<SocketAddr> = daemons.iter().map(|d| d.socket).collect();
+    let proxies: Vec<Proxy> = [ProxyKind::Nginx, ProxyKind::Haproxy]
+        .into_iter()
+        .filter_map(|kind| match Proxy::binary(kind) {
+            Ok(program) => Some(Proxy::start(kind, &program, &kind.shipped(), &sockets)),
+            Err(why) => {
+                println!("{}: skipped ({why})", kind.program());
+                None
+            }
+        })
+        .collect();
+
+    let rtt = o.delay.as_millis() * 2;
+    let mut setups = vec![
+        setup("1 daemon", urls[..1].to_vec(), 0),
+        setup("2 near", urls[..2].to_vec(), 0),
+        setup(
+            &format!("2 near + 1 at {rtt} ms"),
+            vec![urls[0].clone(), urls[1].clone(), far.url()],
+            1,
+        ),
+        setup("3 direct", urls.clone(), 0),
+    ];
+    let direct = setups.len() - 1;
+    for proxy in &proxies {
+        let name = format!("{} (shipped)", proxy.kind.program());
+        setups.push(setup(&name, vec![proxy.addr.clone()], direct));
+    }
+
     let out = dir.join("client.out");
-    let mut rates = vec![Vec::new(); DAEMONS];
     for _ in 0..o.runs {
-        for (k, rates) in rates.iter_mut().enumerate() {
+        for s in &mut setups {
+            let before: Vec<u64> = metrics.iter().map(|m| deals_answered(m)).collect();
             let mut cmd = Command::new(exe);
             cmd.args(["client", "--batch", &o.batch.to_string()]);
-            for url in &urls[..=k] {
-                cmd.args(["--addr", url]);
+            for addr in &s.addrs {
+                cmd.args(["--addr", addr]);
             }
             let t = run_to_file(cmd.arg(&input), &out);
             let got = std::fs::read(&out).expect("read client output");
             assert!(
                 got == expected,
-                "with {} daemons the client's output differs from patience solve's",
-                k + 1
+                "{}: the client's output differs from patience solve's",
+                s.name
             );
-            rates.push(o.deals as f64 / t.as_secs_f64());
+            s.rates.push(o.deals as f64 / t.as_secs_f64());
+            let after: Vec<u64> = metrics.iter().map(|m| deals_answered(m)).collect();
+            let mut share = [0.0; 3];
+            for (k, share) in share.iter_mut().enumerate() {
+                *share = after[k].saturating_sub(before[k]) as f64 / o.deals as f64;
+            }
+            s.shares.push(share);
         }
     }
 
-    let one = median(rates[0].clone());
-    println!("{:<10} {:>12} {:>9}", "daemons", "deals/s", "vs 1");
-    for (k, rates) in rates.iter().enumerate() {
-        let m = median(rates.clone());
-        println!("{:<10} {:>12.0} {:>8.2}x", k + 1, m, m / one);
+    println!(
+        "{:<26} {:>10} {:>10} {:>8} {:>8} {:>8}",
+        "setup", "deals/s", "ratio", "d1", "d2", "d3"
+    );
+    let medians: Vec<f64> = setups.iter().map(|s| median(s.rates.clone())).collect();
+    for (s, &m) in setups.iter().zip(&medians) {
+        let base = medians[s.baseline];
+        let ratio = if s.baseline == 0 && s.name == "1 daemon" {
+            "1.00x".to_string()
+        } else {
+            format!("{:.2}x", m / base)
+        };
+        let share = |k: usize| median(s.shares.iter().map(|sh| sh[k]).collect());
+        println!(
+            "{:<26} {:>10.0} {:>10} {:>7.1}% {:>7.1}% {:>7.1}%",
+            s.name,
+            m,
+            ratio,
+            100.0 * share(0),
+            100.0 * share(1),
+            100.0 * share(2)
+        );
     }
+    println!(
+        "ratios: the daemons to 1 daemon; the distant setup to 2 near (its time is 1/ratio of \
+         theirs); each proxy to 3 direct. Shares: medians over the runs, of the deals each \
+         daemon answered (d3 is the distant one in the distant setup)."
+    );
     println!("every run's output was byte-identical to patience solve's");
+    drop(proxies);
     for mut daemon in daemons {
         let (_, status) = daemon.stop();
         assert!(status.success(), "a daemon exited with {status}");

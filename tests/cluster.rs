@@ -7,18 +7,9 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{
-    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, corpus, data, free_ports, log_field,
-    patience, run, scrape, stand_in, stand_in_failing_on, wait_or_hang,
+    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, corpus, data, deals_answered,
+    free_ports, log_field, patience, run, stand_in, stand_in_failing_on, wait_or_hang,
 };
-
-/// Deals a daemon has answered so far, from its metrics endpoint (`host:port`).
-fn deals_answered(metrics: &str) -> u64 {
-    scrape(metrics)
-        .lines()
-        .filter(|l| l.starts_with("patience_deals_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
 
 /// The client's note that a failed daemon is back. Tests that stop a daemon for good allow it:
 /// the client keeps trying the stopped daemon's port, which the system may meanwhile have handed

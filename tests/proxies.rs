@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{
-    Daemon, HANG_LIMIT, Proxy, ProxyKind, Scratch, exe, scrape, wait_or_hang, without_patience_env,
+    Daemon, HANG_LIMIT, Proxy, ProxyKind, Scratch, deals_answered, exe, wait_or_hang,
+    without_patience_env,
 };
 
 /// Copies of random1000.in in a test's input: 60,000 deals, 6.5 MB, a few seconds through a proxy
@@ -67,16 +68,6 @@ backend patience
     server patience2 {{UPSTREAM_2}} proto h2
     server patience3 {{UPSTREAM_3}} proto h2
 ";
-
-/// Deals a daemon has answered so far, from its metrics endpoint (`host:port`): the sum of
-/// `patience_deals_total` over its outcomes (docs/operations.md).
-fn deals_answered(metrics: &str) -> u64 {
-    scrape(metrics)
-        .lines()
-        .filter(|l| l.starts_with("patience_deals_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
 
 /// What `patience solve` prints for `copies` copies of random1000.in (the input of
 /// [`Scratch::repeated_corpus`]), [`COPIES`] or [`FEWER`]: solved once per test binary, for

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 #[path = "../../tests/common/daemon.rs"]
 mod daemon;
 
-pub use daemon::{Daemon, clock_ticks, log_field, reset_peak, status_kib};
+pub use daemon::{Daemon, clock_ticks, deals_answered, log_field, reset_peak, status_kib};
 
 // The reference data and the seeded rock-paper-scissors case generator of the tests, one file
 // for both.
@@ -26,6 +26,20 @@ pub use daemon::{Daemon, clock_ticks, log_field, reset_peak, status_kib};
 mod data;
 
 pub use data::{reference_path, rps_random_cases};
+
+// The tests' delay proxy, and their nginx and HAProxy (with what those need: a scratch directory,
+// which needs the command-line helpers), for the cluster bench.
+#[path = "../../tests/common/cli.rs"]
+mod cli;
+#[path = "../../tests/common/delay.rs"]
+mod delay;
+#[path = "../../tests/common/proxy.rs"]
+mod proxy;
+#[path = "../../tests/common/scratch.rs"]
+mod scratch;
+
+pub use delay::DelayProxy;
+pub use proxy::{Proxy, ProxyKind};
 
 /// The flags after `--` in `cargo bench --bench NAME -- --flag value`. Anything else cargo passes
 /// (such as `--bench`) is ignored.

@@ -53,6 +53,8 @@ pub enum Report<G: Protocol = DealProtocol> {
     Foreign { lane: LaneId, reason: String },
     /// The daemon refused what this run asks of every daemon: the run stops.
     Rejected { lane: LaneId, reason: String },
+    /// The lane has ended well: its inbox closed with every chunk answered.
+    Ended { lane: LaneId },
     /// The daemon is back with a new call; chunks go to this inbox now.
     Back {
         lane: LaneId,
@@ -138,7 +140,10 @@ impl<G: Protocol> Lane<G> {
             };
             guard.0 = None;
             match end {
-                Ok(()) => return,
+                Ok(()) => {
+                    let _ = self.reports.send(Report::Ended { lane: self.id });
+                    return;
+                }
                 Err(verdict) => {
                     if self.stops(verdict) {
                         return;

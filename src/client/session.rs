@@ -44,6 +44,8 @@ struct LaneHandle<G: Protocol> {
     retire: CancellationToken,
     /// Came back after failing, and has not answered since.
     returned: bool,
+    /// Has answered a chunk: its daemon was well.
+    answered: bool,
 }
 
 /// A daemon: the group of lanes that call it.
@@ -203,38 +205,49 @@ impl<G: Protocol> Session<G> {
                 },
             }
         }
-        // Done: closing the inboxes ends each lane's stream. Report the lanes that fail now (say,
-        // one that could not connect before the others did all the work), for a little while.
+        // Done: closing the inboxes ends each lane's stream. A lane that has answered is well, and
+        // what it still does (closing its call, answering a hedged chunk answered elsewhere) is
+        // not waited for: a distant daemon would hold the run's end by its round trips. One that
+        // has not (say, one that could not connect before the others did all the work) is
+        // reported if it fails now, for a little while.
         self.retire.cancel();
-        for lane in &mut self.lanes {
-            lane.inbox = None;
-        }
-        // Once every lane has ended, its reports end too: the session's own sender goes (for one
-        // whose receiver is already gone, so nothing can be sent on it).
-        drop(std::mem::replace(
-            &mut self.reports,
-            mpsc::unbounded_channel().0,
-        ));
-        let events = &self.events;
-        let mut told = HashSet::new();
-        let late = async {
-            while let Some(report) = reports.recv().await {
-                if let Report::Failed { lane, reason, .. }
-                | Report::Foreign { lane, reason }
-                | Report::Rejected { lane, reason } = report
-                    && let Some(group) = self.lanes.get(lane).map(|l| l.group)
-                    && told.insert(group)
-                {
-                    let _ = events.send(Event::Failed {
-                        daemon: self.daemon(lane),
-                        reason,
-                        resent: 0,
-                        others: 0,
-                    });
-                }
+        let mut unproven: HashSet<LaneId> = HashSet::new();
+        for (id, lane) in self.lanes.iter_mut().enumerate() {
+            if lane.inbox.take().is_some() && !lane.answered {
+                unproven.insert(id);
             }
-        };
-        let _ = tokio::time::timeout(self.config.late_failures, late).await;
+        }
+        let deadline = Instant::now() + self.config.late_failures;
+        let mut told = HashSet::new();
+        while !unproven.is_empty() {
+            let report = tokio::select! {
+                report = reports.recv() => report,
+                () = tokio::time::sleep_until(deadline) => None,
+            };
+            let Some(report) = report else { break };
+            let lane = match report {
+                Report::Failed { lane, reason, .. }
+                | Report::Foreign { lane, reason }
+                | Report::Rejected { lane, reason } => {
+                    if unproven.contains(&lane)
+                        && let Some(group) = self.lanes.get(lane).map(|l| l.group)
+                        && told.insert(group)
+                    {
+                        let _ = self.events.send(Event::Failed {
+                            daemon: self.daemon(lane),
+                            reason,
+                            resent: 0,
+                            others: 0,
+                        });
+                    }
+                    lane
+                }
+                Report::Answered { lane, .. }
+                | Report::Back { lane, .. }
+                | Report::Ended { lane } => lane,
+            };
+            unproven.remove(&lane);
+        }
         Ok(())
     }
 
@@ -287,6 +300,7 @@ impl<G: Protocol> Session<G> {
                     inbox: None,
                     retire,
                     returned: false,
+                    answered: false,
                 });
                 return id;
             }
@@ -297,6 +311,7 @@ impl<G: Protocol> Session<G> {
             inbox: Some(inbox_tx),
             retire,
             returned: false,
+            answered: false,
         });
         id
     }
@@ -376,6 +391,7 @@ impl<G: Protocol> Session<G> {
                 // A daemon is back when a lane that came back answers: not when a call that was
                 // open before it failed does (a draining daemon answers those, and refuses more).
                 let (group, returned) = self.lanes.get_mut(lane).map_or((usize::MAX, false), |l| {
+                    l.answered = true;
                     (l.group, std::mem::replace(&mut l.returned, false))
                 });
                 if returned
@@ -447,6 +463,8 @@ impl<G: Protocol> Session<G> {
                 let daemon = self.daemon(lane);
                 return Err(ClientError::Rejected { daemon, reason });
             }
+            // A lane ends well only once the input is done and it has answered everything.
+            Report::Ended { .. } => {}
             Report::Back { lane, inbox } => {
                 if self.dispatcher.is_retired(lane) {
                     // Its address left while it came back: nothing for it.

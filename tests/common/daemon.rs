@@ -462,6 +462,16 @@ pub fn metric(scrape: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// Deals a daemon has answered so far, from its metrics endpoint (`host:port`): the sum of
+/// `patience_deals_total` over its outcomes (docs/operations.md).
+pub fn deals_answered(metrics: &str) -> u64 {
+    scrape(metrics)
+        .lines()
+        .filter(|l| l.starts_with("patience_deals_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// The whole answer (status line, headers, body) to `GET /metrics` from a metrics endpoint
 /// (`host:port`), over plain HTTP/1.1; asserts it is a 200.
 pub fn scrape(addr: &str) -> String {
