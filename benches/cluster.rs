@@ -8,9 +8,10 @@
 //! - 1, 2 and 3 daemons given directly;
 //! - the two near daemons alone, and with the third behind a delay proxy of D ms each way (a
 //!   2D ms round trip; tests/common/delay.rs): a distant daemon should help or do nothing;
-//! - the three given directly, and behind nginx and behind HAProxy with the shipped
-//!   configurations (deploy/proxies/; skipped when the proxy is not installed), the client given
-//!   the proxy's one address.
+//! - the three given directly, and behind nginx and behind HAProxy, each with the shipped
+//!   configuration (deploy/proxies/) and at its defaults (nginx: nothing but `grpc_pass`;
+//!   HAProxy: `proto h2` and its documentation's basic timeouts), skipped when the proxy is not
+//!   installed, the client given the proxy's one address.
 //!
 //! For each: the median deals/s of R runs, the ratio to its baseline, and each daemon's share of
 //! the deals (from its metrics). Every run's output is checked byte for byte against
@@ -135,16 +136,19 @@ fn main() {
     let metrics: Vec<String> = daemons.iter().map(Daemon::metrics_addr).collect();
     let far = DelayProxy::start(&daemons[2].socket.to_string(), o.delay);
     let sockets: Vec<SocketAddr> = daemons.iter().map(|d| d.socket).collect();
-    let proxies: Vec<Proxy> = [ProxyKind::Nginx, ProxyKind::Haproxy]
-        .into_iter()
-        .filter_map(|kind| match Proxy::binary(kind) {
-            Ok(program) => Some(Proxy::start(kind, &program, &kind.shipped(), &sockets)),
-            Err(why) => {
-                println!("{}: skipped ({why})", kind.program());
-                None
+    // Each proxy with the shipped configuration, then at its defaults.
+    let mut proxies: Vec<(Proxy, &str)> = Vec::new();
+    for kind in [ProxyKind::Nginx, ProxyKind::Haproxy] {
+        match Proxy::binary(kind) {
+            Ok(program) => {
+                for (template, how) in [(kind.shipped(), "shipped"), (kind.defaults(), "defaults")]
+                {
+                    proxies.push((Proxy::start(kind, &program, &template, &sockets), how));
+                }
             }
-        })
-        .collect();
+            Err(why) => println!("{}: skipped ({why})", kind.program()),
+        }
+    }
 
     let rtt = o.delay.as_millis() * 2;
     let mut setups = vec![
@@ -158,8 +162,8 @@ fn main() {
         setup("3 direct", urls.clone(), 0),
     ];
     let direct = setups.len() - 1;
-    for proxy in &proxies {
-        let name = format!("{} (shipped)", proxy.kind.program());
+    for (proxy, how) in &proxies {
+        let name = format!("{} ({how})", proxy.kind.program());
         setups.push(setup(&name, vec![proxy.addr.clone()], direct));
     }
 

@@ -31,44 +31,6 @@ const MIN_SHARE: f64 = 0.15;
 /// A daemon is killed once it has answered this many deals, well before the end of the file.
 const KILL_AFTER: u64 = 5_000;
 
-/// nginx at its defaults: only the upstreams and `grpc_pass`. Its `client_max_body_size` (1 MiB)
-/// counts a stream's whole body, so it would cut any stream that sent more than about 9,000
-/// deals.
-const NGINX_DEFAULTS: &str = "events {}
-
-http {
-    upstream patience {
-        server {{UPSTREAM_1}};
-        server {{UPSTREAM_2}};
-        server {{UPSTREAM_3}};
-    }
-    server {
-        listen {{LISTEN}} http2;
-        location / {
-            grpc_pass grpc://patience;
-        }
-    }
-}
-";
-
-/// HAProxy with only what gRPC needs (`proto h2` on both sides) and the three timeouts of its
-/// documentation's gRPC example; roundrobin is its default balance.
-const HAPROXY_BASIC: &str = "defaults
-    mode http
-    timeout connect 10s
-    timeout client 30s
-    timeout server 30s
-
-frontend grpc
-    bind {{LISTEN}} proto h2
-    default_backend patience
-
-backend patience
-    server patience1 {{UPSTREAM_1}} proto h2
-    server patience2 {{UPSTREAM_2}} proto h2
-    server patience3 {{UPSTREAM_3}} proto h2
-";
-
 /// What `patience solve` prints for `copies` copies of random1000.in (the input of
 /// [`Scratch::repeated_corpus`]), [`COPIES`] or [`FEWER`]: solved once per test binary, for
 /// every test of this file that needs it.
@@ -267,11 +229,11 @@ fn haproxy_as_shipped_survives_a_daemon_killed_midway() {
 /// under it (`--stream-max-bytes`), so nothing is cut, and they are spread.
 #[test]
 fn nginx_at_its_defaults_answers_as_solve_does() {
-    answers_as_solve_does(ProxyKind::Nginx, NGINX_DEFAULTS, FEWER);
+    answers_as_solve_does(ProxyKind::Nginx, &ProxyKind::Nginx.defaults(), FEWER);
 }
 
 /// HAProxy with only `proto h2` and the basic timeouts: the same.
 #[test]
 fn haproxy_with_basic_timeouts_answers_as_solve_does() {
-    answers_as_solve_does(ProxyKind::Haproxy, HAPROXY_BASIC, FEWER);
+    answers_as_solve_does(ProxyKind::Haproxy, &ProxyKind::Haproxy.defaults(), FEWER);
 }

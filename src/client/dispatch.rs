@@ -17,7 +17,7 @@
 //! - Lanes come in groups, one per daemon (several calls to one address); a hedge goes to
 //!   another group, since a sibling lane shares the daemon's fate and its workers.
 //! - Once the input is done and nothing waits in the queue, a lane with room hedges the oldest
-//!   chunk held by one lane of another group for longer than `hedge_factor` times the idle
+//!   chunk held by one lane of another group for longer than [`TAIL_FACTOR`] times the idle
 //!   lane's usual time between answers (at least [`TAIL_FLOOR`]): a daemon that is slow, not
 //!   only one that is silent, does not hold the run's end.
 //! - A lane that fails gives back what it holds: chunks no other lane holds go back to the queue.
@@ -38,6 +38,11 @@ use std::time::{Duration, Instant};
 /// be their cause: more than a rolling restart of a few daemons gives one chunk.
 pub const STRIKES: u32 = 5;
 
+/// At the run's tail, a chunk is hedged once held this many times the idle lane's usual time
+/// between answers: the idle lane would most likely have answered it twice over. Small, since
+/// what it costs is a few chunks solved twice at the very end, and what it saves is the wait
+/// for a distant or slow daemon's last chunks.
+pub const TAIL_FACTOR: u32 = 2;
 /// The shortest time a chunk is held before the run's tail hedges it.
 pub const TAIL_FLOOR: Duration = Duration::from_millis(50);
 
@@ -424,7 +429,7 @@ impl Dispatcher {
     /// How long a chunk is held before `idle` takes a copy at the run's tail.
     fn tail_after(&self, idle: LaneId) -> Duration {
         let usual = self.lanes.get(idle).and_then(|l| l.interval);
-        let scaled = usual.map_or(Duration::ZERO, |i| i * self.policy.hedge_factor);
+        let scaled = usual.map_or(Duration::ZERO, |i| i * TAIL_FACTOR);
         scaled.max(TAIL_FLOOR)
     }
 

@@ -24,6 +24,44 @@ const LISTEN_LIMIT: Duration = Duration::from_secs(20);
 /// How long a proxy may take to exit after SIGTERM before it is killed.
 const STOP_LIMIT: Duration = Duration::from_secs(5);
 
+/// nginx at its defaults: only the upstreams and `grpc_pass`. Its `client_max_body_size` (1 MiB)
+/// counts a stream's whole body, so it would cut any stream that sent more than about 9,000
+/// deals.
+const NGINX_DEFAULTS: &str = "events {}
+
+http {
+    upstream patience {
+        server {{UPSTREAM_1}};
+        server {{UPSTREAM_2}};
+        server {{UPSTREAM_3}};
+    }
+    server {
+        listen {{LISTEN}} http2;
+        location / {
+            grpc_pass grpc://patience;
+        }
+    }
+}
+";
+
+/// HAProxy with only what gRPC needs (`proto h2` on both sides) and the three timeouts of its
+/// documentation's gRPC example; roundrobin is its default balance.
+const HAPROXY_DEFAULTS: &str = "defaults
+    mode http
+    timeout connect 10s
+    timeout client 30s
+    timeout server 30s
+
+frontend grpc
+    bind {{LISTEN}} proto h2
+    default_backend patience
+
+backend patience
+    server patience1 {{UPSTREAM_1}} proto h2
+    server patience2 {{UPSTREAM_2}} proto h2
+    server patience3 {{UPSTREAM_3}} proto h2
+";
+
 /// Which proxy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProxyKind {
@@ -38,6 +76,16 @@ impl ProxyKind {
             ProxyKind::Nginx => "nginx",
             ProxyKind::Haproxy => "haproxy",
         }
+    }
+
+    /// A configuration template with nothing but what passing gRPC needs: nginx at its
+    /// defaults, HAProxy with its documentation's basic timeouts.
+    pub fn defaults(self) -> String {
+        match self {
+            ProxyKind::Nginx => NGINX_DEFAULTS,
+            ProxyKind::Haproxy => HAPROXY_DEFAULTS,
+        }
+        .to_string()
     }
 
     /// The shipped configuration template, `deploy/proxies/...`.
