@@ -8,11 +8,13 @@
 //! - [`answers`]: a response checked before anyone prints it.
 //! - [`game`]: what differs between the games: the rpc a lane opens, a chunk's size, the checks.
 //! - [`dispatch`]: the policy, a synchronous state machine: assignment by load, resends,
-//!   hedging a daemon that went quiet, giving up.
-//! - [`lane`]: one daemon, one call at a time, reconnecting with jittered backoff.
+//!   hedging a daemon that went quiet and a slow one's last chunks, retiring, giving up.
+//! - [`lane`]: one connection to a daemon, calls bounded in bytes one after the other,
+//!   reconnecting with jittered backoff (a daemon has `--streams` lanes).
 //! - [`discovery`]: names resolved to daemons, again and again.
 //! - [`health`]: a gRPC health probe of one daemon (`patience health`).
-//! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides.
+//! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides;
+//!   `session/membership.rs`, which daemons take part (added, found by name, let go).
 //! - [`tally`]: what each daemon answered and what was sent twice, for a run's summary.
 //!
 //! One cancellation mechanism: a [`tokio_util::sync::CancellationToken`] for the run, cancelled
