@@ -129,10 +129,15 @@ impl<G: Protocol> Lane<G> {
     pub async fn run(self, first_inbox: mpsc::Receiver<LaneChunk<G::Request>>) {
         let mut inbox = first_inbox;
         let mut call = None;
+        // The wait before the next try. It grows across calls that open and then fail before
+        // answering anything (a proxy answering 502 for its upstreams opens every call), and
+        // starts again after a call that answered.
+        let mut wait = RETRY_FIRST;
         loop {
             let mut guard = Unreported(Some(&self));
+            let mut answered = false;
             let end = tokio::select! {
-                end = self.one_call(&mut inbox, call.take()) => end,
+                end = self.one_call(&mut inbox, call.take(), &mut answered) => end,
                 () = self.cancel.cancelled() => {
                     guard.0 = None;
                     return;
@@ -150,7 +155,10 @@ impl<G: Protocol> Lane<G> {
                     }
                 }
             }
-            match self.come_back().await {
+            if answered {
+                wait = RETRY_FIRST;
+            }
+            match self.come_back(&mut wait).await {
                 Some((opened, next_inbox)) => {
                     call = Some(opened);
                     inbox = next_inbox;
@@ -161,10 +169,12 @@ impl<G: Protocol> Lane<G> {
     }
 
     /// Tries to open a new call until one opens (then reports the lane back), the daemon refuses
-    /// the run (reported), or the run is over. Attempts that fail are not reported: the failure
-    /// was, once.
-    async fn come_back(&self) -> Option<(Call<G>, mpsc::Receiver<LaneChunk<G::Request>>)> {
-        let mut wait = RETRY_FIRST;
+    /// the run (reported), or the run is over, waiting `wait` before each try, twice as long each
+    /// time. Attempts that fail are not reported: the failure was, once.
+    async fn come_back(
+        &self,
+        wait: &mut Duration,
+    ) -> Option<(Call<G>, mpsc::Receiver<LaneChunk<G::Request>>)> {
         loop {
             let jittered = wait.mul_f64(0.8 + 0.4 * fastrand::f64());
             let opened = tokio::select! {
@@ -175,7 +185,7 @@ impl<G: Protocol> Lane<G> {
                 () = self.cancel.cancelled() => return None,
                 () = self.retire.cancelled() => return None,
             };
-            wait = (wait * 2).min(RETRY_MAX);
+            *wait = (*wait * 2).min(RETRY_MAX);
             match opened {
                 Ok(call) => {
                     let (inbox_tx, inbox) = mpsc::channel(self.window.max(1));
@@ -264,11 +274,13 @@ impl<G: Protocol> Lane<G> {
     /// One connection: opens it and a call unless one is open already, then sends the inbox's
     /// chunks and reports their answers until the inbox closes and every chunk is answered, or a
     /// call fails. A call that has taken `stream_max_bytes` is closed (it still answers what it
-    /// holds) and the next chunk opens another on the same connection.
+    /// holds) and the next chunk opens another on the same connection. `answered` tells whether
+    /// any chunk was answered.
     async fn one_call(
         &self,
         inbox: &mut mpsc::Receiver<LaneChunk<G::Request>>,
         call: Option<Call<G>>,
+        answered: &mut bool,
     ) -> Result<(), Verdict> {
         // A daemon is only connected to once there is work for it: an input with no valid
         // deal needs no daemon, and says nothing about one that is down.
@@ -349,6 +361,7 @@ impl<G: Protocol> Lane<G> {
                                 ));
                             };
                             let answers = G::check(response, sent, self.asked)?;
+                            *answered = true;
                             // The session may be gone (the run is over): nothing to do then.
                             let _ = self.reports.send(Report::Answered {
                                 lane: self.id,
