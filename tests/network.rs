@@ -256,6 +256,43 @@ fn a_web_server_among_the_daemons_is_left_out_with_one_warning() {
     );
 }
 
+/// A proxy that answers 502 for ever (no daemon behind it ever comes up) is given up on after
+/// `--give-up-after`, not before and not never, with the proxy's answer said in the error: the
+/// calls it opens prove nothing.
+#[test]
+fn a_proxy_answering_502_for_ever_is_given_up_on_after_the_wait() {
+    let proxy = HttpOnly::start(Page::BadGateway);
+    let started = Instant::now();
+    let out = patience()
+        .args(&[
+            "client",
+            "--addr",
+            &format!("http://{}", proxy.addr),
+            "--give-up-after",
+            "2s",
+            &data("sample.in"),
+        ])
+        .output();
+    let waited = started.elapsed();
+    let stderr = out.stderr_str();
+    assert_eq!(out.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "{stderr}");
+    // Its calls opened, but nothing ever answered: said so, with why.
+    assert!(
+        stderr.contains("none ever answered") && stderr.contains("HTTP 502 Bad Gateway"),
+        "{stderr}"
+    );
+    assert!(
+        waited >= Duration::from_secs(2),
+        "gave up after {waited:?}: {stderr}"
+    );
+    // The limit only catches a run that never ends.
+    assert!(
+        waited < Duration::from_secs(30),
+        "gave up after {waited:?}: {stderr}"
+    );
+}
+
 /// A proxy that answers 502 at the start (its daemons are not up yet) is waited for within
 /// `--give-up-after`, said in words, and the run ends well once a daemon answers there.
 #[test]

@@ -17,7 +17,8 @@
 //! - Lanes come in groups, one per daemon (several calls to one address); a hedge goes to
 //!   another group, since a sibling lane shares the daemon's fate and its workers.
 //! - Once the input is done and nothing waits in the queue, a lane with room hedges the oldest
-//!   chunk held by one lane of another group for longer than [`TAIL_FACTOR`] times the idle
+//!   chunk held by one lane of another group, more than [`TAIL_FACTOR`] times slower than it
+//!   (or of a pace not known yet), for longer than [`TAIL_FACTOR`] times the idle
 //!   lane's usual time between answers (at least [`TAIL_FLOOR`]): a daemon that is slow, not
 //!   only one that is silent, does not hold the run's end.
 //! - A lane that fails gives back what it holds: chunks no other lane holds go back to the queue.
@@ -38,10 +39,11 @@ use std::time::{Duration, Instant};
 /// be their cause: more than a rolling restart of a few daemons gives one chunk.
 pub const STRIKES: u32 = 5;
 
-/// At the run's tail, a chunk is hedged once held this many times the idle lane's usual time
-/// between answers: the idle lane would most likely have answered it twice over. Small, since
-/// what it costs is a few chunks solved twice at the very end, and what it saves is the wait
-/// for a distant or slow daemon's last chunks.
+/// At the run's tail, a chunk is hedged from a lane whose usual time between answers is more than
+/// this many times the idle lane's (or not known yet), once held this many times the idle lane's
+/// usual time: the idle lane would most likely have answered it twice over. What it costs is a
+/// few chunks solved twice at the very end, and what it saves is the wait for a distant or slow
+/// daemon's last chunks.
 pub const TAIL_FACTOR: u32 = 2;
 /// The shortest time a chunk is held before the run's tail hedges it.
 pub const TAIL_FLOOR: Duration = Duration::from_millis(50);
@@ -103,6 +105,9 @@ struct LaneState {
     up: bool,
     /// Takes nothing new, for good.
     retired: bool,
+    /// Its last failure was a proxy's answer: a call that opens after it proves nothing (a proxy
+    /// without upstreams opens every call), so it counts as up only once it answers.
+    on_probation: bool,
     /// Chunks given to this lane and not answered by it, in the order it will answer them.
     holding: VecDeque<Seq>,
     /// Since when the lane has been holding chunks without answering one.
@@ -231,7 +236,9 @@ impl Dispatcher {
     /// `lane` answered `seq` at `now`.
     pub fn answered(&mut self, lane: LaneId, seq: Seq, now: Instant) -> Delivery {
         self.ever_up = true;
+        self.none_up_since = None;
         if let Some(l) = self.lanes.get_mut(lane) {
+            l.on_probation = false;
             if let Some(at) = l.holding.iter().position(|&s| s == seq) {
                 l.holding.remove(at);
             }
@@ -261,6 +268,7 @@ impl Dispatcher {
         let Some(l) = self.lanes.get_mut(lane) else {
             return 0;
         };
+        l.on_probation = how == FailureKind::Proxy;
         l.up = false;
         l.slowed = false;
         l.blocked = false;
@@ -311,13 +319,18 @@ impl Dispatcher {
     }
 
     /// `lane` is up again, with an empty inbox.
+    /// Unless its last failure was a proxy's answer: then it takes chunks, but the run's clocks
+    /// (giving up, and whether any daemon was ever up) go on until it answers one.
     pub fn back(&mut self, lane: LaneId) {
-        self.ever_up = true;
-        if let Some(l) = self.lanes.get_mut(lane) {
-            l.up = true;
-            l.blocked = false;
+        let Some(l) = self.lanes.get_mut(lane) else {
+            return;
+        };
+        l.up = true;
+        l.blocked = false;
+        if !l.on_probation {
+            self.ever_up = true;
+            self.none_up_since = None;
         }
-        self.none_up_since = None;
     }
 
     /// The inbox of `lane` refused chunk `seq` (the lane is failing and will report it): the
@@ -422,6 +435,17 @@ impl Dispatcher {
                 };
                 let holder = self.lanes.iter().find(|l| l.holding.contains(&seq))?;
                 let idle = self.pick(Some(holder.group))?;
+                // Only from a lane slower than the idle one: between lanes that keep the same
+                // pace, a copy would only be solved twice.
+                let paces = (
+                    holder.interval,
+                    self.lanes.get(idle).and_then(|l| l.interval),
+                );
+                if let (Some(held), Some(fast)) = paces
+                    && held <= fast * TAIL_FACTOR
+                {
+                    return None;
+                }
                 Some((seq, idle, since + self.tail_after(idle)))
             })
     }
@@ -517,7 +541,9 @@ impl Dispatcher {
     }
 
     fn any_up(&self) -> bool {
-        self.lanes.iter().any(|l| l.up && !l.retired)
+        self.lanes
+            .iter()
+            .any(|l| l.up && !l.retired && !l.on_probation)
     }
 
     /// Puts `seq` in the queue in order.
@@ -845,6 +871,23 @@ mod tests {
         assert_eq!(sends(&mut d, due), [(fast, 0, true), (fast, 1, true)]);
         assert_eq!(d.answered(fast, 0, due), Delivery::First);
         assert_eq!(d.answered(slow, 0, due), Delivery::Duplicate);
+        // Between lanes of the same pace, nothing is hedged at the tail.
+        let mut d = Dispatcher::new(Policy {
+            window: 4,
+            ..policy()
+        });
+        let (a, b) = (d.add_lane_to(0), d.add_lane_to(1));
+        assert_eq!(
+            offered(&mut d, 0, 4, t),
+            [(a, 0, false), (b, 1, false), (a, 2, false), (b, 3, false)]
+        );
+        let step = Duration::from_millis(10);
+        d.answered(a, 0, t + step);
+        d.answered(b, 1, t + step);
+        d.answered(b, 3, t + step * 2);
+        d.input_done();
+        assert_eq!(d.deadline(), Some(t + step + Duration::from_secs(2)));
+        assert!(sends(&mut d, t + Duration::from_secs(1)).is_empty());
         // Before the input is done, nothing is hedged for being slow.
         let mut d = Dispatcher::new(policy());
         let (a, _b) = (d.add_lane_to(0), d.add_lane_to(1));

@@ -182,6 +182,8 @@ impl<G: Protocol> Session<G> {
         let mut next_seq: Seq = 0;
         loop {
             self.act();
+            // Also here: a retired daemon lowers the strikes a chunk may take, with no report.
+            self.check_poisoned()?;
             let now = Instant::now();
             if self.dispatcher.gives_up(now.into_std()) {
                 return Err(self.gave_up());
@@ -363,7 +365,8 @@ impl<G: Protocol> Session<G> {
                 }
             }
             Report::Foreign { lane, reason } => {
-                self.dispatcher.failed(lane, now, FailureKind::Call);
+                // Another service at the address is not the chunks' fault: no strike.
+                self.dispatcher.failed(lane, now, FailureKind::Unreached);
                 if let Some(l) = self.lanes.get_mut(lane) {
                     l.inbox = None;
                 }
@@ -401,6 +404,7 @@ impl<G: Protocol> Session<G> {
                     let daemon = d.daemon.clone();
                     self.tell(Event::Back { daemon });
                 }
+                self.tell_held();
             }
         }
         Ok(())
