@@ -22,7 +22,7 @@ use super::batches::{Batched, Items, read_items};
 use super::input::{Input, Reader};
 use super::job::JobRun;
 use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
-use super::progress::{Progress, Unit};
+use super::progress::Unit;
 use super::report;
 use super::sink::Sink;
 use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
@@ -244,7 +244,11 @@ async fn stream<G: Remote>(
             while let Some(event) = events.recv().await {
                 match event {
                     Event::Done(done) => tally = Some(done),
-                    event => tell(&progress, &event),
+                    event => {
+                        if let Some(line) = report::event(&event) {
+                            progress.eprintln(format_args!("{line}"));
+                        }
+                    }
                 }
             }
             tally
@@ -351,65 +355,6 @@ fn read<G: Remote>(
         let request = G::request(items, analysis);
         submit.blocking_send(Chunk { request, reply }).is_ok()
     });
-}
-
-/// One line on standard error about what happened to a daemon.
-fn tell(progress: &Progress, event: &Event) {
-    match event {
-        Event::Failed {
-            daemon,
-            reason,
-            resent,
-            others,
-        } => {
-            let requests = match resent {
-                1 => "its unanswered request".to_string(),
-                n => format!("its {n} unanswered requests"),
-            };
-            let what = match (resent, others) {
-                (0, _) => String::new(),
-                (1, 0) => format!("; {requests} waits for a daemon to be back (it is retried)"),
-                (_, 0) => format!("; {requests} wait for a daemon to be back (it is retried)"),
-                (1, _) => format!("; {requests} goes to the other daemons"),
-                _ => format!("; {requests} go to the other daemons"),
-            };
-            progress.eprintln(format_args!(
-                "patience: warning: {daemon} failed: {reason}{what}"
-            ));
-        }
-        Event::Back { daemon } => {
-            progress.eprintln(format_args!("patience: note: {daemon} is back"));
-        }
-        Event::Slowed { daemon, holding } => progress.eprintln(format_args!(
-            "patience: note: {daemon} has answered nothing for a while; its {holding} unanswered \
-             requests also go to the other daemons, and the first answer counts"
-        )),
-        Event::Found { daemon } => {
-            progress.eprintln(format_args!(
-                "patience: note: found {daemon}; it takes work too"
-            ));
-        }
-        Event::Left { daemon, holding } => {
-            let what = match holding {
-                0 => String::new(),
-                1 => "; it answers the request it holds".into(),
-                n => format!("; it answers the {n} requests it holds"),
-            };
-            progress.eprintln(format_args!(
-                "patience: note: {daemon} left its name; it takes no new work{what}"
-            ));
-        }
-        Event::Retired { daemon, reason } => {
-            progress.eprintln(format_args!(
-                "patience: warning: {daemon} is left out of the run: {reason}"
-            ));
-        }
-        Event::ResolveFailed { name, error } => {
-            progress.eprintln(format_args!("patience: warning: {name}: {error}"));
-        }
-        // The summary's, told by the caller.
-        Event::Done(_) => {}
-    }
 }
 
 /// How printing ended.

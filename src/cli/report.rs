@@ -1,9 +1,10 @@
 //! The words of `--progress log`'s lines and of the summary a run ends with (`progress.rs` decides
-//! when they print): one line each, numbers without separators, so that logs are easy to grep.
+//! when they print): one line each, numbers without separators, so that logs are easy to grep;
+//! and of the line a client says on standard error when something happens to a daemon.
 
 use std::time::Duration;
 
-use crate::client::Tally;
+use crate::client::{Event, Tally};
 
 /// A run's counts at one moment.
 #[derive(Clone, Debug)]
@@ -159,6 +160,51 @@ pub fn duration(d: Duration) -> String {
         ..3600 => format!("{}m{:02}s", whole / 60, whole % 60),
         _ => format!("{}h{:02}m", whole / 3600, whole % 3600 / 60),
     }
+}
+
+/// The line on standard error about what happened to a daemon; `None` for the run's end, whose
+/// summary the caller says.
+pub fn event(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::Failed {
+            daemon,
+            reason,
+            resent,
+            others,
+        } => {
+            let requests = match resent {
+                1 => "its unanswered request".to_string(),
+                n => format!("its {n} unanswered requests"),
+            };
+            let what = match (resent, others) {
+                (0, _) => String::new(),
+                (1, 0) => format!("; {requests} waits for a daemon to be back (it is retried)"),
+                (_, 0) => format!("; {requests} wait for a daemon to be back (it is retried)"),
+                (1, _) => format!("; {requests} goes to the other daemons"),
+                _ => format!("; {requests} go to the other daemons"),
+            };
+            format!("patience: warning: {daemon} failed: {reason}{what}")
+        }
+        Event::Back { daemon } => format!("patience: note: {daemon} is back"),
+        Event::Slowed { daemon, holding } => format!(
+            "patience: note: {daemon} has answered nothing for a while; its {holding} unanswered \
+             requests also go to the other daemons, and the first answer counts"
+        ),
+        Event::Found { daemon } => format!("patience: note: found {daemon}; it takes work too"),
+        Event::Left { daemon, holding } => {
+            let what = match holding {
+                0 => String::new(),
+                1 => "; it answers the request it holds".into(),
+                n => format!("; it answers the {n} requests it holds"),
+            };
+            format!("patience: note: {daemon} left its name; it takes no new work{what}")
+        }
+        Event::Retired { daemon, reason } => {
+            format!("patience: warning: {daemon} is left out of the run: {reason}")
+        }
+        Event::ResolveFailed { name, error } => format!("patience: warning: {name}: {error}"),
+        Event::Done(_) => return None,
+    })
 }
 
 #[cfg(test)]
