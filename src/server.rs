@@ -33,9 +33,8 @@ use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
-use crate::service::{Admission, CapError, Caps, Lifecycle, Limits, Phase, SolverService};
+use crate::service::{Admission, Caps, Lifecycle, Limits, Phase, SolverService};
 
-pub use call_metrics::CallMetricsError;
 pub use front::CorsOrigins;
 pub use tls::TlsError;
 
@@ -195,10 +194,8 @@ pub enum ServerError {
     Metrics(SocketAddr, #[source] std::io::Error),
     #[error("cannot use the TLS certificate and key")]
     Tls(#[from] TlsError),
-    #[error("cannot put a service under admission")]
-    Admission(#[from] CapError),
-    #[error("cannot count a service's calls")]
-    CallMetrics(#[from] CallMetricsError),
+    #[error("cannot read a service's methods, which admission and the call metrics go by")]
+    Descriptors(#[from] crate::proto::DescriptorError),
 }
 
 /// Binds the metrics endpoint's listener, when there is one: done before the daemon says it is

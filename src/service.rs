@@ -55,7 +55,7 @@ mod rps;
 mod start;
 mod stream;
 
-pub use admission::{Admission, CapError, Capped, Caps, Guarded};
+pub use admission::{Admission, Capped, Caps, Guarded};
 pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
 pub use limits::{Limits, message_too_large};
 

@@ -139,21 +139,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
     let pools = [daemon_at(at(1)).await, daemon_at(at(2)).await];
     let names = Arc::new(Names::default());
     *names.0.lock().unwrap() = vec![at(1), at(2)];
-    let targets = vec![Target::parse(&format!("dns:///patience.test:{port}")).unwrap()];
-    let config = ClientConfig {
-        connector: Connector::new(&targets, &TlsFiles::default()).unwrap(),
-        targets,
-        bearer: AddBearer::new(None).unwrap(),
-        window: client::window(32),
-        streams: client::STREAMS,
-        stream_max_bytes: client::STREAM_MAX_BYTES,
-        asked: None,
-        give_up_after: Duration::from_secs(10),
-        dns_refresh: Duration::from_millis(200),
-        hedge_floor: client::HEDGE_FLOOR,
-        late_failures: Duration::from_millis(50),
-        resolver: names.clone(),
-    };
+    let config = by_name(port, names.clone());
     let (submit, submissions) = mpsc::channel::<Chunk>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
@@ -171,15 +157,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
             Instant::now() < deadline,
             "the third daemon never took work"
         );
-        let deals: Vec<Deal> = (0..32).map(|_| Deal::shuffled(&mut rng)).collect();
-        expected.extend(deals.iter().map(|d| engine.solve(d).probability));
-        let request = SolveRequest {
-            deals: deals.iter().map(|d| wire(d, "")).collect(),
-            analysis: None,
-        };
-        let (reply, answer) = oneshot::channel();
-        submit.send(Chunk { request, reply }).await.unwrap();
-        answers.push(answer);
+        answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
         if answers.len() == 50 {
             third = Some(daemon_at(at(3)).await);
             names.0.lock().unwrap().push(at(3));
@@ -204,6 +182,25 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         found |= matches!(event, Event::Found { .. });
     }
     assert!(found, "the new address was not reported");
+}
+
+/// Submits a chunk of 32 random deals, their probabilities by the engine added to `expected`;
+/// where its answers will come.
+async fn submit_random(
+    submit: &mpsc::Sender<Chunk>,
+    rng: &mut fastrand::Rng,
+    engine: &mut Engine,
+    expected: &mut Vec<f64>,
+) -> oneshot::Receiver<Vec<Answer>> {
+    let deals: Vec<Deal> = (0..32).map(|_| Deal::shuffled(rng)).collect();
+    expected.extend(deals.iter().map(|d| engine.solve(d).probability));
+    let request = SolveRequest {
+        deals: deals.iter().map(|d| wire(d, "")).collect(),
+        analysis: None,
+    };
+    let (reply, answer) = oneshot::channel();
+    submit.send(Chunk { request, reply }).await.unwrap();
+    answer
 }
 
 /// Every chunk's probabilities, in order, once the run that answers them has ended well.
@@ -328,15 +325,7 @@ async fn paced_run(
         {
             midway();
         }
-        let deals: Vec<Deal> = (0..32).map(|_| Deal::shuffled(&mut rng)).collect();
-        expected.extend(deals.iter().map(|d| engine.solve(d).probability));
-        let request = SolveRequest {
-            deals: deals.iter().map(|d| wire(d, "")).collect(),
-            analysis: None,
-        };
-        let (reply, answer) = oneshot::channel();
-        submit.send(Chunk { request, reply }).await.unwrap();
-        answers.push(answer);
+        answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
         tokio::time::sleep(pause).await;
     }
     drop(submit);

@@ -17,5 +17,38 @@ mod generated {
 
 pub use generated::*;
 
+/// Why a service's methods cannot be read from the descriptor set given for it.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptorError {
+    #[error("the descriptor set given for {0} cannot be read")]
+    Descriptors(&'static str, #[source] prost::DecodeError),
+    #[error("the descriptor set given for {0} does not describe it")]
+    Missing(&'static str),
+}
+
+/// The methods of the service `name` (`package.Service`), from an encoded descriptor set that
+/// describes it: what the server's layers that treat each method by its kind go by (admission,
+/// call metrics), so that a method added to the proto is capped and counted without a list to
+/// keep up.
+pub fn service_methods(
+    name: &'static str,
+    descriptors: &[u8],
+) -> std::result::Result<Vec<prost_types::MethodDescriptorProto>, DescriptorError> {
+    use prost::Message as _;
+    let set = prost_types::FileDescriptorSet::decode(descriptors)
+        .map_err(|e| DescriptorError::Descriptors(name, e))?;
+    set.file
+        .into_iter()
+        .flat_map(|file| {
+            let package = file.package().to_string();
+            file.service
+                .into_iter()
+                .map(move |service| (format!("{package}.{}", service.name()), service))
+        })
+        .find(|(full, _)| full == name)
+        .map(|(_, service)| service.method)
+        .ok_or(DescriptorError::Missing(name))
+}
+
 /// The encoded `FileDescriptorSet` of `proto/`, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("patience_descriptor");

@@ -24,21 +24,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body::Frame;
-use prost::Message as _;
 use tonic::Code;
 use tonic::body::Body;
 use tower::Service;
 
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
-
-/// Why a service's calls cannot be counted: its descriptor set does not describe it.
-#[derive(Debug, thiserror::Error)]
-pub enum CallMetricsError {
-    #[error("the descriptor set given for {0} cannot be read")]
-    Descriptors(&'static str, #[source] prost::DecodeError),
-    #[error("the descriptor set given for {0} does not describe it")]
-    Missing(&'static str),
-}
+use crate::proto::{DescriptorError, service_methods};
 
 /// Each method's series by path (`/package.Service/Method`), and the one for every other path.
 #[derive(Debug)]
@@ -61,7 +52,7 @@ impl<S> CallMetrics<S> {
         inner: S,
         metrics: &Metrics,
         services: &[(&'static str, &[u8])],
-    ) -> Result<CallMetrics<S>, CallMetricsError> {
+    ) -> Result<CallMetrics<S>, DescriptorError> {
         let mut by_path = HashMap::new();
         for &(name, descriptors) in services {
             for (method, kind) in methods_of(name, descriptors)? {
@@ -86,22 +77,8 @@ impl<S> CallMetrics<S> {
 fn methods_of(
     name: &'static str,
     descriptors: &[u8],
-) -> Result<Vec<(String, GrpcType)>, CallMetricsError> {
-    let set = prost_types::FileDescriptorSet::decode(descriptors)
-        .map_err(|e| CallMetricsError::Descriptors(name, e))?;
-    let service = set
-        .file
-        .iter()
-        .flat_map(|file| {
-            file.service
-                .iter()
-                .map(move |service| (format!("{}.{}", file.package(), service.name()), service))
-        })
-        .find(|(full, _)| full == name)
-        .map(|(_, service)| service)
-        .ok_or(CallMetricsError::Missing(name))?;
-    Ok(service
-        .method
+) -> Result<Vec<(String, GrpcType)>, DescriptorError> {
+    Ok(service_methods(name, descriptors)?
         .iter()
         .map(|m| {
             let kind = GrpcType::of(m.client_streaming(), m.server_streaming());
@@ -380,7 +357,7 @@ mod tests {
         assert!(health.contains(&("Watch".to_string(), GrpcType::ServerStream)));
         assert!(matches!(
             methods_of("patience.v1.Nothing", crate::proto::FILE_DESCRIPTOR_SET),
-            Err(CallMetricsError::Missing("patience.v1.Nothing"))
+            Err(DescriptorError::Missing("patience.v1.Nothing"))
         ));
     }
 }

@@ -28,7 +28,6 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use prometheus_client::metrics::gauge::Gauge;
-use prost::Message as _;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
@@ -40,6 +39,7 @@ use tower::Service;
 
 use super::lifecycle::{Lifecycle, Phase};
 use crate::metrics::Metrics;
+use crate::proto::{DescriptorError, service_methods};
 use crate::reason::Reason;
 
 /// How many calls of each kind may be open at once across all connections.
@@ -101,15 +101,6 @@ enum Kind {
     Free,
 }
 
-/// Why a service cannot be wrapped: its descriptor set does not describe it.
-#[derive(Debug, thiserror::Error)]
-pub enum CapError {
-    #[error("the descriptor set given for {0} cannot be read")]
-    Descriptors(&'static str, #[source] prost::DecodeError),
-    #[error("the descriptor set given for {0} does not describe it")]
-    Missing(&'static str),
-}
-
 impl Admission {
     pub fn new(
         caps: Caps,
@@ -137,7 +128,7 @@ impl Admission {
         &self,
         inner: S,
         descriptors: &[u8],
-    ) -> Result<Capped<S>, CapError> {
+    ) -> Result<Capped<S>, DescriptorError> {
         self.capped(inner, descriptors, |streaming| {
             if streaming { Kind::Stream } else { Kind::Unary }
         })
@@ -149,7 +140,7 @@ impl Admission {
         &self,
         inner: S,
         descriptors: &[u8],
-    ) -> Result<Capped<S>, CapError> {
+    ) -> Result<Capped<S>, DescriptorError> {
         self.capped(inner, descriptors, |streaming| {
             if streaming { Kind::Watch } else { Kind::Free }
         })
@@ -160,7 +151,7 @@ impl Admission {
         inner: S,
         descriptors: &[u8],
         kind: impl Fn(bool) -> Kind,
-    ) -> Result<Capped<S>, CapError> {
+    ) -> Result<Capped<S>, DescriptorError> {
         Ok(Capped {
             inner,
             admission: self.clone(),
@@ -269,22 +260,8 @@ fn method_kinds(
     name: &'static str,
     descriptors: &[u8],
     kind: impl Fn(bool) -> Kind,
-) -> Result<HashMap<String, Kind>, CapError> {
-    let set = prost_types::FileDescriptorSet::decode(descriptors)
-        .map_err(|e| CapError::Descriptors(name, e))?;
-    let service = set
-        .file
-        .iter()
-        .flat_map(|file| {
-            file.service
-                .iter()
-                .map(move |service| (format!("{}.{}", file.package(), service.name()), service))
-        })
-        .find(|(full, _)| full == name)
-        .map(|(_, service)| service)
-        .ok_or(CapError::Missing(name))?;
-    Ok(service
-        .method
+) -> Result<HashMap<String, Kind>, DescriptorError> {
+    Ok(service_methods(name, descriptors)?
         .iter()
         .map(|m| {
             let streaming = m.client_streaming() || m.server_streaming();
@@ -453,6 +430,7 @@ impl Drop for InFlight {
 mod tests {
     use super::*;
     use crate::service::lifecycle::LifecycleControl;
+    use prost::Message as _;
     use prost_types::{
         FileDescriptorProto, FileDescriptorSet, MethodDescriptorProto, ServiceDescriptorProto,
     };
@@ -600,7 +578,7 @@ mod tests {
         );
         assert!(matches!(
             missing,
-            Err(CapError::Missing("patience.v1.Nothing"))
+            Err(DescriptorError::Missing("patience.v1.Nothing"))
         ));
     }
 
