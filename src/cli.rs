@@ -267,13 +267,9 @@ pub struct ClientArgs {
     pub files: Vec<PathBuf>,
 }
 
-/// How `client` and `rps --addr` reach daemons, beside the addresses.
+/// The TLS flags of every command that calls daemons (`client`, `rps --addr`, `health`).
 #[derive(Debug, Args)]
-pub struct RemoteArgs {
-    /// How often dns:/// names are resolved again (also whenever one of their daemons fails),
-    /// so that daemons that come and go are followed.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub dns_refresh: std::time::Duration,
+pub struct ClientTlsArgs {
     /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
     #[arg(long)]
     pub tls_ca: Option<PathBuf>,
@@ -283,6 +279,27 @@ pub struct RemoteArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+}
+
+impl ClientTlsArgs {
+    pub fn files(&self) -> crate::client::TlsFiles {
+        crate::client::TlsFiles {
+            ca: self.tls_ca.clone(),
+            cert: self.tls_cert.clone(),
+            key: self.tls_key.clone(),
+        }
+    }
+}
+
+/// How `client` and `rps --addr` reach daemons, beside the addresses.
+#[derive(Debug, Args)]
+pub struct RemoteArgs {
+    /// How often dns:/// names are resolved again (also whenever one of their daemons fails),
+    /// so that daemons that come and go are followed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub dns_refresh: std::time::Duration,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     /// Send `authorization: Bearer <token>` with the token in this file.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,

@@ -29,7 +29,7 @@ use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
     self, Answer, Answers, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol,
-    RpsProtocol, SystemResolver, Tally, Target, TlsFiles,
+    RpsProtocol, SystemResolver, Tally, Target,
 };
 use crate::deal::{Deal, DealReader};
 use crate::proto::{self, SolveRequest};
@@ -102,11 +102,7 @@ fn config(
         .iter()
         .map(|addr| Target::parse(addr))
         .collect::<Result<Vec<_>, _>>()?;
-    let files = TlsFiles {
-        ca: remote.tls_ca.clone(),
-        cert: remote.tls_cert.clone(),
-        key: remote.tls_key.clone(),
-    };
+    let files = remote.tls.files();
     for (flag, value) in [
         ("--keepalive-interval", remote.keepalive_interval),
         ("--keepalive-timeout", remote.keepalive_timeout),

@@ -13,7 +13,7 @@ use super::output::ExitStatus;
 use super::values::parse_duration;
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::health::probe;
-use crate::client::{Connector, Target, TlsFiles};
+use crate::client::{Connector, Target};
 
 /// Flags of `patience health`.
 #[derive(Debug, Args)]
@@ -28,15 +28,8 @@ pub struct HealthArgs {
     /// Give up (exit status 2) when no answer came within this long, connecting included.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
-    /// Trust this PEM CA for the daemon's certificate (needed for an https:// address).
-    #[arg(long)]
-    pub tls_ca: Option<PathBuf>,
-    /// Present this PEM client certificate (for daemons that require mutual TLS); needs --tls-key.
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert.
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: super::ClientTlsArgs,
     /// Send `authorization: Bearer <token>` with the token in this file (health needs none; for
     /// proxies in front that do).
     #[arg(long)]
@@ -51,11 +44,7 @@ pub fn run(args: &HealthArgs) -> anyhow::Result<ExitStatus> {
             args.addr
         );
     };
-    let files = TlsFiles {
-        ca: args.tls_ca.clone(),
-        cert: args.tls_cert.clone(),
-        key: args.tls_key.clone(),
-    };
+    let files = args.tls.files();
     let connector = Connector::new(std::slice::from_ref(&target), &files)?;
     let token = args
         .auth_token_file
