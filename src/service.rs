@@ -57,7 +57,7 @@ mod stream;
 
 pub use admission::{Admission, Capped, Caps, Guarded};
 pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
-pub use limits::{Limits, message_too_large};
+pub use limits::Limits;
 
 use admission::InFlight;
 use deadline::deadline;

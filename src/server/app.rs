@@ -1,8 +1,9 @@
 //! What every request passes through on its way to a service, outermost first: the count of
 //! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
 //! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); the
-//! count of gRPC calls (`call_metrics.rs`); the framing (`frames.rs`); tonic's routes; admission
-//! (`service/admission.rs`) and, for the solving services, the token check.
+//! count of gRPC calls (`call_metrics.rs`); the framing (`frames.rs`); tonic's routes; for the
+//! solving services the token check (`auth.rs`, an interceptor around admission, so a call without
+//! the token takes no cap); admission (`service/admission.rs`).
 
 use tonic::server::NamedService;
 use tonic::service::Routes;

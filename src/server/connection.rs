@@ -1,8 +1,8 @@
 //! One client connection, from the accepted socket to its close: the handshake deadline, HTTP/2
 //! through hyper, the three ways the server ends a connection gracefully (GOAWAY, then the
 //! calls in progress finish): shutdown, idleness and age; and closing it at once, at the end of a
-//! drain that ran out of time. Every request body is held to `--max-message-bytes` here
-//! (`message_limit.rs`).
+//! drain that ran out of time. (Request messages are held to `--max-message-bytes` by the framing,
+//! `frames.rs`, not here.)
 //!
 //! The server owns this loop rather than leaving it to tonic's `Server` so that it can
 //! - close a connection that has not completed its TLS handshake and sent the HTTP/2 preface

@@ -73,10 +73,3 @@ impl Limits {
         Ok(())
     }
 }
-
-/// The status for a request message over [`Limits::max_message_bytes`]: `RESOURCE_EXHAUSTED`, as
-/// the gRPC spec and every other implementation have it (tonic's own says `OUT_OF_RANGE`), naming
-/// the flag, so a user knows which limit to raise or how to split the request.
-pub fn message_too_large(limit: usize) -> Status {
-    Reason::MaxMessageBytes { limit }.status()
-}
