@@ -23,13 +23,11 @@ use prometheus_client::registry::Registry;
 
 use crate::pool::Pool;
 
-mod endpoint;
 mod grpc;
 mod http;
 mod operations;
 mod process;
 
-pub use endpoint::{describe, serve};
 pub use grpc::{CODE_NAMES, GrpcType, HANDLING_BUCKETS, MethodCounters};
 
 /// The games, as the `game` label names them.

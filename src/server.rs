@@ -16,6 +16,7 @@ mod http_metrics;
 mod listener;
 mod liveness;
 mod memory_bound;
+mod metrics_endpoint;
 mod tls;
 mod ui;
 
@@ -279,13 +280,12 @@ async fn serve(
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
         let (metrics, pool) = (metrics.clone(), pool.clone());
+        let max_connections = config.max_connections;
         tokio::spawn(async move {
             let stopped = async {
                 let _ = metrics_stopped.await;
             };
-            if let Err(e) = crate::metrics::serve(listener, metrics, pool, stopped).await {
-                tracing::warn!("the metrics endpoint failed: {e}");
-            }
+            metrics_endpoint::serve(listener, metrics, pool, max_connections, stopped).await;
         });
     }
     // Dropped when the server returns, which stops the metrics endpoint.
