@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 
-use super::batches::{Batched, Items, read_items};
+use super::batches::{Batched, read_items};
 use super::input::{Input, Reader};
 use super::job::JobRun;
 use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
@@ -31,9 +31,7 @@ use crate::client::{
     self, Answer, Answers, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol,
     RpsProtocol, SystemResolver, Tally, Target,
 };
-use crate::deal::{Deal, DealReader};
-use crate::proto::{self, SolveRequest};
-use crate::rps::{Case, CaseReader};
+use crate::proto;
 use crate::solver::Options;
 
 /// Fewest printer slots read ahead, whatever `--reorder-buffer-bytes` says.
@@ -43,46 +41,11 @@ const AHEAD: usize = 32;
 /// the printer's slot and its answer, rounded up (docs/client.md has the measured figures).
 const AHEAD_BYTES_PER_ITEM: usize = 512;
 
-/// What a game's files become on their way to the daemons.
-trait Remote: Protocol {
-    /// The game's file reader, the same as in-process.
-    type Items: Items<Reader>;
-    const UNIT: Unit;
-    fn request(
-        items: Vec<<Self::Items as Items<Reader>>::Item>,
-        analysis: Option<proto::AnalysisOptions>,
-    ) -> Self::Request;
-}
-
-impl Remote for DealProtocol {
-    type Items = DealReader<Reader>;
-    const UNIT: Unit = Unit::DEALS;
-    fn request(deals: Vec<Deal>, analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
-        let deals = deals
-            .iter()
-            .map(|deal| proto::Deal {
-                id: String::new(),
-                cards: deal.to_string(),
-            })
-            .collect();
-        SolveRequest { deals, analysis }
-    }
-}
-
-impl Remote for RpsProtocol {
-    type Items = CaseReader<Reader>;
-    const UNIT: Unit = Unit::CASES;
-    fn request(
-        cases: Vec<Case>,
-        _: Option<proto::AnalysisOptions>,
-    ) -> proto::SolveRpsStreamRequest {
-        client::game::rps_request(&cases)
-    }
-}
-
 /// What one run reads and how it prints, from either command's flags.
 struct Plan<'a> {
     files: &'a [std::path::PathBuf],
+    /// What the items are called in the progress and the summary.
+    unit: Unit,
     batch: usize,
     /// `--reorder-buffer-bytes`.
     reorder_bytes: usize,
@@ -143,6 +106,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
     let config = config(&args.addr, &args.remote, args.batch, wanted)?;
     let plan = Plan {
         files: &args.files,
+        unit: Unit::DEALS,
         batch: args.batch as usize,
         reorder_bytes: args.remote.reorder_buffer_bytes,
         render: Render {
@@ -160,6 +124,7 @@ pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let config = config(&args.addr, &args.remote, args.batch, None)?;
     let plan = Plan {
         files: &args.files,
+        unit: Unit::CASES,
         batch: args.batch as usize,
         reorder_bytes: args.remote.reorder_buffer_bytes,
         render: args.render(),
@@ -196,19 +161,19 @@ enum Slot {
 }
 
 /// Opens the output, streams the inputs, and ends with the summary (the daemons' shares in it).
-async fn stream_files<G: Remote>(
+async fn stream_files<G: Protocol>(
     plan: Plan<'_>,
     config: ClientConfig,
 ) -> anyhow::Result<ExitStatus> {
-    let (job, sink) = JobRun::start(plan.job, plan.files, G::UNIT, &plan.render)?;
+    let (job, sink) = JobRun::start(plan.job, plan.files, plan.unit, &plan.render)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
-    job.end(ended, tally.map(|t| report::daemons(&t, G::UNIT.noun)))
+    job.end(ended, tally.map(|t| report::daemons(&t, plan.unit.noun)))
 }
 
 /// The run: the reader, the session and the printer, and how they ended; `tally` gets what the
 /// daemons did when the run ends with a status.
-async fn stream<G: Remote>(
+async fn stream<G: Protocol>(
     job: &JobRun,
     sink: Sink,
     plan: &Plan<'_>,
@@ -302,7 +267,7 @@ fn joined(
 /// Reads every input into slots and submissions. The slot goes first: a chunk exists only once
 /// the printer is bound to wait for it, which is what bounds the chunks alive to the slots read
 /// ahead.
-fn read<G: Remote>(
+fn read<G: Protocol>(
     inputs: &[Input],
     batch: usize,
     skip: u64,
@@ -310,7 +275,7 @@ fn read<G: Remote>(
     slots: &mpsc::Sender<Slot>,
     submit: &mpsc::Sender<Chunk<G>>,
 ) {
-    read_items::<G::Items>(inputs, batch, skip, |event| {
+    read_items::<G::Reader<Reader>>(inputs, batch, skip, |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
             Batched::Skipped { items, bad, at } => {
@@ -348,7 +313,7 @@ fn read<G: Remote>(
         if slots.blocking_send(slot).is_err() {
             return false;
         }
-        let request = G::request(items, analysis);
+        let request = G::request(&items, analysis);
         submit.blocking_send(Chunk { request, reply }).is_ok()
     });
 }

@@ -1,37 +1,98 @@
-//! What the client needs to know about a game: which rpc a lane opens, how many items a chunk
-//! holds, and how a response is checked. Everything else (dispatching, hedging, resending,
-//! reconnecting) is the same for both games.
+//! What the client side of the wire needs to know about a game: its files' items and reader,
+//! which rpc a stream opens, how a chunk of items becomes a request, and how a response is
+//! checked into [`Answers`]. Everything else (dispatching, hedging, resending, reconnecting,
+//! printing in order) is the same for both games. The one trait for every caller of the games'
+//! streaming rpcs: `patience client` (through lanes, on a `Channel`) and the daemon's plain HTTP
+//! API (on its own gRPC route, in process).
 
+use std::io::BufRead;
+
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::client::GrpcService;
+use tonic::codegen::StdError;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Status, Streaming};
 
 use super::answers::{self, Answers};
 use super::status::Verdict;
 use crate::auth::AddBearer;
+use crate::deal::{Deal, DealReader};
+use crate::items::Items;
 use crate::proto::rps_service_client::RpsServiceClient;
 use crate::proto::solver_client::SolverClient;
 use crate::proto::{
     self, SolveRequest, SolveResponse, SolveRpsStreamRequest, SolveRpsStreamResponse,
 };
+use crate::rps::{Case, CaseReader};
 use crate::solver::Options;
+
+/// A transport a game's stream can be opened on: a `Channel` (with the bearer token added), or
+/// the daemon's own gRPC route.
+pub trait Transport:
+    GrpcService<
+        tonic::body::Body,
+        Error: Into<StdError>,
+        Future: Send,
+        ResponseBody: http_body::Body<Data = Bytes, Error: Into<StdError> + Send> + Send + 'static,
+    > + Send
+    + 'static
+{
+}
+
+impl<T> Transport for T where
+    T: GrpcService<
+            tonic::body::Body,
+            Error: Into<StdError>,
+            Future: Send,
+            ResponseBody: http_body::Body<Data = Bytes, Error: Into<StdError> + Send>
+                              + Send
+                              + 'static,
+        > + Send
+        + 'static
+{
+}
 
 /// A game the client can stream to daemons.
 pub trait Protocol: Send + Sync + 'static {
+    /// One item of the game's files: a deal, a case.
+    type Item: Send + 'static;
+    /// The game's file reader over any input, the same as in-process.
+    type Reader<R: BufRead>: Items<R, Item = Self::Item>;
     /// One chunk, as sent (and resent) to a daemon.
     type Request: prost::Message + Clone + Send + Sync + std::fmt::Debug + 'static;
     type Response: Send + 'static;
 
+    /// A chunk of items as its request; `analysis`, what every deal asks for beside its
+    /// probability (the second game has none).
+    fn request(items: &[Self::Item], analysis: Option<proto::AnalysisOptions>) -> Self::Request;
+
     /// Items in a chunk: what a response must answer.
     fn items(request: &Self::Request) -> usize;
 
-    /// Opens the game's streaming call on `channel`.
+    /// Results in a response.
+    fn results(response: &Self::Response) -> usize;
+
+    /// Opens the game's streaming call on `transport`, with the request's metadata and
+    /// extensions as given.
+    fn open_on<T: Transport>(
+        transport: T,
+        requests: tonic::Request<ReceiverStream<Self::Request>>,
+    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
+
+    /// Opens the game's streaming call on `channel`, with the bearer token.
     fn open(
         channel: Channel,
         bearer: AddBearer,
         requests: ReceiverStream<Self::Request>,
-    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
+    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>> {
+        Self::open_on(
+            InterceptedService::new(channel, bearer),
+            tonic::Request::new(requests),
+        )
+    }
 
     /// A response checked against the chunk it answers (`sent` items) and the analysis the run
     /// asked for.
@@ -47,21 +108,32 @@ pub trait Protocol: Send + Sync + 'static {
 pub struct DealProtocol;
 
 impl Protocol for DealProtocol {
+    type Item = Deal;
+    type Reader<R: BufRead> = DealReader<R>;
     type Request = SolveRequest;
     type Response = SolveResponse;
+
+    fn request(deals: &[Deal], analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
+        SolveRequest {
+            deals: deals.iter().map(proto::Deal::from).collect(),
+            analysis,
+        }
+    }
 
     fn items(request: &SolveRequest) -> usize {
         request.deals.len()
     }
 
-    fn open(
-        channel: Channel,
-        bearer: AddBearer,
-        requests: ReceiverStream<SolveRequest>,
+    fn results(response: &SolveResponse) -> usize {
+        response.results.len()
+    }
+
+    fn open_on<T: Transport>(
+        transport: T,
+        requests: tonic::Request<ReceiverStream<SolveRequest>>,
     ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
         Box::pin(async move {
-            let mut client = SolverClient::with_interceptor(channel, bearer)
-                .max_decoding_message_size(usize::MAX);
+            let mut client = SolverClient::new(transport).max_decoding_message_size(usize::MAX);
             Ok(client.solve_stream(requests).await?.into_inner())
         })
     }
@@ -80,21 +152,31 @@ impl Protocol for DealProtocol {
 pub struct RpsProtocol;
 
 impl Protocol for RpsProtocol {
+    type Item = Case;
+    type Reader<R: BufRead> = CaseReader<R>;
     type Request = SolveRpsStreamRequest;
     type Response = SolveRpsStreamResponse;
+
+    fn request(cases: &[Case], _: Option<proto::AnalysisOptions>) -> SolveRpsStreamRequest {
+        SolveRpsStreamRequest {
+            cases: cases.iter().map(proto::RpsCase::from).collect(),
+        }
+    }
 
     fn items(request: &SolveRpsStreamRequest) -> usize {
         request.cases.len()
     }
 
-    fn open(
-        channel: Channel,
-        bearer: AddBearer,
-        requests: ReceiverStream<SolveRpsStreamRequest>,
+    fn results(response: &SolveRpsStreamResponse) -> usize {
+        response.results.len()
+    }
+
+    fn open_on<T: Transport>(
+        transport: T,
+        requests: tonic::Request<ReceiverStream<SolveRpsStreamRequest>>,
     ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
         Box::pin(async move {
-            let mut client = RpsServiceClient::with_interceptor(channel, bearer)
-                .max_decoding_message_size(usize::MAX);
+            let mut client = RpsServiceClient::new(transport).max_decoding_message_size(usize::MAX);
             Ok(client.solve_rps_stream(requests).await?.into_inner())
         })
     }
@@ -105,12 +187,5 @@ impl Protocol for RpsProtocol {
         _asked: Option<Options>,
     ) -> Result<Answers, Verdict> {
         answers::check_rps(response.results, sent)
-    }
-}
-
-/// The cases of one chunk, for [`RpsProtocol`].
-pub fn rps_request(cases: &[crate::rps::Case]) -> SolveRpsStreamRequest {
-    SolveRpsStreamRequest {
-        cases: cases.iter().map(proto::RpsCase::from).collect(),
     }
 }

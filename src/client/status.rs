@@ -30,6 +30,19 @@ pub enum Verdict {
     Rejected(String),
 }
 
+impl Verdict {
+    /// What happened, in words, whatever it means for the run.
+    pub fn words(&self) -> &str {
+        match self {
+            Verdict::Unreached(words)
+            | Verdict::Failed(words)
+            | Verdict::Proxy(words)
+            | Verdict::Foreign(words)
+            | Verdict::Rejected(words) => words,
+        }
+    }
+}
+
 /// The canonical name of a gRPC status code, as other tools and the server's logs print it.
 pub fn code_name(code: Code) -> &'static str {
     match code {

@@ -11,6 +11,10 @@
 //! budget (its requests are read only within `--max-in-flight`) and for room in the queue, and
 //! the answerer for the client to take the lines. So a call holds what its budget allows, however
 //! large its body.
+//!
+//! The games are `patience client`'s ([`Protocol`]): the same requests from the same items, the
+//! same rpc opened (here on the daemon's own route), and the same checked [`Answer`]s, which print
+//! as `solve` prints the engine's.
 
 use std::collections::VecDeque;
 use std::io::{self, BufReader, Read};
@@ -18,7 +22,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use futures::future::BoxFuture;
 use futures::{Stream, TryStreamExt as _};
 use http::HeaderValue;
 use tokio::sync::{Notify, mpsc};
@@ -28,16 +31,11 @@ use tonic::body::Body;
 use tonic::metadata::MetadataValue;
 use tonic::{Status, Streaming};
 
-use crate::deal::{Deal, DealReader};
+use crate::client::{Answer, DealProtocol, Protocol, RpsProtocol};
 use crate::items::{Items, Step};
-use crate::proto::rps_service_client::RpsServiceClient;
-use crate::proto::solver_client::SolverClient;
-use crate::proto::{self, SolveRequest, SolveResponse, SolveRpsStreamRequest};
-use crate::proto::{SolveRpsStreamResponse, result, rps_result};
 use crate::render::{JsonAnalysis, OutputFormat, Render};
-use crate::rps::{Case, CaseReader};
 use crate::server::front::Route;
-use crate::solver::Analysis;
+use crate::solver::Options;
 
 /// Large enough that a big upload is batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 16;
@@ -112,8 +110,8 @@ pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<B
     let (lines, receiver) = mpsc::channel(4);
     let reader = body_reader(body, call.gzip);
     match game {
-        Endpoint::Deals => start::<DealsApi>(call, reader, lines),
-        Endpoint::Rps => start::<RpsApi>(call, reader, lines),
+        Endpoint::Deals => start::<DealProtocol>(call, reader, lines),
+        Endpoint::Rps => start::<RpsProtocol>(call, reader, lines),
     }
     receiver
 }
@@ -138,97 +136,6 @@ fn body_reader(body: Body, gzip: bool) -> impl FnOnce() -> BodyReader + Send + '
     }
 }
 
-/// A game as the API serves it: its reader, its rpc, its answers.
-trait ApiGame: 'static {
-    type Item: Send + 'static;
-    type Reader: Items<BodyReader, Item = Self::Item> + Send;
-    type Request: Send + 'static;
-    type Response: Send + 'static;
-    fn request(items: &[Self::Item], render: Render) -> Self::Request;
-    fn open(
-        grpc: Route,
-        request: tonic::Request<ReceiverStream<Self::Request>>,
-    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
-    fn answers(response: Self::Response) -> Vec<Reply>;
-}
-
-/// One result from the service.
-enum Reply {
-    Solved(f64, Option<proto::Analysis>),
-    Failed(String),
-    Empty,
-}
-
-struct DealsApi;
-
-impl ApiGame for DealsApi {
-    type Item = Deal;
-    type Reader = DealReader<BodyReader>;
-    type Request = SolveRequest;
-    type Response = SolveResponse;
-
-    fn request(deals: &[Deal], render: Render) -> SolveRequest {
-        SolveRequest {
-            deals: deals.iter().map(proto::Deal::from).collect(),
-            // JSON lines carry `winnable` and `states` even when nothing more is asked.
-            analysis: (render.format == OutputFormat::Json).then(|| render.asked.into()),
-        }
-    }
-
-    fn open(
-        grpc: Route,
-        request: tonic::Request<ReceiverStream<SolveRequest>>,
-    ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
-        Box::pin(async move {
-            let mut client = SolverClient::new(grpc).max_decoding_message_size(usize::MAX);
-            Ok(client.solve_stream(request).await?.into_inner())
-        })
-    }
-
-    fn answers(response: SolveResponse) -> Vec<Reply> {
-        let answer = |r: proto::Result| match r.outcome {
-            Some(result::Outcome::Probability(p)) => Reply::Solved(p, r.analysis),
-            Some(result::Outcome::Error(e)) => Reply::Failed(e.message),
-            None => Reply::Empty,
-        };
-        response.results.into_iter().map(answer).collect()
-    }
-}
-
-struct RpsApi;
-
-impl ApiGame for RpsApi {
-    type Item = Case;
-    type Reader = CaseReader<BodyReader>;
-    type Request = SolveRpsStreamRequest;
-    type Response = SolveRpsStreamResponse;
-
-    fn request(cases: &[Case], _: Render) -> SolveRpsStreamRequest {
-        SolveRpsStreamRequest {
-            cases: cases.iter().map(proto::RpsCase::from).collect(),
-        }
-    }
-
-    fn open(
-        grpc: Route,
-        request: tonic::Request<ReceiverStream<SolveRpsStreamRequest>>,
-    ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
-        Box::pin(async move {
-            let mut client = RpsServiceClient::new(grpc).max_decoding_message_size(usize::MAX);
-            Ok(client.solve_rps_stream(request).await?.into_inner())
-        })
-    }
-
-    fn answers(response: SolveRpsStreamResponse) -> Vec<Reply> {
-        let answer = |r: proto::RpsResult| match r.outcome {
-            Some(rps_result::Outcome::Probability(p)) => Reply::Solved(p, None),
-            Some(rps_result::Outcome::Error(e)) => Reply::Failed(e.message),
-            None => Reply::Empty,
-        };
-        response.results.into_iter().map(answer).collect()
-    }
-}
-
 /// A batch of the body, in input order: items, or bad items' messages.
 type Batch<T> = Vec<Result<T, String>>;
 
@@ -239,14 +146,14 @@ enum Parsed<T> {
     Unreadable(String),
 }
 
-fn start<G: ApiGame>(
+fn start<G: Protocol>(
     call: ApiCall,
     body: impl FnOnce() -> BodyReader + Send + 'static,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
 ) {
     let (parsed, batches) = mpsc::channel(2);
     let batch = call.batch;
-    tokio::task::spawn_blocking(move || read::<G::Reader>(body(), batch, &parsed));
+    tokio::task::spawn_blocking(move || read::<G::Reader<BodyReader>>(body(), batch, &parsed));
     tokio::spawn(translate::<G>(call, batches, lines));
 }
 
@@ -312,7 +219,7 @@ impl Queue {
     }
 }
 
-async fn translate<G: ApiGame>(
+async fn translate<G: Protocol>(
     call: ApiCall,
     batches: mpsc::Receiver<Parsed<G::Item>>,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
@@ -328,7 +235,7 @@ async fn translate<G: ApiGame>(
     {
         request.metadata_mut().insert("authorization", bearer);
     }
-    let responses = match G::open(call.grpc, request).await {
+    let responses = match G::open_on(call.grpc, request).await {
         Ok(responses) => responses,
         Err(status) => {
             let _ = lines.send(Err(Failure::ApiCall(status))).await;
@@ -352,7 +259,7 @@ async fn translate<G: ApiGame>(
 }
 
 /// The feeder: see the module's doc.
-async fn feed<G: ApiGame>(
+async fn feed<G: Protocol>(
     mut batches: mpsc::Receiver<Parsed<G::Item>>,
     requests: mpsc::Sender<G::Request>,
     queue: Arc<Queue>,
@@ -381,7 +288,9 @@ async fn feed<G: ApiGame>(
         };
         queue.lock().extend(slots);
         queue.pushed.notify_one();
-        if !items.is_empty() && requests.send(G::request(&items, render)).await.is_err() {
+        // JSON lines carry `winnable` and `states` even when nothing more is asked.
+        let analysis = (render.format == OutputFormat::Json).then(|| render.asked.into());
+        if !items.is_empty() && requests.send(G::request(&items, analysis)).await.is_err() {
             // The call has ended; the answerer says how.
             return;
         }
@@ -390,7 +299,7 @@ async fn feed<G: ApiGame>(
 }
 
 /// The answerer: see the module's doc. `Ok` when every line was printed, or the client left.
-async fn answer<G: ApiGame>(
+async fn answer<G: Protocol>(
     mut responses: Streaming<G::Response>,
     queue: &Queue,
     render: Render,
@@ -405,7 +314,10 @@ async fn answer<G: ApiGame>(
         let ended = tokio::select! {
             message = responses.message() => match message.map_err(Failure::ApiCall)? {
                 Some(response) => {
-                    for answered in G::answers(response) {
+                    let results = G::results(&response);
+                    let answers = G::check(response, results, text.asked())
+                        .map_err(|verdict| Failure::Internal(verdict.words().to_string()))?;
+                    for answered in answers {
                         text.printable(queue);
                         match queue.lock().pop_front() {
                             Some(Spot::Sent) => text.answered(answered)?,
@@ -470,24 +382,23 @@ impl Text {
         }
     }
 
-    fn answered(&mut self, answered: Reply) -> Result<(), Failure> {
+    /// The analysis each deal's answer must carry: what JSON lines print.
+    fn asked(&self) -> Option<Options> {
+        (self.render.format == OutputFormat::Json).then_some(self.render.asked)
+    }
+
+    fn answered(&mut self, answered: Answer) -> Result<(), Failure> {
         let line = match answered {
-            Reply::Solved(p, wire) => {
-                let analysis = match (self.render.format, wire) {
-                    (OutputFormat::Json, Some(wire)) => {
-                        let analysis = Analysis::try_from((p, &wire))
-                            .map_err(|e| Failure::Internal(e.to_string()))?;
-                        Some(JsonAnalysis::from_engine(&analysis, self.render.asked))
-                    }
-                    _ => None,
-                };
-                self.render.solved(self.index, p, analysis)
+            Answer::Solved {
+                probability,
+                analysis,
+            } => {
+                let analysis = analysis
+                    .as_ref()
+                    .map(|analysis| JsonAnalysis::from_engine(analysis, self.render.asked));
+                self.render.solved(self.index, probability, analysis)
             }
-            Reply::Failed(message) => self.render.failed(self.index, &message),
-            Reply::Empty => {
-                let what = "the service sent a result with neither a probability nor an error";
-                return Err(Failure::Internal(what.into()));
-            }
+            Answer::Failed(message) => self.render.failed(self.index, &message),
         };
         self.line(&line);
         Ok(())
