@@ -31,7 +31,7 @@ use crate::solver::Options;
 
 /// A transport a game's stream can be opened on: a `Channel` (with the bearer token added), or
 /// the daemon's own gRPC route.
-pub trait Transport:
+pub trait Conduit:
     GrpcService<
         tonic::body::Body,
         Error: Into<StdError>,
@@ -42,7 +42,7 @@ pub trait Transport:
 {
 }
 
-impl<T> Transport for T where
+impl<T> Conduit for T where
     T: GrpcService<
             tonic::body::Body,
             Error: Into<StdError>,
@@ -77,7 +77,7 @@ pub trait Protocol: Send + Sync + 'static {
 
     /// Opens the game's streaming call on `transport`, with the request's metadata and
     /// extensions as given.
-    fn open_on<T: Transport>(
+    fn open_on<T: Conduit>(
         transport: T,
         requests: tonic::Request<ReceiverStream<Self::Request>>,
     ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
@@ -128,7 +128,7 @@ impl Protocol for DealProtocol {
         response.results.len()
     }
 
-    fn open_on<T: Transport>(
+    fn open_on<T: Conduit>(
         transport: T,
         requests: tonic::Request<ReceiverStream<SolveRequest>>,
     ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
@@ -171,7 +171,7 @@ impl Protocol for RpsProtocol {
         response.results.len()
     }
 
-    fn open_on<T: Transport>(
+    fn open_on<T: Conduit>(
         transport: T,
         requests: tonic::Request<ReceiverStream<SolveRpsStreamRequest>>,
     ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
