@@ -8,7 +8,7 @@
 
 mod api;
 mod app;
-mod call_metrics;
+mod call;
 mod connection;
 mod frames;
 mod front;

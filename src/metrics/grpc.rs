@@ -9,7 +9,7 @@
 //!
 //! As go-grpc-prometheus's `InitializeMetrics` does, every method's series exist from the start
 //! at zero (every code of `handled` included), so a rate over them is 0, not absent, before the
-//! first call. The server's call layer (`server/call_metrics.rs`) records into them.
+//! first call. The server's call layer (`server/call.rs`) records into them.
 
 use std::time::Duration;
 

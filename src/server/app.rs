@@ -1,7 +1,7 @@
 //! What every request passes through on its way to a service, outermost first: the count of
 //! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
-//! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); the
-//! count of gRPC calls (`call_metrics.rs`); the framing (`frames.rs`); tonic's routes; for the
+//! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); each
+//! gRPC call's life, counted and framed (`call.rs`, with `frames.rs`); tonic's routes; for the
 //! solving services the token check (`auth.rs`, an interceptor around admission, so a call without
 //! the token takes no cap); admission (`service/admission.rs`).
 
@@ -11,8 +11,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic_health::pb::health_server::{Health, HealthServer};
 
 use super::api::ApiSettings;
-use super::call_metrics::CallMetrics;
-use super::frames::{FrameSettings, Framed};
+use super::call::{Calls, FrameSettings};
 use super::front::{Front, Route};
 use super::http_metrics::HttpMetrics;
 use super::{ServerConfig, ServerError};
@@ -62,7 +61,7 @@ pub fn build(
     ];
 
     // Every service under admission, each by its own descriptors; the solving ones behind the
-    // token check too. tonic's message limit is only a backstop: the framing holds request
+    // token check too. tonic's message limit is only a backstop: the call layer holds request
     // messages to it first, with the status that names the flag, and decompresses them itself.
     let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
     let limit = config.limits.max_message_bytes;
@@ -95,17 +94,18 @@ pub fn build(
         .add_service(solver)
         .add_service(rps)
         .prepare();
-    // Every gRPC call counted as go-grpc-prometheus counts it, refused ones included: around the
-    // framing, which refuses some itself, and under the front, so gRPC-Web calls count too (as
-    // tonic-web hands them on, translated to gRPC).
-    let framed = Framed::new(
+    // Every gRPC call's life owned by one layer: counted as go-grpc-prometheus counts it, refused
+    // ones included, its messages framed (held to the limit, decompressed, compressed); under the
+    // front, so gRPC-Web calls pass it too (as tonic-web hands them on, translated to gRPC).
+    let grpc = Calls::new(
         routes,
+        metrics,
+        &served,
         FrameSettings {
             max_message_bytes: limit,
             compress_min_bytes: config.compress_min_bytes,
         },
-    );
-    let grpc = CallMetrics::new(framed, metrics, &served)?;
+    )?;
     let grpc_paths: Vec<String> = grpc.paths().map(str::to_string).collect();
     let grpc = Route::new(grpc);
     // The plain HTTP API calls SolveStream through the same route, so its calls count there too.

@@ -1,34 +1,29 @@
-//! The gRPC messages on the wire, both ways, for every gRPC call (and gRPC-Web, once translated):
-//! each message is framed by a 5-byte header, a compression flag and a big-endian length.
+//! The gRPC messages on the wire, both ways: each message is framed by a 5-byte header, a
+//! compression flag and a big-endian length. This is the one place that reads that framing on the
+//! server; the call's life (`call.rs`) puts these bodies around each call's request and response.
 //!
-//! RequestFrames: a message over `--max-message-bytes` is refused from its header, before any of it is
-//! buffered; a compressed one (gzip or zstd, as its `grpc-encoding` says) is decompressed here,
-//! its output held to the same limit, and handed on uncompressed; a bad flag is a malformed
+//! [`RequestFrames`]: a message over `--max-message-bytes` is refused from its header, before any
+//! of it is buffered; a compressed one (gzip or zstd, as its `grpc-encoding` says) is decompressed
+//! here, its output held to the same limit, and handed on uncompressed; a bad flag is a malformed
 //! message. Every refusal is the service's own status with its details (`crate::reason`), which
 //! tonic hands on to the call unchanged. (tonic has its own limit and decompression, but says
-//! `OUT_OF_RANGE` or `UNIMPLEMENTED` in words of its own that name no flag.)
+//! `OUT_OF_RANGE` or `UNIMPLEMENTED` in words of its own that name no flag.) Each message is
+//! counted as it completes.
 //!
-//! ResponseFrames: when the client accepts gzip or zstd (`grpc-accept-encoding`) and response
-//! compression is on, each message of at least `--compress-min-bytes` is compressed (zstd
-//! preferred); smaller ones go as they are, which gRPC allows message by message. tonic's own
-//! response compression has no such minimum, and a one-deal answer compressed grows.
+//! [`ResponseFrames`]: the messages sent, counted as they pass; when the client accepts gzip or
+//! zstd (`grpc-accept-encoding`) and response compression is on, each message of at least
+//! `--compress-min-bytes` is compressed (zstd preferred); smaller ones go as they are, which gRPC
+//! allows message by message. tonic's own response compression has no such minimum, and a
+//! one-deal answer compressed grows.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::io::Read as _;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::HeaderValue;
-use http_body::{Frame, SizeHint};
 use tonic::body::Body;
-use tower::Service;
 
 use crate::reason::Reason;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The length of a gRPC message's header.
 const HEADER_LEN: usize = 5;
@@ -44,7 +39,7 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Encoding::Gzip => "gzip",
             Encoding::Zstd => "zstd",
@@ -52,7 +47,7 @@ impl Encoding {
     }
 
     /// A request's `grpc-encoding`: `None` for none or `identity`, `Err` for one not taken.
-    fn of_request(value: Option<&HeaderValue>) -> Result<Option<Encoding>, Reason> {
+    pub fn of_request(value: Option<&HeaderValue>) -> Result<Option<Encoding>, Reason> {
         let name = value.map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string());
         match name.as_deref() {
             None | Some("identity") => Ok(None),
@@ -66,7 +61,7 @@ impl Encoding {
 
     /// The encoding to answer with, from a client's `grpc-accept-encoding`: zstd if it takes
     /// it (smaller and cheaper than gzip on these messages), else gzip, else none.
-    fn for_response(accept: Option<&HeaderValue>) -> Option<Encoding> {
+    pub fn for_response(accept: Option<&HeaderValue>) -> Option<Encoding> {
         let accept = accept?.to_str().ok()?;
         let takes = |name: &str| accept.split(',').any(|e| e.trim() == name);
         if takes("zstd") {
@@ -116,95 +111,17 @@ impl Encoding {
     }
 }
 
-/// How the server frames gRPC messages: `--max-message-bytes`, and response compression.
-#[derive(Clone, Copy, Debug)]
-pub struct FrameSettings {
-    pub max_message_bytes: usize,
-    /// Compress responses for clients that accept it, each message of at least this many bytes;
-    /// `None`: never.
-    pub compress_min_bytes: Option<usize>,
-}
-
-/// The layer over every gRPC service (see the module's doc).
-#[derive(Clone, Debug)]
-pub struct Framed<S> {
-    inner: S,
-    settings: Arc<FrameSettings>,
-}
-
-impl<S> Framed<S> {
-    pub fn new(inner: S, settings: FrameSettings) -> Framed<S> {
-        Framed {
-            inner,
-            settings: Arc::new(settings),
-        }
-    }
-}
-
-impl<S> Service<http::Request<Body>> for Framed<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
-        let headers = request.headers_mut();
-        let incoming = match Encoding::of_request(headers.get("grpc-encoding")) {
-            Ok(encoding) => encoding,
-            Err(reason) => {
-                let mut response = reason.status().into_http::<Body>();
-                advertise(&mut response);
-                return Box::pin(std::future::ready(Ok(response)));
-            }
-        };
-        // Decompressed here: tonic sees identity messages only.
-        headers.remove("grpc-encoding");
-        let outgoing = self.settings.compress_min_bytes.and_then(|min| {
-            Some((
-                Encoding::for_response(headers.get("grpc-accept-encoding"))?,
-                min,
-            ))
-        });
-        let limit = self.settings.max_message_bytes;
-        let request = request.map(|body| Body::new(RequestFrames::new(body, limit, incoming)));
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let mut response = response.await?;
-            advertise(&mut response);
-            let grpc = response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .is_some_and(|t| t.as_bytes().starts_with(b"application/grpc"));
-            match outgoing {
-                Some((encoding, min)) if grpc => {
-                    response
-                        .headers_mut()
-                        .insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
-                    Ok(response.map(|body| Body::new(ResponseFrames::new(body, encoding, min))))
-                }
-                _ => Ok(response),
-            }
-        })
-    }
-}
-
 /// Tells the client which request encodings the server takes.
-fn advertise(response: &mut http::Response<Body>) {
+pub fn advertise(response: &mut http::Response<Body>) {
     response
         .headers_mut()
         .insert("grpc-accept-encoding", HeaderValue::from_static(ACCEPTED));
 }
 
-/// A request body whose messages are checked, and decompressed when they are compressed.
-struct RequestFrames {
-    inner: Body,
+/// A request's messages as they arrive: checked, decompressed when they are compressed, and
+/// counted as they complete.
+#[derive(Debug)]
+pub struct Incoming {
     limit: usize,
     encoding: Option<Encoding>,
     /// The current message's header, as far as it has come.
@@ -215,13 +132,13 @@ struct RequestFrames {
     compressed: Option<BytesMut>,
     /// What is ready to hand on.
     out: VecDeque<Bytes>,
-    failed: bool,
+    /// Messages completed since [`Incoming::take`] last said.
+    completed: u64,
 }
 
-impl RequestFrames {
-    fn new(inner: Body, limit: usize, encoding: Option<Encoding>) -> RequestFrames {
-        RequestFrames {
-            inner,
+impl Incoming {
+    pub fn new(limit: usize, encoding: Option<Encoding>) -> Incoming {
+        Incoming {
             limit,
             encoding,
             header: [0; HEADER_LEN],
@@ -229,12 +146,12 @@ impl RequestFrames {
             remaining: 0,
             compressed: None,
             out: VecDeque::new(),
-            failed: false,
+            completed: 0,
         }
     }
 
-    /// Follows the framing through `data`, queueing what to hand on.
-    fn take(&mut self, mut data: Bytes) -> Result<(), Reason> {
+    /// Follows the framing through `data`, queueing what to hand on; the messages it completed.
+    pub fn take(&mut self, mut data: Bytes) -> Result<u64, Reason> {
         while !data.is_empty() {
             if self.remaining > 0 {
                 let n = self.remaining.min(data.len());
@@ -258,7 +175,22 @@ impl RequestFrames {
                 self.start_message()?;
             }
         }
-        Ok(())
+        Ok(std::mem::take(&mut self.completed))
+    }
+
+    /// The next piece to hand on, if any is ready.
+    pub fn next(&mut self) -> Option<Bytes> {
+        self.out.pop_front()
+    }
+
+    /// Whether nothing is held to hand on.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// After a refusal: nothing more is handed on.
+    pub fn clear(&mut self) {
+        self.out.clear();
     }
 
     /// A message's header is complete.
@@ -296,6 +228,7 @@ impl RequestFrames {
 
     /// A message's body is complete: a compressed one goes on decompressed.
     fn finish_message(&mut self) -> Result<(), Reason> {
+        self.completed += 1;
         let (Some(buffer), Some(encoding)) = (self.compressed.take(), self.encoding) else {
             return Ok(());
         };
@@ -310,129 +243,109 @@ impl RequestFrames {
     }
 }
 
-impl http_body::Body for RequestFrames {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        loop {
-            if let Some(ready) = self.out.pop_front() {
-                return Poll::Ready(Some(Ok(Frame::data(ready))));
-            }
-            if self.failed {
-                return Poll::Ready(None);
-            }
-            let frame = match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
-                Some(Ok(frame)) => frame,
-                Some(Err(e)) => return Poll::Ready(Some(Err(Box::new(e)))),
-                None => return Poll::Ready(None),
-            };
-            match frame.into_data() {
-                Ok(data) => {
-                    if let Err(reason) = self.take(data) {
-                        self.failed = true;
-                        self.out.clear();
-                        return Poll::Ready(Some(Err(Box::new(reason.status()))));
-                    }
-                }
-                Err(frame) => return Poll::Ready(Some(Ok(frame))),
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.out.is_empty() && (self.failed || self.inner.is_end_stream())
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
-    }
-}
-
-/// A response body whose messages of at least `min` bytes are compressed.
-struct ResponseFrames {
-    inner: Body,
-    encoding: Encoding,
-    min: usize,
-    /// Bytes of messages not yet complete.
+/// A response's messages as they are sent: counted, and those of at least `min` bytes compressed
+/// when the call compresses. Without compression the bytes pass as they come (only the headers
+/// are followed); with it, a message is held until it is whole.
+#[derive(Debug)]
+pub struct Outgoing {
+    compress: Option<(Encoding, usize)>,
+    /// Bytes of messages not yet complete, when compressing.
     pending: BytesMut,
+    /// Where the headers are, when not compressing.
+    follow: Follow,
 }
 
-impl ResponseFrames {
-    fn new(inner: Body, encoding: Encoding, min: usize) -> ResponseFrames {
-        ResponseFrames {
-            inner,
-            encoding,
-            min,
+impl Outgoing {
+    /// `compress`: the encoding and the smallest message it applies to, or none.
+    pub fn new(compress: Option<(Encoding, usize)>) -> Outgoing {
+        Outgoing {
+            compress,
             pending: BytesMut::new(),
+            follow: Follow::default(),
         }
     }
 
-    /// The complete messages in `pending`, each compressed or not, as one chunk.
-    fn complete_messages(&mut self) -> Result<Option<Bytes>, Reason> {
+    /// Takes the next bytes of the response: what to send now, and the messages completed.
+    pub fn take(&mut self, data: Bytes) -> Result<(Option<Bytes>, u64), Reason> {
+        let Some((encoding, min)) = self.compress else {
+            let completed = self.follow.feed(&data);
+            return Ok(((!data.is_empty()).then_some(data), completed));
+        };
+        self.pending.put(data);
         let mut out = BytesMut::new();
+        let mut completed = 0;
         while let Some(header) = self.pending.get(..HEADER_LEN) {
             let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
             if self.pending.len() < HEADER_LEN + len {
                 break;
             }
+            completed += 1;
             let message = self.pending.split_to(HEADER_LEN + len);
             let (flag, payload) = (message[0], &message[HEADER_LEN..]);
-            if flag != 0 || len < self.min {
+            if flag != 0 || len < min {
                 out.put(message);
                 continue;
             }
-            let packed = self
-                .encoding
-                .compress(payload)
-                .map_err(|e| Reason::Internal {
-                    detail: format!("cannot compress a response: {e}"),
-                })?;
+            let packed = encoding.compress(payload).map_err(|e| Reason::Internal {
+                detail: format!("cannot compress a response: {e}"),
+            })?;
             out.put_u8(1);
             out.put_u32(u32::try_from(packed.len()).unwrap_or(u32::MAX));
             out.put(&packed[..]);
         }
-        Ok((!out.is_empty()).then(|| out.freeze()))
+        Ok(((!out.is_empty()).then(|| out.freeze()), completed))
+    }
+
+    /// Whether nothing is held back.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
     }
 }
 
-impl http_body::Body for ResponseFrames {
-    type Data = Bytes;
-    type Error = tonic::Status;
+/// Follows gRPC's framing through bytes that pass as they are, however they are split, counting
+/// the messages completed.
+#[derive(Debug, Default)]
+struct Follow {
+    header: [u8; HEADER_LEN],
+    in_header: usize,
+    /// Bytes of the current message still to come, once its header is read.
+    remaining: Option<usize>,
+}
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
+impl Follow {
+    /// Reads `data`; the messages it completed.
+    fn feed(&mut self, mut data: &[u8]) -> u64 {
+        let mut done = 0;
         loop {
-            let frame = match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
-                Some(Ok(frame)) => frame,
-                other => return Poll::Ready(other),
-            };
-            match frame.into_data() {
-                Ok(data) => {
-                    self.pending.put(data);
-                    match self.complete_messages() {
-                        Ok(Some(chunk)) => return Poll::Ready(Some(Ok(Frame::data(chunk)))),
-                        Ok(None) => {}
-                        Err(reason) => return Poll::Ready(Some(Err(reason.status()))),
+            match self.remaining {
+                None => {
+                    let take = (HEADER_LEN - self.in_header).min(data.len());
+                    self.header[self.in_header..self.in_header + take]
+                        .copy_from_slice(&data[..take]);
+                    self.in_header += take;
+                    data = &data[take..];
+                    if self.in_header < HEADER_LEN {
+                        return done;
                     }
+                    let [_, a, b, c, d] = self.header;
+                    self.remaining = Some(u32::from_be_bytes([a, b, c, d]) as usize);
                 }
-                // Trailers come after every message.
-                Err(trailers) => return Poll::Ready(Some(Ok(trailers))),
+                Some(remaining) => {
+                    let take = remaining.min(data.len());
+                    data = &data[take..];
+                    if take < remaining {
+                        self.remaining = Some(remaining - take);
+                        return done;
+                    }
+                    self.remaining = None;
+                    self.in_header = 0;
+                    done += 1;
+                }
+            }
+            if data.is_empty() && self.remaining != Some(0) {
+                return done;
             }
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.pending.is_empty() && self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
     }
 }
 
@@ -447,6 +360,17 @@ mod tests {
         bytes
     }
 
+    /// The messages of a whole, well-formed stream, walked header by header.
+    fn messages(mut stream: &[u8]) -> u64 {
+        let mut n = 0;
+        while stream.len() >= HEADER_LEN {
+            let len = u32::from_be_bytes(stream[1..HEADER_LEN].try_into().unwrap()) as usize;
+            stream = &stream[(HEADER_LEN + len).min(stream.len())..];
+            n += 1;
+        }
+        n
+    }
+
     /// Everything a request body hands on for `stream`, fed in chunks of `chunk` bytes.
     fn through(
         stream: &[u8],
@@ -454,10 +378,12 @@ mod tests {
         limit: usize,
         encoding: Option<Encoding>,
     ) -> Result<Vec<u8>, Reason> {
-        let mut requests = RequestFrames::new(Body::empty(), limit, encoding);
+        let mut requests = Incoming::new(limit, encoding);
+        let mut completed = 0;
         for piece in stream.chunks(chunk) {
-            requests.take(Bytes::copy_from_slice(piece))?;
+            completed += requests.take(Bytes::copy_from_slice(piece))?;
         }
+        assert_eq!(completed, messages(stream), "messages counted");
         assert_eq!((requests.in_header, requests.remaining), (0, 0));
         Ok(requests.out.iter().flat_map(|b| b.to_vec()).collect())
     }
@@ -555,14 +481,18 @@ mod tests {
         stream.extend(message(0, &big));
         for encoding in [Encoding::Gzip, Encoding::Zstd] {
             for chunk in [1, 4, 9, stream.len()] {
-                let mut responses = ResponseFrames::new(Body::empty(), encoding, 100);
+                let mut responses = Outgoing::new(Some((encoding, 100)));
                 let mut out = Vec::new();
+                let mut completed = 0;
                 for piece in stream.chunks(chunk) {
-                    responses.pending.put(piece);
-                    if let Some(ready) = responses.complete_messages().unwrap() {
+                    let (ready, done) = responses.take(Bytes::copy_from_slice(piece)).unwrap();
+                    completed += done;
+                    if let Some(ready) = ready {
                         out.extend_from_slice(&ready);
                     }
                 }
+                assert_eq!(completed, 2);
+                assert!(responses.is_empty());
                 assert_eq!(&out[..10], &message(0, b"small")[..]);
                 assert_eq!(out[10], 1, "the large message is flagged compressed");
                 let plain = encoding.decompress(&out[15..], 1000).unwrap();
@@ -570,5 +500,39 @@ mod tests {
                 assert!(out.len() < stream.len());
             }
         }
+    }
+
+    /// Three messages (one empty, one compressed), split at every possible size: always three,
+    /// and the bytes pass unchanged when nothing is compressed.
+    #[test]
+    fn messages_sent_are_counted_however_the_bytes_are_split() {
+        let mut body = message(0, b"hello");
+        body.extend(message(0, b""));
+        body.extend(message(1, &[7; 300]));
+        for chunk in 1..=body.len() {
+            let mut outgoing = Outgoing::new(None);
+            let mut out = Vec::new();
+            let mut done = 0;
+            for piece in body.chunks(chunk) {
+                let (ready, completed) = outgoing.take(Bytes::copy_from_slice(piece)).unwrap();
+                out.extend_from_slice(&ready.unwrap());
+                done += completed;
+            }
+            assert_eq!(done, 3, "chunks of {chunk}");
+            assert_eq!(out, body);
+            assert_eq!(
+                (outgoing.follow.in_header, outgoing.follow.remaining),
+                (0, None)
+            );
+        }
+    }
+
+    #[test]
+    fn a_message_sent_split_over_frames_counts_once_it_is_whole() {
+        let body = message(0, &[1; 10]);
+        let mut follow = Follow::default();
+        assert_eq!(follow.feed(&body[..8]), 0);
+        assert_eq!(follow.feed(&body[8..]), 1);
+        assert_eq!(follow.feed(&[]), 0);
     }
 }

@@ -2,7 +2,7 @@
 //! (`http_server_request_duration_seconds`, see `metrics/http.rs`): the plain HTTP API, and what
 //! the front (`front.rs`) answers itself: 415 for a gRPC path without a gRPC content type, 505
 //! for gRPC over HTTP/1.1, 404, CORS preflights, and tonic-web's 405. It wraps the whole front;
-//! a response the gRPC layer (`call_metrics.rs`) marks as a gRPC call's is left to that layer's
+//! a response the gRPC call layer (`call.rs`) marks as a gRPC call's is left to that layer's
 //! series, so a gRPC or gRPC-Web call counts there only. (A plain API request counts here, and
 //! its in-process SolveStream call there: the API answers with a response of its own.)
 //!
@@ -21,7 +21,7 @@ use http::Method;
 use tonic::body::Body;
 use tower::Service;
 
-use super::call_metrics::CountedAsGrpc;
+use super::call::CountedAsGrpc;
 use super::connection::OnDrop;
 use super::front::API_ROUTES;
 use crate::metrics::Metrics;
