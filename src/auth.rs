@@ -106,26 +106,24 @@ impl RequireBearer {
     }
 }
 
-impl tonic::service::Interceptor for RequireBearer {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let given = request
-            .metadata()
-            .get("authorization")
-            .map(|v| v.as_bytes())
-            .unwrap_or_default();
-        match self.admits(given) {
-            Ok(()) => Ok(request),
-            Err(reason) => {
-                let what = if given.is_empty() {
-                    "no token"
-                } else {
-                    "a wrong token"
-                };
-                self.metrics
-                    .call_refused("unauthenticated", request.remote_addr(), what);
-                Err(reason.status())
-            }
-        }
+impl RequireBearer {
+    /// The check of one call: its `authorization` header against the token; a refusal is counted
+    /// and logged, with the peer, and is the status the call ends with.
+    pub fn check(
+        &self,
+        authorization: Option<&http::HeaderValue>,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Result<(), Status> {
+        let given = authorization.map(|v| v.as_bytes()).unwrap_or_default();
+        self.admits(given).map_err(|reason| {
+            let what = if given.is_empty() {
+                "no token"
+            } else {
+                "a wrong token"
+            };
+            self.metrics.call_refused("unauthenticated", peer, what);
+            reason.status()
+        })
     }
 }
 

@@ -55,7 +55,9 @@ mod rps;
 mod start;
 mod stream;
 
-pub use admission::{Admission, Capped, Caps, Guarded};
+pub use admission::{
+    Admission, Admitted, CallKind, Caps, ServiceKinds, auxiliary_kinds, solving_kinds,
+};
 pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
 pub use limits::Limits;
 

@@ -1,17 +1,15 @@
 //! What every request passes through on its way to a service, outermost first: the count of
 //! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
 //! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); each
-//! gRPC call's life, counted and framed (`call.rs`, with `frames.rs`); tonic's routes; for the
-//! solving services the token check (`auth.rs`, an interceptor around admission, so a call without
-//! the token takes no cap); admission (`service/admission.rs`).
+//! gRPC call's life (`call.rs`: for the solving services the token check, then admission, so a call
+//! without the token takes no cap; counted; framed with `frames.rs`); tonic's routes.
 
 use tonic::server::NamedService;
 use tonic::service::Routes;
-use tonic::service::interceptor::InterceptedService;
 use tonic_health::pb::health_server::{Health, HealthServer};
 
 use super::api::ApiSettings;
-use super::call::{Calls, FrameSettings};
+use super::call::{Calls, FrameSettings, Gate, Served};
 use super::front::{Front, Route};
 use super::http_metrics::HttpMetrics;
 use super::{ServerConfig, ServerError};
@@ -19,7 +17,7 @@ use crate::auth::RequireBearer;
 use crate::metrics::Metrics;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
-use crate::service::{Admission, SolverService};
+use crate::service::{Admission, SolverService, auxiliary_kinds, solving_kinds};
 
 /// The whole stack, served on every connection.
 pub type App = HttpMetrics<Front>;
@@ -39,64 +37,65 @@ pub fn build(
     };
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
-    // Every service served, by the descriptors that name its methods, for the call metrics.
+    // Every service served, by the descriptors that name its methods and their kinds: the
+    // solving ones behind the token and their caps, health and reflection under the watches' cap.
+    let solving = |name: &'static str, descriptors: &'static [u8]| {
+        Ok::<_, crate::proto::DescriptorError>(Served {
+            name,
+            descriptors,
+            kinds: solving_kinds(name, descriptors)?,
+            token: true,
+        })
+    };
+    let auxiliary = |name: &'static str, descriptors: &'static [u8]| {
+        Ok::<_, crate::proto::DescriptorError>(Served {
+            name,
+            descriptors,
+            kinds: auxiliary_kinds(name, descriptors)?,
+            token: false,
+        })
+    };
     let served = [
-        (
+        solving(
             SolverServer::<SolverService>::NAME,
             crate::proto::FILE_DESCRIPTOR_SET,
-        ),
-        (
+        )?,
+        solving(
             RpsServiceServer::<SolverService>::NAME,
             crate::proto::FILE_DESCRIPTOR_SET,
-        ),
-        (name_of(&health), tonic_health::pb::FILE_DESCRIPTOR_SET),
-        (
+        )?,
+        auxiliary(name_of(&health), tonic_health::pb::FILE_DESCRIPTOR_SET)?,
+        auxiliary(
             name_of(&reflection_v1),
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
-        ),
-        (
+        )?,
+        auxiliary(
             name_of(&reflection_v1alpha),
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-        ),
+        )?,
     ];
 
-    // Every service under admission, each by its own descriptors; the solving ones behind the
-    // token check too. tonic's message limit is only a backstop: the call layer holds request
-    // messages to it first, with the status that names the flag, and decompresses them itself.
-    let bearer = RequireBearer::new(config.auth_token.as_ref(), metrics.clone());
+    // tonic's message limit is only a backstop: the call layer holds request messages to it
+    // first, with the status that names the flag, and decompresses them itself.
     let limit = config.limits.max_message_bytes;
-    let solver = InterceptedService::new(
-        admission.solving(
+    let routes = Routes::new(health)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(
             SolverServer::new(service.clone())
                 .max_decoding_message_size(limit)
                 .max_encoding_message_size(usize::MAX),
-            crate::proto::FILE_DESCRIPTOR_SET,
-        )?,
-        bearer.clone(),
-    );
-    let rps = InterceptedService::new(
-        admission.solving(
+        )
+        .add_service(
             RpsServiceServer::new(service)
                 .max_decoding_message_size(limit)
                 .max_encoding_message_size(usize::MAX),
-            crate::proto::FILE_DESCRIPTOR_SET,
-        )?,
-        bearer,
-    );
-    let routes = Routes::new(admission.auxiliary(health, tonic_health::pb::FILE_DESCRIPTOR_SET)?)
-        .add_service(
-            admission.auxiliary(reflection_v1, tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)?,
         )
-        .add_service(admission.auxiliary(
-            reflection_v1alpha,
-            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-        )?)
-        .add_service(solver)
-        .add_service(rps)
         .prepare();
-    // Every gRPC call's life owned by one layer: counted as go-grpc-prometheus counts it, refused
-    // ones included, its messages framed (held to the limit, decompressed, compressed); under the
-    // front, so gRPC-Web calls pass it too (as tonic-web hands them on, translated to gRPC).
+    // Every gRPC call's life owned by one layer: the token and admission first, counted as
+    // go-grpc-prometheus counts it, refused ones included, its messages framed (held to the limit,
+    // decompressed, compressed); under the front, so gRPC-Web calls pass it too (as tonic-web
+    // hands them on, translated to gRPC).
     let grpc = Calls::new(
         routes,
         metrics,
@@ -104,6 +103,10 @@ pub fn build(
         FrameSettings {
             max_message_bytes: limit,
             compress_min_bytes: config.compress_min_bytes,
+        },
+        Gate {
+            bearer: RequireBearer::new(config.auth_token.as_ref(), metrics.clone()),
+            admission: admission.clone(),
         },
     )?;
     let grpc_paths: Vec<String> = grpc.paths().map(str::to_string).collect();

@@ -6,16 +6,20 @@
 //!
 //! Per call, once each:
 //! - **at the request**: the call counts as started (`grpc_server_started_total`); a
-//!   `grpc-encoding` the server does not take is refused here; the request body's messages pass
-//!   through [`Incoming`] (held to `--max-message-bytes`, decompressed, counted as received);
+//!   `grpc-encoding` the server does not take is refused; for a solving service, a call without
+//!   the token (`--auth-token-file`) is refused, before it takes any cap; then admission
+//!   (`service/admission.rs`) gives the call its place under its cap, or its refusal, and the
+//!   place is held by the call's life; the request body's messages pass through [`Incoming`]
+//!   (held to `--max-message-bytes`, decompressed, counted as received);
 //! - **at the response**: the server's accepted encodings are advertised; a trailers-only
-//!   response (a refusal by admission, the token check, or tonic's `Unimplemented`) ends the call
-//!   with its status; otherwise the response body's messages pass through [`Outgoing`]
-//!   (compressed where the client accepts it, counted as sent);
+//!   response (tonic's `Unimplemented`, a handler's early error) ends the call with its status;
+//!   otherwise the response body's messages pass through [`Outgoing`] (compressed where the client
+//!   accepts it, counted as sent);
 //! - **at the end**: the status in the trailers ends the call (`grpc_server_handled_total` and the
 //!   handling time); a body that fails ends it with its error's code; a response dropped before its
 //!   status was sent (the client cancelled, its deadline passed or its connection went) ends it as
-//!   `Canceled`.
+//!   `Canceled`; the call's place under its cap (and in the drain's count) is given back with
+//!   the life, when the transport is done with the response.
 //!
 //! The framing is read once each way, here. Methods are labelled by name only when the
 //! descriptors of the services served name them: any other path counts as service and method
@@ -35,9 +39,13 @@ use tonic::Code;
 use tonic::body::Body;
 use tower::Service;
 
+use tonic::transport::server::TcpConnectInfo;
+
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
+use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
+use crate::service::{Admission, Admitted, CallKind, ServiceKinds};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -50,11 +58,64 @@ pub struct FrameSettings {
     pub compress_min_bytes: Option<usize>,
 }
 
-/// Each method's series by path (`/package.Service/Method`), and the one for every other path.
+/// One service served, as the call layer needs it.
+#[derive(Debug)]
+pub struct Served {
+    pub name: &'static str,
+    /// The encoded descriptor set that describes it, which names its methods and their types.
+    pub descriptors: &'static [u8],
+    /// Its methods' kinds for admission (`service::solving_kinds` or `auxiliary_kinds`).
+    pub kinds: ServiceKinds,
+    /// Whether its calls need the token: the solving services'.
+    pub token: bool,
+}
+
+/// What a call passes before it is routed: the token check, then admission.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    pub bearer: RequireBearer,
+    pub admission: Admission,
+}
+
+/// What the layer knows of a method.
+#[derive(Clone, Debug)]
+struct Method {
+    counters: MethodCounters,
+    kind: CallKind,
+    token: bool,
+}
+
+/// Each method by path (`/package.Service/Method`); for a path its service's descriptors do not
+/// know, the service's rules with the `unknown` series; for any other path, the `unknown` series,
+/// free and without a token (tonic answers it UNIMPLEMENTED).
 #[derive(Debug)]
 struct MethodTable {
-    by_path: HashMap<String, MethodCounters>,
+    by_path: HashMap<String, Method>,
+    by_service: HashMap<&'static str, (CallKind, bool)>,
     unknown: MethodCounters,
+}
+
+impl MethodTable {
+    fn get(&self, path: &str) -> Method {
+        if let Some(method) = self.by_path.get(path) {
+            return method.clone();
+        }
+        let service = path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let (kind, token) = self
+            .by_service
+            .get(service)
+            .copied()
+            .unwrap_or((CallKind::Free, false));
+        Method {
+            counters: self.unknown.clone(),
+            kind,
+            token,
+        }
+    }
 }
 
 /// The gRPC route with every call's life owned (see the module's doc). Cheap to clone (once per
@@ -64,30 +125,74 @@ pub struct Calls<S> {
     inner: S,
     methods: Arc<MethodTable>,
     settings: FrameSettings,
+    gate: Gate,
 }
 
 impl<S> Calls<S> {
-    /// Owns the calls to `inner`, whose services are named with the encoded descriptor set that
-    /// describes each: `(name, descriptors)`. Their methods' series exist from now on.
+    /// Owns the calls to `inner`, which serves `services`. Their methods' series exist from now
+    /// on.
     pub fn new(
         inner: S,
         metrics: &Metrics,
-        services: &[(&'static str, &[u8])],
+        services: &[Served],
         settings: FrameSettings,
+        gate: Gate,
     ) -> Result<Calls<S>, DescriptorError> {
         let mut by_path = HashMap::new();
-        for &(name, descriptors) in services {
-            for (method, kind) in methods_of(name, descriptors)? {
-                let counters = metrics.grpc_method(kind, name, &method);
-                by_path.insert(format!("/{name}/{method}"), counters);
+        let mut by_service = HashMap::new();
+        for served in services {
+            let name = served.name;
+            by_service.insert(name, (served.kinds.unknown, served.token));
+            for (method, grpc_type) in methods_of(name, served.descriptors)? {
+                let path = format!("/{name}/{method}");
+                let method = Method {
+                    counters: metrics.grpc_method(grpc_type, name, &method),
+                    kind: served
+                        .kinds
+                        .methods
+                        .get(&path)
+                        .copied()
+                        .unwrap_or(served.kinds.unknown),
+                    token: served.token,
+                };
+                by_path.insert(path, method);
             }
         }
         let unknown = metrics.grpc_method(GrpcType::Unary, "unknown", "unknown");
         Ok(Calls {
             inner,
-            methods: Arc::new(MethodTable { by_path, unknown }),
+            methods: Arc::new(MethodTable {
+                by_path,
+                by_service,
+                unknown,
+            }),
             settings,
+            gate,
         })
+    }
+
+    /// What a call must pass before it is routed, in order: an encoding the server takes, the
+    /// token where its service needs one, a place under its cap. Its request encoding, and its
+    /// place, or the status it is refused with.
+    fn admit(
+        &self,
+        request: &http::Request<Body>,
+        kind: CallKind,
+        token: bool,
+    ) -> Result<(Option<Encoding>, Option<Admitted>), tonic::Status> {
+        let encoding = Encoding::of_request(request.headers().get("grpc-encoding"))
+            .map_err(|reason| reason.status())?;
+        let peer = request
+            .extensions()
+            .get::<TcpConnectInfo>()
+            .and_then(|info| info.remote_addr);
+        if token {
+            self.gate
+                .bearer
+                .check(request.headers().get(http::header::AUTHORIZATION), peer)?;
+        }
+        let admitted = self.gate.admission.admit(kind, peer)?;
+        Ok((encoding, Some(admitted)))
     }
 
     /// The paths of the methods counted by name (`/package.Service/Method`).
@@ -124,20 +229,22 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
-        let t = &self.methods;
-        let counters = t.by_path.get(request.uri().path()).unwrap_or(&t.unknown);
-        let mut life = Life::start(counters.clone());
-        let headers = request.headers_mut();
-        let incoming = match Encoding::of_request(headers.get("grpc-encoding")) {
-            Ok(encoding) => encoding,
-            Err(reason) => {
-                let mut response = reason.status().into_http::<Body>();
+        let method = self.methods.get(request.uri().path());
+        let mut life = Life::start(method.counters);
+        let incoming = match self.admit(&request, method.kind, method.token) {
+            Ok((encoding, admitted)) => {
+                life.admitted = admitted;
+                encoding
+            }
+            Err(status) => {
+                let mut response = status.into_http::<Body>();
                 advertise(&mut response);
                 response.extensions_mut().insert(CountedAsGrpc);
                 life.end(header_status(&response).unwrap_or(Code::Unknown));
                 return Box::pin(std::future::ready(Ok(response)));
             }
         };
+        let headers = request.headers_mut();
         // Decompressed here: tonic sees identity messages only.
         headers.remove("grpc-encoding");
         let compress = self.settings.compress_min_bytes.and_then(|min| {
@@ -209,12 +316,14 @@ fn header_status(response: &http::Response<Body>) -> Option<Code> {
 }
 
 /// One call, counted as started when it is made and as handled exactly once: when its status is
-/// seen, or as `Canceled` when its response is dropped before that.
+/// seen, or as `Canceled` when its response is dropped before that; its place under its cap is
+/// given back when the life ends, dropped with the response.
 #[derive(Debug)]
 struct Life {
     counters: MethodCounters,
     started: Instant,
     ended: bool,
+    admitted: Option<Admitted>,
 }
 
 impl Life {
@@ -224,6 +333,7 @@ impl Life {
             counters,
             started: Instant::now(),
             ended: false,
+            admitted: None,
         }
     }
 

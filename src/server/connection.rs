@@ -36,7 +36,7 @@ use tonic::transport::server::TcpConnectInfo;
 use tower::Service;
 
 use crate::metrics::Metrics;
-use crate::service::{Guarded, Lifecycle, Phase};
+use crate::service::{Lifecycle, Phase};
 
 /// The bytes of a connection, with or without TLS.
 type Transport = Either<TcpStream, Box<TlsStream<TcpStream>>>;
@@ -358,5 +358,42 @@ pub struct OnDrop<F: FnMut()>(pub F);
 impl<F: FnMut()> Drop for OnDrop<F> {
     fn drop(&mut self) {
         (self.0)();
+    }
+}
+
+/// A response body that keeps `G` (the request's count on its connection, its HTTP metrics'
+/// record) alive until the transport is done with the body, however the request ends.
+#[derive(Debug)]
+pub struct Guarded<G> {
+    body: tonic::body::Body,
+    _guard: G,
+}
+
+impl<G> Guarded<G> {
+    pub fn new(body: tonic::body::Body, guard: G) -> Guarded<G> {
+        Guarded {
+            body,
+            _guard: guard,
+        }
+    }
+}
+
+impl<G: Unpin> http_body::Body for Guarded<G> {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }

@@ -22,10 +22,9 @@ use tonic::body::Body;
 use tower::Service;
 
 use super::call::CountedAsGrpc;
-use super::connection::OnDrop;
+use super::connection::{Guarded, OnDrop};
 use super::front::API_ROUTES;
 use crate::metrics::Metrics;
-use crate::service::Guarded;
 
 /// The front with every other request counted. Cheap to clone (once per connection).
 #[derive(Clone, Debug)]

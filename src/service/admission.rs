@@ -1,8 +1,9 @@
 //! Admission, in one place: whether a call may open, and how much of the server its requests may
 //! hold while they are answered.
 //!
-//! A call is admitted by [`Capped`], the layer every service is wrapped in when the server is
-//! wired, before any of its messages is read (so a call that never sends one counts too):
+//! A call is admitted by [`Admission::admit`], which the server's call layer (`server/call.rs`)
+//! asks for every call before any of its messages is read (so a call that never sends one counts
+//! too), after the token check, and whose place it holds until the call's response is done:
 //! - solving calls (`SolveStream`, `Solve`, and the rps pair) are refused with `UNAVAILABLE` once
 //!   shutdown has begun, with `RESOURCE_EXHAUSTED` naming the flag beyond `--max-open-streams` or
 //!   `--max-open-unary` open at once, or when the server's deal budget (`--max-deals-in-flight`)
@@ -20,22 +21,14 @@
 //! budget spent waits for it, which the workers give back as they answer.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 use tonic::Status;
-use tonic::body::Body;
-use tonic::server::NamedService;
-use tonic::transport::server::TcpConnectInfo;
-use tower::Service;
 
 use super::lifecycle::{Lifecycle, Phase};
 use crate::metrics::Metrics;
@@ -94,7 +87,7 @@ impl Cap {
 
 /// What a method is, for admission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub enum CallKind {
     Stream,
     Unary,
     Watch,
@@ -121,57 +114,16 @@ impl Admission {
         }))
     }
 
-    /// Wraps a solving service: its streaming methods count under `--max-open-streams`, its unary
-    /// ones under `--max-open-unary`, and none is admitted during shutdown or with the deal
-    /// budget spent. `descriptors` is the encoded descriptor set that describes the service.
-    pub fn solving<S: NamedService>(
-        &self,
-        inner: S,
-        descriptors: &[u8],
-    ) -> Result<Capped<S>, DescriptorError> {
-        self.capped(inner, descriptors, |streaming| {
-            if streaming { Kind::Stream } else { Kind::Unary }
-        })
-    }
-
-    /// Wraps a service beside the solving ones (health, reflection): its streaming methods count
-    /// under `--max-open-watches`, its unary ones are free.
-    pub fn auxiliary<S: NamedService>(
-        &self,
-        inner: S,
-        descriptors: &[u8],
-    ) -> Result<Capped<S>, DescriptorError> {
-        self.capped(inner, descriptors, |streaming| {
-            if streaming { Kind::Watch } else { Kind::Free }
-        })
-    }
-
-    fn capped<S: NamedService>(
-        &self,
-        inner: S,
-        descriptors: &[u8],
-        kind: impl Fn(bool) -> Kind,
-    ) -> Result<Capped<S>, DescriptorError> {
-        Ok(Capped {
-            inner,
-            admission: self.clone(),
-            methods: Arc::new(method_kinds(S::NAME, descriptors, &kind)?),
-            // A path the descriptors do not know is answered UNIMPLEMENTED; counting it as the
-            // service's unary kind costs nothing and leaves nothing uncapped.
-            unknown: kind(false),
-        })
-    }
-
     /// A place for a call of `kind`, or the status it is refused with.
-    fn admit(&self, kind: Kind, peer: Option<SocketAddr>) -> Result<Admitted, Status> {
+    pub fn admit(&self, kind: CallKind, peer: Option<SocketAddr>) -> Result<Admitted, Status> {
         let s = &self.0;
         let cap = match kind {
-            Kind::Free => return Ok(Admitted::free()),
-            Kind::Watch => &s.watches,
-            Kind::Stream => &s.streams,
-            Kind::Unary => &s.unary,
+            CallKind::Free => return Ok(Admitted::free()),
+            CallKind::Watch => &s.watches,
+            CallKind::Stream => &s.streams,
+            CallKind::Unary => &s.unary,
         };
-        let solving = kind != Kind::Watch;
+        let solving = kind != CallKind::Watch;
         if solving && s.lifecycle.phase() >= Phase::Draining {
             s.metrics
                 .call_refused("shutting_down", peer, "shutting down");
@@ -254,13 +206,66 @@ impl Admission {
     }
 }
 
+/// A service's methods as admission sees them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceKinds {
+    /// Each method's kind, by path (`/name/Method`).
+    pub methods: HashMap<String, CallKind>,
+    /// The kind of a path under the service that its descriptors do not know: answered
+    /// UNIMPLEMENTED, and counting it as the service's unary kind costs nothing and leaves nothing
+    /// uncapped.
+    pub unknown: CallKind,
+}
+
+/// A solving service's methods: the streaming ones count under `--max-open-streams`, the unary
+/// ones under `--max-open-unary`, and none is admitted during shutdown or with the deal budget
+/// spent. `descriptors` is the encoded descriptor set that describes the service `name`.
+pub fn solving_kinds(
+    name: &'static str,
+    descriptors: &[u8],
+) -> Result<ServiceKinds, DescriptorError> {
+    service_kinds(name, descriptors, |streaming| {
+        if streaming {
+            CallKind::Stream
+        } else {
+            CallKind::Unary
+        }
+    })
+}
+
+/// The methods of a service beside the solving ones (health, reflection): the streaming ones count
+/// under `--max-open-watches`, the unary ones are free.
+pub fn auxiliary_kinds(
+    name: &'static str,
+    descriptors: &[u8],
+) -> Result<ServiceKinds, DescriptorError> {
+    service_kinds(name, descriptors, |streaming| {
+        if streaming {
+            CallKind::Watch
+        } else {
+            CallKind::Free
+        }
+    })
+}
+
+fn service_kinds(
+    name: &'static str,
+    descriptors: &[u8],
+    kind: impl Fn(bool) -> CallKind,
+) -> Result<ServiceKinds, DescriptorError> {
+    Ok(ServiceKinds {
+        methods: method_kinds(name, descriptors, &kind)?,
+        unknown: kind(false),
+    })
+}
+
 /// The kind of each method of the service `name` (its path, `/name/Method`), from the encoded
 /// descriptor set that describes it: `kind(streaming)`, where streaming in either direction counts.
 fn method_kinds(
     name: &'static str,
     descriptors: &[u8],
-    kind: impl Fn(bool) -> Kind,
-) -> Result<HashMap<String, Kind>, DescriptorError> {
+    kind: impl Fn(bool) -> CallKind,
+) -> Result<HashMap<String, CallKind>, DescriptorError> {
     Ok(service_methods(name, descriptors)?
         .iter()
         .map(|m| {
@@ -270,8 +275,10 @@ fn method_kinds(
         .collect())
 }
 
-/// A call's place under its cap, given back when its response is done.
-struct Admitted {
+/// A call's place under its cap, given back when dropped: the call layer holds it until the
+/// call's response is done, however the call ends.
+#[derive(Debug)]
+pub struct Admitted {
     _permit: Option<OwnedSemaphorePermit>,
     /// Set for a solving call: what a drain waits for.
     solving: Option<TaskTrackerToken>,
@@ -295,101 +302,6 @@ impl Drop for Admitted {
             (Some(metrics), None) => metrics.watches(-1),
             (None, _) => {}
         }
-    }
-}
-
-/// A service under admission: see the module's doc. Made by [`Admission::solving`] and
-/// [`Admission::auxiliary`].
-#[derive(Clone)]
-pub struct Capped<S> {
-    inner: S,
-    admission: Admission,
-    methods: Arc<HashMap<String, Kind>>,
-    unknown: Kind,
-}
-
-/// The methods and their kinds; the service itself may not print.
-impl<S> std::fmt::Debug for Capped<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Capped")
-            .field("methods", &self.methods)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S: NamedService> NamedService for Capped<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> Service<http::Request<Body>> for Capped<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let kind = self
-            .methods
-            .get(request.uri().path())
-            .copied()
-            .unwrap_or(self.unknown);
-        let peer = request
-            .extensions()
-            .get::<TcpConnectInfo>()
-            .and_then(|info| info.remote_addr);
-        let place = match self.admission.admit(kind, peer) {
-            Ok(place) => place,
-            Err(status) => return Box::pin(std::future::ready(Ok(status.into_http()))),
-        };
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let response = response.await?;
-            Ok(response.map(|body| Body::new(Guarded::new(body, place))))
-        })
-    }
-}
-
-/// A response body that keeps `G` (a call's place under its cap, its count on a connection)
-/// alive until the transport is done with the body, however the call ends.
-#[derive(Debug)]
-pub struct Guarded<G> {
-    body: Body,
-    _guard: G,
-}
-
-impl<G> Guarded<G> {
-    pub fn new(body: Body, guard: G) -> Guarded<G> {
-        Guarded {
-            body,
-            _guard: guard,
-        }
-    }
-}
-
-impl<G: Unpin> http_body::Body for Guarded<G> {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Status>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
     }
 }
 
@@ -435,14 +347,6 @@ mod tests {
         FileDescriptorProto, FileDescriptorSet, MethodDescriptorProto, ServiceDescriptorProto,
     };
 
-    /// A stand-in service named `test.v1.Game`: only its name and descriptors matter here.
-    #[derive(Clone)]
-    struct Named;
-
-    impl NamedService for Named {
-        const NAME: &'static str = "test.v1.Game";
-    }
-
     fn method(name: &str, client_streaming: bool, server_streaming: bool) -> MethodDescriptorProto {
         MethodDescriptorProto {
             name: Some(name.into()),
@@ -481,8 +385,8 @@ mod tests {
         )
     }
 
-    fn kinds<S>(capped: &Capped<S>) -> Vec<(String, Kind)> {
-        let mut kinds: Vec<_> = capped
+    fn kinds(service: &ServiceKinds) -> Vec<(String, CallKind)> {
+        let mut kinds: Vec<_> = service
             .methods
             .iter()
             .map(|(p, k)| (p.clone(), *k))
@@ -495,29 +399,28 @@ mod tests {
     /// streaming in any direction counts as a stream, the rest as unary.
     #[test]
     fn every_method_is_capped_by_the_kind_its_descriptor_gives() {
-        let (admission, _control) = admission(1);
         let set = descriptors(vec![
             method("Solve", false, false),
             method("SolveStream", true, true),
             method("Upload", true, false),
             method("Watch", false, true),
         ]);
-        let solving = admission.solving(Named, &set).unwrap();
+        let solving = solving_kinds("test.v1.Game", &set).unwrap();
         assert_eq!(
             kinds(&solving),
             [
-                ("/test.v1.Game/Solve".to_string(), Kind::Unary),
-                ("/test.v1.Game/SolveStream".to_string(), Kind::Stream),
-                ("/test.v1.Game/Upload".to_string(), Kind::Stream),
-                ("/test.v1.Game/Watch".to_string(), Kind::Stream),
+                ("/test.v1.Game/Solve".to_string(), CallKind::Unary),
+                ("/test.v1.Game/SolveStream".to_string(), CallKind::Stream),
+                ("/test.v1.Game/Upload".to_string(), CallKind::Stream),
+                ("/test.v1.Game/Watch".to_string(), CallKind::Stream),
             ]
         );
         // A path the descriptors do not know is still capped.
-        assert_eq!(solving.unknown, Kind::Unary);
-        let auxiliary = admission.auxiliary(Named, &set).unwrap();
-        assert_eq!(auxiliary.methods["/test.v1.Game/Solve"], Kind::Free);
-        assert_eq!(auxiliary.methods["/test.v1.Game/Watch"], Kind::Watch);
-        assert_eq!(auxiliary.unknown, Kind::Free);
+        assert_eq!(solving.unknown, CallKind::Unary);
+        let auxiliary = auxiliary_kinds("test.v1.Game", &set).unwrap();
+        assert_eq!(auxiliary.methods["/test.v1.Game/Solve"], CallKind::Free);
+        assert_eq!(auxiliary.methods["/test.v1.Game/Watch"], CallKind::Watch);
+        assert_eq!(auxiliary.unknown, CallKind::Free);
     }
 
     /// The services the daemon serves, from the descriptor sets it is built with: the solving
@@ -525,39 +428,57 @@ mod tests {
     /// free.
     #[test]
     fn the_daemons_services_are_capped_as_their_protos_say() {
-        let solving = |streaming| if streaming { Kind::Stream } else { Kind::Unary };
-        let auxiliary = |streaming| if streaming { Kind::Watch } else { Kind::Free };
+        let solving = |streaming| {
+            if streaming {
+                CallKind::Stream
+            } else {
+                CallKind::Unary
+            }
+        };
+        let auxiliary = |streaming| {
+            if streaming {
+                CallKind::Watch
+            } else {
+                CallKind::Free
+            }
+        };
         /// A service, its descriptors, how it is wrapped, and its methods' kinds.
         type Case<'a> = (
             &'static str,
             &'a [u8],
-            &'a dyn Fn(bool) -> Kind,
-            &'a [(&'a str, Kind)],
+            &'a dyn Fn(bool) -> CallKind,
+            &'a [(&'a str, CallKind)],
         );
         let cases: [Case; 4] = [
             (
                 "patience.v1.Solver",
                 crate::proto::FILE_DESCRIPTOR_SET,
                 &solving,
-                &[("SolveStream", Kind::Stream), ("Solve", Kind::Unary)],
+                &[
+                    ("SolveStream", CallKind::Stream),
+                    ("Solve", CallKind::Unary),
+                ],
             ),
             (
                 "patience.v1.RpsService",
                 crate::proto::FILE_DESCRIPTOR_SET,
                 &solving,
-                &[("SolveRpsStream", Kind::Stream), ("SolveRps", Kind::Unary)],
+                &[
+                    ("SolveRpsStream", CallKind::Stream),
+                    ("SolveRps", CallKind::Unary),
+                ],
             ),
             (
                 "grpc.health.v1.Health",
                 tonic_health::pb::FILE_DESCRIPTOR_SET,
                 &auxiliary,
-                &[("Watch", Kind::Watch), ("Check", Kind::Free)],
+                &[("Watch", CallKind::Watch), ("Check", CallKind::Free)],
             ),
             (
                 "grpc.reflection.v1.ServerReflection",
                 tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
                 &auxiliary,
-                &[("ServerReflectionInfo", Kind::Watch)],
+                &[("ServerReflectionInfo", CallKind::Watch)],
             ),
         ];
         for (name, set, kind, expected) in cases {
@@ -585,15 +506,15 @@ mod tests {
     #[tokio::test]
     async fn solving_calls_are_refused_once_the_drain_begins_and_watches_are_not() {
         let (admission, control) = admission(2);
-        let open = admission.admit(Kind::Stream, None);
+        let open = admission.admit(CallKind::Stream, None);
         assert!(open.is_ok());
         control.advance(Phase::Draining);
-        for kind in [Kind::Stream, Kind::Unary] {
+        for kind in [CallKind::Stream, CallKind::Unary] {
             let refused = admission.admit(kind, None).err().map(|s| s.code());
             assert_eq!(refused, Some(tonic::Code::Unavailable), "{kind:?}");
         }
-        assert!(admission.admit(Kind::Watch, None).is_ok());
-        assert!(admission.admit(Kind::Free, None).is_ok());
+        assert!(admission.admit(CallKind::Watch, None).is_ok());
+        assert!(admission.admit(CallKind::Free, None).is_ok());
         // The drain waits for the call admitted before it, and only for that one.
         let done = tokio::spawn({
             let admission = admission.clone();
@@ -609,9 +530,9 @@ mod tests {
     fn each_cap_refuses_past_its_size_naming_its_flag() {
         let (admission, _control) = admission(1);
         for (kind, flag) in [
-            (Kind::Stream, "--max-open-streams"),
-            (Kind::Unary, "--max-open-unary"),
-            (Kind::Watch, "--max-open-watches"),
+            (CallKind::Stream, "--max-open-streams"),
+            (CallKind::Unary, "--max-open-unary"),
+            (CallKind::Watch, "--max-open-watches"),
         ] {
             let first = admission.admit(kind, None);
             assert!(first.is_ok(), "{kind:?}");
