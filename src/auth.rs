@@ -1,9 +1,9 @@
 //! Bearer-token authentication for the solving services (`Solver`, `RpsService`).
 //!
 //! With `--auth-token-file`, every Solver and RpsService call must carry
-//! `authorization: Bearer <token>`. The check runs as a tonic interceptor, before the call reaches
-//! the service, so a refused call costs no parsing and no solver time. Health and reflection are
-//! not wrapped: probes stay open.
+//! `authorization: Bearer <token>`. The server's call layer (`server/call.rs`) checks it first,
+//! before admission and before any message is read, so a refused call takes no cap and costs no
+//! parsing and no solver time. Health and reflection need none: probes stay open.
 
 use std::fmt;
 use std::path::Path;

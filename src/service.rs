@@ -10,7 +10,7 @@
 //! - `game.rs`: the `Game` trait, what the machinery needs to know of a game;
 //!   `deals.rs`, `rps.rs`: the two games;
 //! - `admission.rs`: whether a call may open and what its requests may hold: call caps per
-//!   service, shutdown, the deal budgets ([`Admission`], [`Capped`]);
+//!   method kind from its service's descriptors, shutdown, the deal budgets ([`Admission`]);
 //! - `limits.rs`: [`Limits`], and the statuses that name the limit a client hit;
 //! - `lifecycle.rs`: the server's [`Phase`], which every call obeys;
 //! - `deadline.rs`: a call's deadline from its `grpc-timeout` header;

@@ -1,6 +1,6 @@
 //! One port for every protocol a client may speak: each request goes, by its method, content type
 //! and path, to
-//! - gRPC (HTTP/2, `application/grpc`): the services, under their framing (`frames.rs`);
+//! - gRPC (HTTP/2, `application/grpc`): the services, each call's life under `call.rs`;
 //! - gRPC-Web (`application/grpc-web`, `-text`; HTTP/1.1 or 2, from browsers): translated by
 //!   `tonic-web` to the same services, with CORS for the origins `--cors-allow-origin` names;
 //! - the plain HTTP API (`POST /v1/solve`, `POST /v1/rps`);
