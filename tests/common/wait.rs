@@ -11,9 +11,18 @@ pub const POLL: Duration = Duration::from_millis(10);
 /// advances meanwhile); panics naming `what` if none came within `limit`, which only catches a
 /// hang and is wall time whatever the runtime's clock.
 pub async fn wait_for<T>(limit: Duration, what: &str, mut look: impl FnMut() -> Option<T>) -> T {
+    wait_for_async(limit, what, async || look()).await
+}
+
+/// [`wait_for`] with a look that awaits (such as asking a connection whether a GOAWAY came).
+pub async fn wait_for_async<T>(
+    limit: Duration,
+    what: &str,
+    mut look: impl AsyncFnMut() -> Option<T>,
+) -> T {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(value) = look() {
+        if let Some(value) = look().await {
             return value;
         }
         assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
