@@ -687,8 +687,9 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
 /// A drain that runs out of time while a client has stopped reading (with `--stall-timeout`
 /// off) ends with the server closing every connection before `run` returns: a library user is
 /// not left with a connection still serving, which would end that client's stream as if
-/// complete.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// complete. The drain runs on paused time (a current-thread runtime): its timers fire when the
+/// runtime has nothing else to do, at once on the wall clock.
+#[tokio::test]
 async fn a_drain_out_of_time_closes_every_connection_before_returning() {
     let (deals, _) = corpus("random1000");
     let config = ServerConfig {
@@ -714,9 +715,20 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
     // held by results waiting for the transport.
     wait_until(HANG, "the call's budget fills", || {
         metric(&metrics.render(&server.pool), "patience_deals_in_flight") == Some(32.0)
+            && server.pool.queued() == 0
+            && server.pool.stats().busy() == 0
     })
     .await;
+    // Nothing waits for a worker from here (a solver thread does not see tokio's clock), so the
+    // clock may be paused: it moves only to the drain's next timer.
+    tokio::time::pause();
+    let stopping = tokio::time::Instant::now();
     server.stop().await;
+    let drained = stopping.elapsed();
+    assert!(
+        drained >= Duration::from_millis(500),
+        "the server stopped {drained:?} into a 500 ms drain with a call still open"
+    );
 
     let mut results = 0;
     let end = loop {
