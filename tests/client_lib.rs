@@ -170,7 +170,11 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
     }
     for (i, daemon) in daemons.iter().enumerate() {
-        assert!(daemon.pool.stats().done() > 0, "daemon {} took no work", i + 1);
+        assert!(
+            daemon.pool.stats().done() > 0,
+            "daemon {} took no work",
+            i + 1
+        );
     }
     let mut found = false;
     while let Ok(event) = events.try_recv() {

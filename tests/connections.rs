@@ -662,7 +662,10 @@ async fn without_a_grace_an_old_connection_waits_for_its_calls() {
     let mut h2 = RawH2::connect(daemon.socket).await;
     let (send, body) = h2.hold_stream().await;
     let error = h2
-        .goaway(Duration::from_secs(10), "a GOAWAY for a 1 s --max-connection-age")
+        .goaway(
+            Duration::from_secs(10),
+            "a GOAWAY for a 1 s --max-connection-age",
+        )
         .await;
     let goaway = opened.elapsed();
     println!("age without grace: GOAWAY after {goaway:?} ({error})");
@@ -678,7 +681,10 @@ async fn without_a_grace_an_old_connection_waits_for_its_calls() {
     let mut later = RawH2::connect(daemon.socket).await;
     let _held_later = later.hold_stream().await;
     later
-        .goaway(Duration::from_secs(10), "the second connection's age GOAWAY")
+        .goaway(
+            Duration::from_secs(10),
+            "the second connection's age GOAWAY",
+        )
         .await;
     assert!(
         !h2.is_closed(),

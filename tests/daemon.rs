@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{
-    DelayProxy, TOLERANCE, TestServer, config, corpus, metric, probability, stream_all,
-    wait_until, wire,
+    DelayProxy, TOLERANCE, TestServer, config, corpus, metric, probability, stream_all, wait_until,
+    wire,
 };
-use patience::proto::solver_client::SolverClient;
-use patience::proto::{self, ErrorCode, SolveRequest, result::Outcome};
 use patience::metrics::Metrics;
 use patience::pool::Ticket;
+use patience::proto::solver_client::SolverClient;
+use patience::proto::{self, ErrorCode, SolveRequest, result::Outcome};
 use patience::server::ServerConfig;
 use patience::service::Limits;
 use tokio::sync::mpsc;
@@ -355,18 +355,34 @@ impl Blocker {
 /// skipped then.
 async fn queue_filled(server: &TestServer) -> (u64, u64) {
     let pool = &server.pool;
-    wait_until(HANG, "the call's jobs fill the queue", || pool.queued() == 2).await;
+    wait_until(HANG, "the call's jobs fill the queue", || {
+        pool.queued() == 2
+    })
+    .await;
     (pool.stats().done(), pool.stats().skipped())
 }
 
 /// After a call went away with the worker held and its jobs queued: lets the worker go once the
 /// server has let go of the call, and asserts that no job of the call ran after it went away
 /// (only the test's did) and that the two it had queued were skipped.
-async fn nothing_ran_after(server: &TestServer, metrics: &Metrics, blocker: Blocker, at: (u64, u64)) {
-    wait_until(HANG, "the server lets go of the call", || let_go(metrics, server)).await;
+async fn nothing_ran_after(
+    server: &TestServer,
+    metrics: &Metrics,
+    blocker: Blocker,
+    at: (u64, u64),
+) {
+    wait_until(HANG, "the server lets go of the call", || {
+        let_go(metrics, server)
+    })
+    .await;
     blocker.release().await;
     let ran = batches_run_until_idle(server, at.0).await;
-    assert_eq!(ran, 1, "{} jobs of the call ran after it went away", ran - 1);
+    assert_eq!(
+        ran,
+        1,
+        "{} jobs of the call ran after it went away",
+        ran - 1
+    );
     assert_eq!(
         server.pool.stats().skipped() - at.1,
         2,
@@ -499,11 +515,15 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
     // results waiting for the transport: nothing of the call is then queued or being solved,
     // and nothing can be until the client reads.
     let (pool, stats) = (&server.pool, server.pool.stats());
-    wait_until(HANG, "the server stops solving for a client that does not read", || {
-        metric(&metrics.render(pool), "patience_deals_in_flight") == Some(32.0)
-            && pool.queued() == 0
-            && stats.busy() == 0
-    })
+    wait_until(
+        HANG,
+        "the server stops solving for a client that does not read",
+        || {
+            metric(&metrics.render(pool), "patience_deals_in_flight") == Some(32.0)
+                && pool.queued() == 0
+                && stats.busy() == 0
+        },
+    )
     .await;
     let last = stats.done();
     let solved = last as usize * Limits::default().batch.min(per_message);
@@ -554,10 +574,16 @@ async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_wo
     );
     // Once the server has let go of the call, only the batch being solved may still finish
     // (cut short): what was queued is skipped.
-    wait_until(HANG, "the server lets go of the call", || let_go(&metrics, &server)).await;
+    wait_until(HANG, "the server lets go of the call", || {
+        let_go(&metrics, &server)
+    })
+    .await;
     let done = server.pool.stats().done();
     let ran = batches_run_until_idle(&server, done).await;
-    assert!(ran <= 1, "{ran} batches ran after the server let go of the call");
+    assert!(
+        ran <= 1,
+        "{ran} batches ran after the server let go of the call"
+    );
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
 }

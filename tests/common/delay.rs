@@ -20,8 +20,8 @@
 use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The relay: give clients [`DelayProxy::addr`] instead of the daemon's.
@@ -76,7 +76,10 @@ impl DelayProxy {
                 let Ok(client) = client else { continue };
                 shared.accepted.fetch_add(1, Ordering::SeqCst);
                 let _ = client.set_nodelay(true);
-                let upstream = *shared.upstream.lock().unwrap_or_else(PoisonError::into_inner);
+                let upstream = *shared
+                    .upstream
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let Ok(server) = TcpStream::connect(upstream) else {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
@@ -120,8 +123,13 @@ impl DelayProxy {
     /// Closes both sides of every connection relayed so far, as a cable pulled or a process
     /// dying would: each end sees its peer close. New connections still go through.
     pub fn sever(&self) {
-        let relayed =
-            std::mem::take(&mut *self.state.relayed.lock().unwrap_or_else(PoisonError::into_inner));
+        let relayed = std::mem::take(
+            &mut *self
+                .state
+                .relayed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         for socket in relayed {
             let _ = socket.shutdown(Shutdown::Both);
         }
