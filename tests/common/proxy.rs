@@ -250,7 +250,9 @@ impl Proxy {
         probe
             .set_read_timeout(Some(Duration::from_millis(20)))
             .expect("a read timeout");
-        let _ = probe.write_all(b"GET / HTTP/1.0\r\n\r\n");
+        // Longer than the HTTP/2 preface (24 bytes), so a proxy that reads a whole preface before
+        // it judges one answers at once.
+        let _ = probe.write_all(b"GET / HTTP/1.1\r\nHost: probe\r\n\r\n");
         loop {
             let answered = match probe.read(&mut [0; 64]) {
                 Ok(_) => true,
