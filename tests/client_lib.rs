@@ -9,17 +9,15 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, Scratch, corpus, free_ports, run, wire};
+use common::{Daemon, Scratch, TestServer, corpus, run, wire};
 use patience::auth::AddBearer;
 use patience::client::discovery::Resolving;
 use patience::client::{
     self, Answer, Chunk, ClientConfig, Connector, Event, Resolve, SystemResolver, Target, TlsFiles,
 };
 use patience::deal::Deal;
-use patience::pool::Pool;
 use patience::proto::solver_server::{Solver, SolverServer};
 use patience::proto::{SolveRequest, SolveResponse};
-use patience::server::{ServerConfig, run_with_pool};
 use patience::solver::Solver as Engine;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -49,22 +47,18 @@ impl Solver for Hung {
     }
 }
 
-async fn start_hung() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(SolverServer::new(Hung))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
-    );
-    addr
+fn start_hung() -> SocketAddr {
+    common::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        tonic::transport::Server::builder().add_service(SolverServer::new(Hung)),
+    )
 }
 
 /// A stand-in daemon that never answers, beside a real one: the client hedges the stand-in's
 /// chunks onto the real daemon, prints exactly what `solve` prints, and exits 0 within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_that_never_answers_is_hedged_around() {
-    let hung = start_hung().await;
+    let hung = start_hung();
     let real = Daemon::start(&["--workers", "1"]);
     let scratch = Scratch::new("hedged");
     let input = scratch.write(
@@ -105,7 +99,9 @@ async fn a_daemon_that_never_answers_is_hedged_around() {
     assert!(stderr.contains("has answered nothing"), "{stderr}");
 }
 
-/// A resolver the test points at its daemons, changing its answer while the run goes on.
+/// A resolver the test points at its daemons, changing its answer while the run goes on. It
+/// answers with the daemons' own addresses, ports included (each bound port 0), whatever the
+/// port of the name.
 #[derive(Default)]
 struct Names(Mutex<Vec<SocketAddr>>);
 
@@ -116,30 +112,28 @@ impl Resolve for Names {
     }
 }
 
-/// A daemon in this process listening on `addr`; its pool, to see whether it took work.
-async fn daemon_at(addr: SocketAddr) -> Arc<Pool> {
-    let listener = TcpListener::bind(addr).await.unwrap();
-    let pool = Arc::new(Pool::new(1, 2).unwrap());
-    tokio::spawn(run_with_pool(
-        listener,
-        pool.clone(),
-        ServerConfig::default(),
-        std::future::pending(),
-    ));
-    pool
+/// A listener on 127.0.0.`last`, port 0: one address of a name's.
+async fn listener_on(last: u8) -> TcpListener {
+    TcpListener::bind(SocketAddr::from(([127, 0, 0, last], 0)))
+        .await
+        .unwrap()
 }
 
-/// One name resolving to daemons on 127.0.0.1 and 127.0.0.2 (same port): both take work and
-/// every answer is the engine's; a third daemon, on 127.0.0.3, that appears under the name while
-/// the run goes on takes work after the next resolution.
+/// A daemon in this process with one worker on 127.0.0.`last`, port 0; its pool shows whether
+/// it took work.
+async fn daemon_on(last: u8) -> TestServer {
+    TestServer::on(listener_on(last).await, 1, common::config())
+}
+
+/// One name resolving to daemons on 127.0.0.1 and 127.0.0.2: both take work and every answer is
+/// the engine's; a third daemon, on 127.0.0.3, that appears under the name while the run goes on
+/// takes work after the next resolution.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
-    let port = free_ports(1)[0];
-    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
-    let pools = [daemon_at(at(1)).await, daemon_at(at(2)).await];
+    let daemons = [daemon_on(1).await, daemon_on(2).await];
     let names = Arc::new(Names::default());
-    *names.0.lock().unwrap() = vec![at(1), at(2)];
-    let config = by_name(port, names.clone());
+    *names.0.lock().unwrap() = daemons.iter().map(|d| d.socket).collect();
+    let config = by_name(names.clone());
     let (submit, submissions) = mpsc::channel::<Chunk>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
@@ -148,7 +142,7 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
     let mut engine = Engine::new();
     let mut answers = Vec::new();
     let mut expected = Vec::new();
-    let mut third: Option<Arc<Pool>> = None;
+    let mut third: Option<TestServer> = None;
     let deadline = Instant::now() + Duration::from_secs(60);
     // Sends chunks until the third daemon has answered some, and a few hundred more after.
     let mut after_third = 0;
@@ -159,10 +153,11 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
         );
         answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
         if answers.len() == 50 {
-            third = Some(daemon_at(at(3)).await);
-            names.0.lock().unwrap().push(at(3));
+            let joining = daemon_on(3).await;
+            names.0.lock().unwrap().push(joining.socket);
+            third = Some(joining);
         }
-        if third.as_ref().is_some_and(|p| p.stats().done() > 0) {
+        if third.as_ref().is_some_and(|d| d.pool.stats().done() > 0) {
             after_third += 1;
         }
         // Paced, so the run lasts long enough for a resolution or two.
@@ -174,8 +169,12 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
     for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
     }
-    for (i, pool) in pools.iter().enumerate() {
-        assert!(pool.stats().done() > 0, "daemon {} took no work", i + 1);
+    for (i, daemon) in daemons.iter().enumerate() {
+        assert!(
+            daemon.pool.stats().done() > 0,
+            "daemon {} took no work",
+            i + 1
+        );
     }
     let mut found = false;
     while let Ok(event) = events.try_recv() {
@@ -232,7 +231,7 @@ async fn probabilities(
 /// tests'; no test here times it.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
-    let hung = start_hung().await;
+    let hung = start_hung();
     let real = Daemon::start(&["--workers", "1"]);
     let targets = vec![
         Target::parse(&format!("http://{hung}")).unwrap(),
@@ -284,9 +283,10 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
     assert!(slowed, "the hung daemon was not hedged");
 }
 
-/// A config over `dns:///patience.test:PORT`, resolved by `names`, refreshed every 100 ms.
-fn by_name(port: u16, names: Arc<Names>) -> ClientConfig {
-    let targets = vec![Target::parse(&format!("dns:///patience.test:{port}")).unwrap()];
+/// A config over `dns:///patience.test:50051`, resolved by `names` (to the daemons' own ports),
+/// refreshed every 100 ms.
+fn by_name(names: Arc<Names>) -> ClientConfig {
+    let targets = vec![Target::parse("dns:///patience.test:50051").unwrap()];
     ClientConfig {
         connector: Connector::new(&targets, &TlsFiles::default()).unwrap(),
         targets,
@@ -304,17 +304,28 @@ fn by_name(port: u16, names: Arc<Names>) -> ClientConfig {
 }
 
 /// Submits `chunks` chunks of 32 random deals, `pause` apart, calling `midway` before chunk
-/// `at`; checks every answer against the engine and returns the run's events.
+/// `at`, and `seen` with each of the run's events as it comes; checks every answer against the
+/// engine and returns the run's events.
 async fn paced_run(
     config: ClientConfig,
     chunks: usize,
     pause: Duration,
     at: usize,
     midway: impl FnOnce(),
+    mut seen: impl FnMut(&Event) + Send + 'static,
 ) -> Vec<Event> {
     let (submit, submissions) = mpsc::channel::<Chunk>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
+    // Until the run ends and drops its sender.
+    let told = tokio::spawn(async move {
+        let mut told = Vec::new();
+        while let Some(event) = events.recv().await {
+            seen(&event);
+            told.push(event);
+        }
+        told
+    });
     let mut rng = fastrand::Rng::with_seed(7);
     let mut engine = Engine::new();
     let (mut answers, mut expected) = (Vec::new(), Vec::new());
@@ -334,60 +345,51 @@ async fn paced_run(
     for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(g.to_bits(), e.to_bits(), "deal {i}");
     }
-    let mut told = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        told.push(event);
-    }
-    told
+    told.await.unwrap()
 }
 
-/// An address removed from the name mid-run is let go: after the next resolutions it takes no
-/// new chunk (its daemon's count of answered deals stops), it is said once, and the run ends
-/// well over the address left.
+/// An address removed from the name mid-run is let go: after the next resolution it takes no
+/// new chunk (its daemon answers the chunks it held when it was let go, and no more), it is said
+/// once, and the run ends well over the address left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_that_leaves_the_name_takes_no_new_chunk() {
-    let port = free_ports(1)[0];
-    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
-    let (stay, leave) = (daemon_at(at(1)).await, daemon_at(at(2)).await);
+    let (stay, leave) = (daemon_on(1).await, daemon_on(2).await);
     let names = Arc::new(Names::default());
-    *names.0.lock().unwrap() = vec![at(1), at(2)];
-    let config = by_name(port, names.clone());
-    let before_leaving = Arc::new(Mutex::new(0));
-    let seen = before_leaving.clone();
-    let leaving = leave.clone();
-    let checked = Arc::new(Mutex::new(None));
-    let after = checked.clone();
-    let watcher = leave.clone();
-    // Settled: a second after the removal, the daemon has answered what it held; from then on
-    // its count must not move.
-    let settle = tokio::spawn(async move {
-        loop {
-            let removed = *seen.lock().unwrap();
-            if removed > 0 {
-                break;
+    *names.0.lock().unwrap() = vec![stay.socket, leave.socket];
+    let config = by_name(names.clone());
+    let leaving = leave.socket;
+    // When the client says the address left: the jobs its daemon had run by then, and the
+    // chunks the client says it still held, which are all it may still answer.
+    let at_leaving = Arc::new(Mutex::new(None));
+    let noted = at_leaving.clone();
+    let pool = leave.pool.clone();
+    let events = paced_run(
+        config,
+        600,
+        Duration::from_millis(5),
+        150,
+        move || names.0.lock().unwrap().retain(|a| *a != leaving),
+        move |event| {
+            if let Event::Left { holding, .. } = event {
+                *noted.lock().unwrap() = Some((pool.stats().done(), *holding as u64));
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        *after.lock().unwrap() = Some(watcher.stats().done());
-    });
-    let events = paced_run(config, 600, Duration::from_millis(5), 150, move || {
-        names.0.lock().unwrap().retain(|a| *a != at(2));
-        *before_leaving.lock().unwrap() = leaving.stats().done().max(1);
-    })
+        },
+    )
     .await;
-    settle.await.unwrap();
-    let settled = checked
+    let (done, holding) = at_leaving
         .lock()
         .unwrap()
-        .expect("the run outlasted the settling");
-    assert!(settled > 0, "the leaving daemon never took work");
-    assert_eq!(
-        leave.stats().done(),
-        settled,
-        "the daemon that left the name still took work"
+        .expect("the client said the address left");
+    assert!(done > 0, "the leaving daemon never took work");
+    // A chunk of 32 deals is this many of the pool's jobs.
+    let jobs_per_chunk = 32_u64.div_ceil(patience::service::Limits::default().batch as u64);
+    assert!(
+        leave.pool.stats().done() <= done + holding * jobs_per_chunk,
+        "the daemon that left the name still took work: {} jobs, {done} when it left holding \
+         {holding} chunks",
+        leave.pool.stats().done()
     );
-    assert!(stay.stats().done() > 0);
+    assert!(stay.pool.stats().done() > 0);
     let left: Vec<&Event> = events
         .iter()
         .filter(|e| matches!(e, Event::Left { .. }))
@@ -404,20 +406,16 @@ async fn an_address_that_leaves_the_name_takes_no_new_chunk() {
 /// the daemon.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_grpc_service_under_the_name_is_retired_and_the_run_goes_on() {
-    let port = free_ports(1)[0];
-    let at = |last: u8| SocketAddr::from(([127, 0, 0, last], port));
-    let daemon = daemon_at(at(1)).await;
-    let listener = TcpListener::bind(at(2)).await.unwrap();
+    let daemon = daemon_on(1).await;
     let (_reporter, health) = tonic_health::server::health_reporter();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(health)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    let foreign = common::serve(
+        std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 2], 0))).unwrap(),
+        tonic::transport::Server::builder().add_service(health),
     );
     let names = Arc::new(Names::default());
-    *names.0.lock().unwrap() = vec![at(2), at(1)];
-    let events = paced_run(by_name(port, names), 40, Duration::ZERO, 0, || ()).await;
-    assert!(daemon.stats().done() > 0);
+    *names.0.lock().unwrap() = vec![foreign, daemon.socket];
+    let events = paced_run(by_name(names), 40, Duration::ZERO, 0, || (), |_| ()).await;
+    assert!(daemon.pool.stats().done() > 0);
     let retired: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -427,7 +425,7 @@ async fn a_foreign_grpc_service_under_the_name_is_retired_and_the_run_goes_on() 
         .collect();
     assert_eq!(retired.len(), 1, "{events:?}");
     assert!(
-        retired[0].contains(&at(2).to_string()) && retired[0].contains("not a patience daemon"),
+        retired[0].contains(&foreign.to_string()) && retired[0].contains("not a patience daemon"),
         "{retired:?}"
     );
 }

@@ -7,8 +7,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{
-    ALSO_DEAD, DEAD, Daemon, HANG_LIMIT, LOG_LIMIT, Scratch, corpus, data, deals_answered,
-    free_ports, log_field, patience, run, stand_in, stand_in_failing_on, wait_or_hang,
+    ALSO_DEAD, DEAD, Daemon, DelayProxy, HANG_LIMIT, LOG_LIMIT, Scratch, corpus, data,
+    deals_answered, log_field, patience, run, stand_in, stand_in_failing_on, wait_or_hang,
 };
 
 /// The client's note that a failed daemon is back. Tests that stop a daemon for good allow it:
@@ -456,12 +456,14 @@ fn deals_in(call_finished: &str) -> u64 {
         .unwrap_or_else(|| panic!("no items= in {call_finished:?}"))
 }
 
-/// A daemon killed under the client and restarted on its port is found again: the client notes
+/// A daemon killed under the client and restarted on its address is found again: the client notes
 /// that it is back and gives it work, which the restarted daemon answers on a stream of its own.
 /// The test stops reading the client's output while it kills and restarts the daemon, so however
-/// slow the machine, most of the input is still to be sent when the daemon is back.
+/// slow the machine, most of the input is still to be sent when the daemon is back. The address
+/// is a relay's, held for the whole test, pointed at the restarted daemon's port: a port released
+/// and bound again could be taken meanwhile by a parallel test's daemon.
 #[test]
-fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
+fn a_daemon_killed_and_restarted_on_its_address_takes_work_again() {
     let scratch = Scratch::new("restart");
     // 100,000 deals: far more output than the client can write ahead of the test's reading.
     let (input, solve) = scratch.corpus_solved(100);
@@ -469,14 +471,14 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
     assert_eq!(solve.status.code(), Some(0));
     assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
 
-    let at = format!("127.0.0.1:{}", free_ports(1)[0]);
-    let mut victim = Daemon::start_at(&at, &["--workers", "1"], &[]);
+    let mut victim = Daemon::start(&["--workers", "1"]);
+    let at = DelayProxy::plain(&victim.socket.to_string());
     let other = Daemon::start(&["--workers", "1"]);
     let mut client = patience()
         .args(&[
             "client",
             "--addr",
-            &victim.addr,
+            &at.url(),
             "--addr",
             &other.addr,
             "--batch",
@@ -491,12 +493,12 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
     );
     victim.kill();
     let warning = client.error_line("warning");
-    assert!(warning.contains(&victim.addr), "{warning}");
+    assert!(warning.contains(&at.url()), "{warning}");
 
-    let restarted = Daemon::start_at(&at, &["--workers", "1"], &[]);
-    assert_eq!(restarted.addr, victim.addr);
+    let restarted = Daemon::start(&["--workers", "1"]);
+    at.retarget(&restarted.socket.to_string());
     let note = client.error_line("is back");
-    assert_eq!(note, format!("patience: note: {} is back", victim.addr));
+    assert_eq!(note, format!("patience: note: {} is back", at.url()));
 
     let (out, code, stderr) = client.finish(head);
     assert_eq!(code, Some(0), "{stderr}");
@@ -519,8 +521,8 @@ fn a_daemon_killed_and_restarted_on_its_port_takes_work_again() {
 }
 
 /// Every daemon restarted in turn, as a rolling update does: each is told to stop (SIGTERM), cuts
-/// the client's stream one second into its drain, exits, and is started again on its port before
-/// the next one is stopped. The client goes on over whichever is up and ends as `solve` does, with
+/// the client's stream one second into its drain, exits, and is started again on its address
+/// (a relay's, held for the whole test, pointed at the new daemon) before the next one is stopped. The client goes on over whichever is up and ends as `solve` does, with
 /// one warning and one note per daemon, and each restarted daemon answers deals.
 #[test]
 fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
@@ -531,15 +533,12 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
     assert!(solve.stdout.len() > 4 * UNREAD_BOUND);
 
     let flags = ["--workers", "1", "--drain-timeout", "1s"];
-    let binds: Vec<String> = free_ports(2)
-        .into_iter()
-        .map(|port| format!("127.0.0.1:{port}"))
-        .collect();
-    let mut daemons: Vec<Daemon> = binds
+    let mut daemons: Vec<Daemon> = (0..2).map(|_| Daemon::start(&flags)).collect();
+    let relays: Vec<DelayProxy> = daemons
         .iter()
-        .map(|at| Daemon::start_at(at, &flags, &[]))
+        .map(|d| DelayProxy::plain(&d.socket.to_string()))
         .collect();
-    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let addrs: Vec<String> = relays.iter().map(DelayProxy::url).collect();
     // The smallest read-ahead, so that the client, whose output the test reads only now and
     // then, has most of the input still to send when each daemon is back.
     let mut client = patience()
@@ -557,7 +556,7 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         ])
         .running();
     let mut head = String::new();
-    for (i, at) in binds.iter().enumerate() {
+    for (i, at) in relays.iter().enumerate() {
         head.push_str(&client.lines(2_000));
         assert!(
             client.child.try_wait().unwrap().is_none(),
@@ -568,7 +567,8 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         assert!(status.success(), "the daemon drained and exited: {status}");
         let warning = client.error_line("warning");
         assert!(warning.contains(&addrs[i]), "{warning}");
-        daemons[i] = Daemon::start_at(at, &flags, &[]);
+        daemons[i] = Daemon::start(&flags);
+        at.retarget(&daemons[i].socket.to_string());
         let note = client.error_line("is back");
         assert_eq!(note, format!("patience: note: {} is back", addrs[i]));
     }

@@ -197,6 +197,12 @@ impl RawH2 {
         }
     }
 
+    /// Waits for a GOAWAY (the error a new call then gets); panics naming `what` after `limit`,
+    /// which only catches a hang.
+    async fn goaway(&mut self, limit: Duration, what: &str) -> h2::Error {
+        common::wait_for_async(limit, what, async || self.refusal().await).await
+    }
+
     fn is_closed(&self) -> bool {
         self.connection.is_finished()
     }
@@ -425,18 +431,33 @@ async fn a_partial_preface_is_closed_after_the_handshake_timeout() {
 }
 
 /// A connection that completed its handshake is not touched by `--handshake-timeout`: past the
-/// deadline it is still open, without a GOAWAY, and serves a call.
+/// deadline it is still open, without a GOAWAY, and serves a call. "Past the deadline" is an
+/// event, not a sleep: a silent connection opened after it, whose deadline comes later, has been
+/// closed for the timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_past_its_preface_outlives_the_handshake_timeout() {
     let daemon = daemon(&["--handshake-timeout", "1s"]);
     let mut h2 = RawH2::connect(daemon.socket).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let opened = Instant::now();
+    let mut silent = TcpStream::connect(daemon.socket).await.expect("connect");
+    closed_after(
+        &mut silent,
+        opened,
+        Duration::from_secs(10),
+        "a silent connection opened after it",
+    )
+    .await;
+    assert_eq!(
+        closed_for_handshake_timeout(&daemon),
+        1.0,
+        "the silent connection, and only it, was closed for the handshake timeout"
+    );
     assert!(
         !h2.is_closed(),
-        "a connection that sent its preface was closed within 2 s"
+        "a connection that sent its preface was closed by its handshake deadline"
     );
     if let Some(e) = h2.refusal().await {
-        panic!("a connection that sent its preface is refused new calls after 2 s: {e}");
+        panic!("a connection that sent its preface is refused new calls past its deadline: {e}");
     }
     raw_solve(&mut h2).await;
 }
@@ -533,20 +554,31 @@ async fn an_idle_connection_gets_goaway_after_max_connection_idle() {
 }
 
 /// A connection with a call open is not idle, however quiet the call: a `SolveStream` whose
-/// client sends nothing keeps its connection past `--max-connection-idle`. Once the call ends,
-/// the idle GOAWAY comes.
+/// client sends nothing keeps its connection past `--max-connection-idle`, that is past the idle
+/// GOAWAY and close of a connection opened after it with no call (an event, not a sleep). Once
+/// the call ends, the idle GOAWAY comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_with_a_call_open_is_not_idle() {
     let daemon = daemon(&["--max-connection-idle", "500ms"]);
     let mut h2 = RawH2::connect(daemon.socket).await;
     let (send, body) = h2.hold_stream().await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut idle = RawH2::connect(daemon.socket).await;
+    idle.closed_after(
+        Instant::now(),
+        Duration::from_secs(10),
+        "a connection opened after it, with no call",
+    )
+    .await;
+    daemon.line_with(
+        "idle for --max-connection-idle: GOAWAY",
+        Duration::from_secs(5),
+    );
     assert!(
         !h2.is_closed(),
-        "a connection with a call open was closed within 2 s"
+        "a connection with a call open was closed for being idle"
     );
     if let Some(e) = h2.refusal().await {
-        panic!("a connection with a call open got GOAWAY within 2 s: {e}");
+        panic!("a connection with a call open got GOAWAY: {e}");
     }
     complete_held_stream(send, body).await;
     let call_ended = Instant::now();
@@ -620,24 +652,22 @@ async fn an_old_connection_gets_goaway_and_is_closed_after_the_grace() {
 
 /// Without `--max-connection-age-grace`, the age GOAWAY waits for the calls open: a held call
 /// keeps its connection open well past the GOAWAY (and can still be completed), while a new
-/// call on that connection is refused. The connection closes once the call is done.
+/// call on that connection is refused. The connection closes once the call is done. "Well past"
+/// is an event, not a sleep: a second connection, opened with a call held once the first had its
+/// GOAWAY, has had its own age GOAWAY, a whole age later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_grace_an_old_connection_waits_for_its_calls() {
     let daemon = daemon(&["--max-connection-age", "1s"]);
     let opened = Instant::now();
     let mut h2 = RawH2::connect(daemon.socket).await;
     let (send, body) = h2.hold_stream().await;
-    let deadline = opened + Duration::from_secs(10);
-    let (goaway, error) = loop {
-        if let Some(e) = h2.refusal().await {
-            break (opened.elapsed(), e);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no GOAWAY within 10 s of a 1 s --max-connection-age"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let error = h2
+        .goaway(
+            Duration::from_secs(10),
+            "a GOAWAY for a 1 s --max-connection-age",
+        )
+        .await;
+    let goaway = opened.elapsed();
     println!("age without grace: GOAWAY after {goaway:?} ({error})");
     assert!(
         error.is_go_away() && error.reason() == Some(Reason::NO_ERROR),
@@ -648,10 +678,17 @@ async fn without_a_grace_an_old_connection_waits_for_its_calls() {
         Duration::from_secs(5),
     );
     let seen = Instant::now();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut later = RawH2::connect(daemon.socket).await;
+    let _held_later = later.hold_stream().await;
+    later
+        .goaway(
+            Duration::from_secs(10),
+            "the second connection's age GOAWAY",
+        )
+        .await;
     assert!(
         !h2.is_closed(),
-        "without a grace, the connection was closed within 3 s of its GOAWAY with a call open"
+        "without a grace, the connection was closed with a call open, an age after its GOAWAY"
     );
     match h2.open(SOLVE).await {
         Ok(_) => panic!("a new call was opened on a connection after its GOAWAY"),

@@ -4,14 +4,20 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-use common::{TOLERANCE, TestServer, config, corpus, probability, stream_all, wire};
+use common::{
+    DelayProxy, TOLERANCE, TestServer, config, corpus, metric, probability, stream_all, wait_until,
+    wire,
+};
+use patience::metrics::Metrics;
+use patience::pool::Ticket;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, ErrorCode, SolveRequest, result::Outcome};
 use patience::server::ServerConfig;
 use patience::service::Limits;
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
@@ -287,20 +293,101 @@ async fn health_serves_every_name_and_reflection_lists_both_games() {
     server.stop().await;
 }
 
-/// Batches of 32 that may still run on one worker after a call went away: the one being solved,
-/// and those finished while the news travelled (about 1.5 ms each). Measured: 3 or fewer on a
-/// quiet machine; the calls here leave 100 to 1,200 batches undone.
-const AFTER_THE_FACT: u64 = 20;
+/// How long a test waits for an event where it only guards against a hang.
+const HANG: Duration = Duration::from_secs(20);
 
 /// Waits until the pool is idle; returns the batches that ran meanwhile.
 async fn batches_run_until_idle(server: &TestServer, since: u64) -> u64 {
-    let stats = server.pool.stats();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.pool.queued() > 0 || stats.busy() > 0 {
-        assert!(Instant::now() < deadline, "the pool never went idle");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let (pool, stats) = (&server.pool, server.pool.stats());
+    wait_until(HANG, "the pool goes idle", || {
+        pool.queued() == 0 && stats.busy() == 0
+    })
+    .await;
     stats.done() - since
+}
+
+/// Whether the server has let go of every call: none open, and no item of one held (the budget
+/// held with a request's items, and their pool tickets, are let go together).
+fn let_go(metrics: &Metrics, server: &TestServer) -> bool {
+    let text = metrics.render(&server.pool);
+    metric(&text, "patience_open_calls") == Some(0.0)
+        && metric(&text, "patience_deals_in_flight") == Some(0.0)
+}
+
+/// The server's only worker, held by a job of the test's until [`Blocker::release`]: meanwhile
+/// nothing of a call is solved, and what the call queued waits, so that a test counts exactly
+/// which jobs ran after an event instead of bounding those that raced it.
+struct Blocker {
+    release: std::sync::mpsc::Sender<()>,
+    job: Ticket<()>,
+}
+
+impl Blocker {
+    /// Queues the test's job and waits until the worker runs it.
+    async fn hold(server: &TestServer) -> Blocker {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let started = Arc::new(AtomicBool::new(false));
+        let running = started.clone();
+        let job = server
+            .pool
+            .submit(move |_| {
+                running.store(true, Ordering::SeqCst);
+                let _ = released.recv();
+            })
+            .await
+            .unwrap();
+        wait_until(HANG, "the test's job holds the worker", || {
+            started.load(Ordering::SeqCst)
+        })
+        .await;
+        Blocker { release, job }
+    }
+
+    /// Lets the worker go, and waits for the test's job to end.
+    async fn release(self) {
+        self.release.send(()).unwrap();
+        self.job.await.unwrap();
+    }
+}
+
+/// With the worker held ([`Blocker`]) under a call that has plenty left to solve: waits until
+/// the call's jobs fill the pool's queue (two per worker) behind it; the counts of jobs run and
+/// skipped then.
+async fn queue_filled(server: &TestServer) -> (u64, u64) {
+    let pool = &server.pool;
+    wait_until(HANG, "the call's jobs fill the queue", || {
+        pool.queued() == 2
+    })
+    .await;
+    (pool.stats().done(), pool.stats().skipped())
+}
+
+/// After a call went away with the worker held and its jobs queued: lets the worker go once the
+/// server has let go of the call, and asserts that no job of the call ran after it went away
+/// (only the test's did) and that the two it had queued were skipped.
+async fn nothing_ran_after(
+    server: &TestServer,
+    metrics: &Metrics,
+    blocker: Blocker,
+    at: (u64, u64),
+) {
+    wait_until(HANG, "the server lets go of the call", || {
+        let_go(metrics, server)
+    })
+    .await;
+    blocker.release().await;
+    let ran = batches_run_until_idle(server, at.0).await;
+    assert_eq!(
+        ran,
+        1,
+        "{} jobs of the call ran after it went away",
+        ran - 1
+    );
+    assert_eq!(
+        server.pool.stats().skipped() - at.1,
+        2,
+        "the call's queued jobs were not skipped"
+    );
 }
 
 /// After a call went away, the next call is served by a pool that runs nothing else.
@@ -328,9 +415,13 @@ fn big_request() -> SolveRequest {
     }
 }
 
+/// A stream cancelled by its client runs nothing more: with the worker held by the test and the
+/// call's next jobs queued behind it, none of them runs once the worker is let go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_stream_frees_the_workers_for_the_next_one() {
-    let server = TestServer::start(1, config()).await;
+    let config = config();
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
     let mut client = server.client().await;
     // 4,000 deals, about 100 batches of work for one worker; then the client waits.
     let (tx, rx) = mpsc::channel::<SolveRequest>(8);
@@ -341,37 +432,25 @@ async fn a_cancelled_stream_frees_the_workers_for_the_next_one() {
     let cancel = request.cancellation_handle();
     let mut inbound = client.solve_stream(request).await.unwrap().into_inner();
     inbound.message().await.unwrap().unwrap();
-    let done_at_cancel = server.pool.stats().done();
+    let blocker = Blocker::hold(&server).await;
+    let at_cancel = queue_filled(&server).await;
     cancel.cancel();
-
-    // Of the ~110 batches still to come, only those solved while the reset was on its way may
-    // run: the queued ones are skipped. (3 on a quiet machine; the margin is for loaded CI.)
-    let ran = batches_run_until_idle(&server, done_at_cancel).await;
-    assert!(ran <= AFTER_THE_FACT, "{ran} batches ran after the cancel");
+    nothing_ran_after(&server, &metrics, blocker, at_cancel).await;
     drop((tx, inbound));
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
 }
 
-/// A TCP relay in front of the server, so a test can cut one client's connection the way a
-/// network or a dying process would. (Dropping a tonic client does not close its connection while
-/// a request stream is still being sent: grpc/grpc-rust#2079.)
-async fn relay(target: std::net::SocketAddr) -> (String, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let (mut client_side, _) = listener.accept().await.unwrap();
-        let mut server_side = tokio::net::TcpStream::connect(target).await.unwrap();
-        let _ = tokio::io::copy_bidirectional(&mut client_side, &mut server_side).await;
-    });
-    (addr, task)
-}
-
+/// A connection cut under a stream (through the relay, the way a network or a dying process
+/// would; dropping a tonic client does not close its connection while a request stream is still
+/// being sent: grpc/grpc-rust#2079) runs nothing more of the stream, as a cancel does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_frees_the_workers_for_the_next_one() {
-    let server = TestServer::start(1, config()).await;
-    let (addr, cable) = relay(server.socket).await;
-    let mut client = SolverClient::connect(addr).await.unwrap();
+    let config = config();
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
+    let cable = DelayProxy::plain(&server.socket.to_string());
+    let mut client = SolverClient::connect(cable.url()).await.unwrap();
     // 40 requests of 500 deals: far more than is solved before the cut.
     let mut inbound = client
         .solve_stream(tokio_stream::iter(vec![big_request(); 40]))
@@ -379,14 +458,10 @@ async fn a_dropped_connection_frees_the_workers_for_the_next_one() {
         .unwrap()
         .into_inner();
     inbound.message().await.unwrap().unwrap();
-    let done_at_drop = server.pool.stats().done();
-    cable.abort();
-
-    let ran = batches_run_until_idle(&server, done_at_drop).await;
-    assert!(
-        ran <= AFTER_THE_FACT,
-        "{ran} batches ran after the connection closed"
-    );
+    let blocker = Blocker::hold(&server).await;
+    let at_cut = queue_filled(&server).await;
+    cable.sever();
+    nothing_ran_after(&server, &metrics, blocker, at_cut).await;
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
 }
@@ -401,6 +476,7 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
         },
         ..config()
     };
+    let metrics = config.metrics.clone();
     let server = TestServer::start(2, config).await;
     // A small receive window, as many non-Rust clients have, makes the stall come early; tonic's
     // own 2 MiB window would let the server run ~80,000 one-deal answers ahead.
@@ -435,24 +511,21 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
         .await
         .unwrap()
         .into_inner();
-    // Do not read. Wait until the server has stopped solving for us, then hold still a while.
-    let stats = server.pool.stats();
-    let mut last = u64::MAX;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stats.done() != last {
-        assert!(
-            Instant::now() < deadline,
-            "the server never stopped solving"
-        );
-        last = stats.done();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        stats.done(),
-        last,
-        "the server kept solving for a client that does not read"
-    );
+    // Do not read. The server stops solving for us once the call's whole budget is held by
+    // results waiting for the transport: nothing of the call is then queued or being solved,
+    // and nothing can be until the client reads.
+    let (pool, stats) = (&server.pool, server.pool.stats());
+    wait_until(
+        HANG,
+        "the server stops solving for a client that does not read",
+        || {
+            metric(&metrics.render(pool), "patience_deals_in_flight") == Some(32.0)
+                && pool.queued() == 0
+                && stats.busy() == 0
+        },
+    )
+    .await;
+    let last = stats.done();
     let solved = last as usize * Limits::default().batch.min(per_message);
     assert!(
         solved < total / 2,
@@ -473,7 +546,9 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_workers() {
-    let server = TestServer::start(1, config()).await;
+    let config = config();
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
     let mut client = server.client().await;
     // A client that never stops sending: whatever the machine's speed, the deadline (300 ms)
     // comes before the end. (A fixed 20,000 deals once finished in 275 ms.)
@@ -497,11 +572,17 @@ async fn a_stream_past_its_deadline_ends_with_deadline_exceeded_and_frees_the_wo
             .message()
             .contains(&format!("before index {answered}"))
     );
+    // Once the server has let go of the call, only the batch being solved may still finish
+    // (cut short): what was queued is skipped.
+    wait_until(HANG, "the server lets go of the call", || {
+        let_go(&metrics, &server)
+    })
+    .await;
     let done = server.pool.stats().done();
     let ran = batches_run_until_idle(&server, done).await;
     assert!(
-        ran <= AFTER_THE_FACT,
-        "{ran} batches ran after the deadline"
+        ran <= 1,
+        "{ran} batches ran after the server let go of the call"
     );
     next_stream_gets_the_whole_pool(&server).await;
     server.stop().await;
@@ -632,8 +713,9 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
 /// A drain that runs out of time while a client has stopped reading (with `--stall-timeout`
 /// off) ends with the server closing every connection before `run` returns: a library user is
 /// not left with a connection still serving, which would end that client's stream as if
-/// complete.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// complete. The drain runs on paused time (a current-thread runtime): its timers fire when the
+/// runtime has nothing else to do, at once on the wall clock.
+#[tokio::test]
 async fn a_drain_out_of_time_closes_every_connection_before_returning() {
     let (deals, _) = corpus("random1000");
     let config = ServerConfig {
@@ -657,12 +739,22 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
         .into_inner();
     // Until its window is full and the server has stopped reading it: the call's whole budget is
     // held by results waiting for the transport.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while common::metric(&metrics.render(&server.pool), "patience_deals_in_flight") != Some(32.0) {
-        assert!(Instant::now() < deadline, "the call's budget never filled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_until(HANG, "the call's budget fills", || {
+        metric(&metrics.render(&server.pool), "patience_deals_in_flight") == Some(32.0)
+            && server.pool.queued() == 0
+            && server.pool.stats().busy() == 0
+    })
+    .await;
+    // Nothing waits for a worker from here (a solver thread does not see tokio's clock), so the
+    // clock may be paused: it moves only to the drain's next timer.
+    tokio::time::pause();
+    let stopping = tokio::time::Instant::now();
     server.stop().await;
+    let drained = stopping.elapsed();
+    assert!(
+        drained >= Duration::from_millis(500),
+        "the server stopped {drained:?} into a 500 ms drain with a call still open"
+    );
 
     let mut results = 0;
     let end = loop {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
-use common::{Daemon, Scratch, data, free_ports, patience};
+use common::{Daemon, Scratch, data, patience, wait_for_blocking};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,6 +48,16 @@ fn tool(name: &str) -> Option<PathBuf> {
         );
     }
     found
+}
+
+/// The address in Prometheus's `msg="Listening on" address=HOST:PORT` line (the one of the
+/// socket it bound, where the line before, "Start listening for connections", has the flag's).
+fn listening_on(log: &str) -> Option<String> {
+    log.lines()
+        .find(|l| l.contains("msg=\"Listening on\""))?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("address="))
+        .map(str::to_string)
 }
 
 /// Runs a promtool command in `deploy/monitoring`; panics with its output unless it succeeds.
@@ -320,7 +330,6 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
         "targets/patience.yml",
         format!("- targets: [\"{}\"]\n", daemon.metrics_addr()),
     );
-    let web = format!("127.0.0.1:{}", free_ports(1)[0]);
     let log = std::fs::File::create(scratch.join("prometheus.log")).unwrap();
     let _prometheus = Killed(
         Command::new(&prometheus_bin)
@@ -332,12 +341,18 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
                 "--storage.tsdb.path={}",
                 scratch.join("data").display()
             ))
-            .arg(format!("--web.listen-address={web}"))
+            // Port 0; the log says which port it got.
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("start prometheus"),
+    );
+    let web = wait_for_blocking(
+        Duration::from_secs(60),
+        "Prometheus logs the address it listens on",
+        || listening_on(&std::fs::read_to_string(scratch.join("prometheus.log")).ok()?),
     );
 
     // Load, until the checks are done (at most 500 runs): streams of both games and probes.

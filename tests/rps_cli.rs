@@ -523,14 +523,13 @@ fn through_two_daemons_bad_cases_keep_their_place_and_the_exit_status() {
 
 #[test]
 fn with_no_daemon_up_the_run_fails_with_status_2() {
-    let port = common::free_ports(1)[0];
-    let addr = format!("http://127.0.0.1:{port}");
+    let addr = common::DEAD;
     let out = patience()
-        .args(&["rps", "--addr", &addr, "--give-up-after", "0"])
+        .args(&["rps", "--addr", addr, "--give-up-after", "0"])
         .arg(data("rps-sample.in"))
         .output();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(out.stderr_str().contains(&addr), "{}", out.stderr_str());
+    assert!(out.stderr_str().contains(addr), "{}", out.stderr_str());
 }
 
 /// Rough edge 8, for case files: a file that stops being text is refused once, naming the file

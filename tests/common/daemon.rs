@@ -1,4 +1,4 @@
-//! The process harness: a real `patience serve` on a free port (or a port of the test's choice),
+//! The process harness: a real `patience serve` on port 0 (or an address of the test's choice),
 //! its log read on a thread for its whole life, signals, its exit, its memory and CPU from /proc.
 //!
 //! This file stands alone (it uses nothing else of `tests/common`), so that the benches include
@@ -101,8 +101,10 @@ impl Daemon {
         Daemon::spawn("127.0.0.1:0", args, env, open_files)
     }
 
-    /// Like [`Daemon::start`] with `env`, listening on `addr` (`host:port`), such as the port of a
-    /// daemon that was stopped.
+    /// Like [`Daemon::start`] with `env`, listening on `addr` (`host:port`), such as `localhost:0`.
+    /// Never a port taken before by another socket: the system may have handed it to another
+    /// test meanwhile. To restart a daemon "on the same address", put a relay in front
+    /// ([`DelayProxy::retarget`](super::delay::DelayProxy::retarget)).
     pub fn start_at(addr: &str, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         Daemon::spawn(addr, args, env, None)
     }
@@ -489,18 +491,4 @@ pub fn scrape(addr: &str) -> String {
     socket.read_to_string(&mut text).expect("read the answer");
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     text
-}
-
-/// Free ports on 127.0.0.1 for daemons that will be restarted on them, all different (each probe
-/// is held until every port is read). Another process could take one between the probe and the
-/// daemon's bind, or between a stop and the restart; the daemons of parallel tests bind port 0,
-/// which the system serves from its ephemeral range at random, so that is most unlikely.
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let probes: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    probes
-        .iter()
-        .map(|p| p.local_addr().expect("a bound port").port())
-        .collect()
 }

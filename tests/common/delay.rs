@@ -4,16 +4,24 @@
 //! closing anything. The kernel here has no netem; this is what the tests and the cluster bench
 //! use instead.
 //!
-//! Each connection made to the relay gets its own connection to the upstream, and two threads
-//! per direction: one reads and stamps what it read with when it may go, the other writes it
-//! out then. Bytes read during a partition are dropped, like packets into a black hole; a
-//! connection made during one is accepted and held, its bytes dropped too.
+//! It is also the tests' one relay for what a network does to a connection beyond delay: it
+//! severs every connection at once ([`DelayProxy::sever`]), as a cable pulled or a process dying
+//! would, and its address outlives the daemon behind it ([`DelayProxy::retarget`]), so that a test
+//! restarts a daemon "on the same address" without releasing a port and binding it again (which
+//! another test's daemon could take in between).
+//!
+//! Each connection made to the relay gets its own connection to the upstream (the one the relay
+//! points at when the connection is made), and two threads per direction: one reads and stamps
+//! what it read with when it may go, the other writes it out then. Bytes read during a partition
+//! are dropped, like packets into a black hole; a connection made during one is accepted and
+//! held, its bytes dropped too. A connection made while nothing listens upstream is closed at
+//! once, as a refused one would be.
 
 use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The relay: give clients [`DelayProxy::addr`] instead of the daemon's.
@@ -28,13 +36,28 @@ struct State {
     /// One-way delay, in microseconds.
     delay_us: AtomicU64,
     partitioned: AtomicBool,
+    /// Where connections made from now on go.
+    upstream: Mutex<SocketAddr>,
+    /// Both sockets of every connection relayed so far, for [`DelayProxy::sever`].
+    relayed: Mutex<Vec<TcpStream>>,
+    /// Connections accepted so far.
+    accepted: AtomicUsize,
 }
 
 impl DelayProxy {
     /// Relays every connection made to a new port on 127.0.0.1 to `upstream`, holding every
     /// byte for `one_way` each way, for the life of the test process.
     pub fn start(upstream: &str, one_way: Duration) -> DelayProxy {
-        let upstream: SocketAddr = upstream.parse().expect("an upstream IP:PORT");
+        DelayProxy::relay(upstream_addr(upstream), one_way)
+    }
+
+    /// A relay with no delay to `upstream` (`IP:PORT`), for a test that cuts connections or
+    /// restarts the daemon behind a fixed address.
+    pub fn plain(upstream: &str) -> DelayProxy {
+        DelayProxy::start(upstream, Duration::ZERO)
+    }
+
+    fn relay(upstream: SocketAddr, one_way: Duration) -> DelayProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the delay proxy");
         let addr = listener
             .local_addr()
@@ -43,17 +66,32 @@ impl DelayProxy {
         let state = Arc::new(State {
             delay_us: AtomicU64::new(one_way.as_micros() as u64),
             partitioned: AtomicBool::new(false),
+            upstream: Mutex::new(upstream),
+            relayed: Mutex::new(Vec::new()),
+            accepted: AtomicUsize::new(0),
         });
         let shared = state.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
+                shared.accepted.fetch_add(1, Ordering::SeqCst);
                 let _ = client.set_nodelay(true);
+                let upstream = *shared
+                    .upstream
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let Ok(server) = TcpStream::connect(upstream) else {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 };
                 let _ = server.set_nodelay(true);
+                if let (Ok(a), Ok(b)) = (client.try_clone(), server.try_clone()) {
+                    shared
+                        .relayed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend([a, b]);
+                }
                 pump(&client, &server, shared.clone());
                 pump(&server, &client, shared.clone());
             }
@@ -72,12 +110,46 @@ impl DelayProxy {
         self.state.partitioned.store(cut, Ordering::SeqCst);
     }
 
+    /// Connections made from now on go to `upstream` (`IP:PORT`), such as a daemon restarted on
+    /// a port of its own; those made before stay with the old one.
+    pub fn retarget(&self, upstream: &str) {
+        *self
+            .state
+            .upstream
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = upstream_addr(upstream);
+    }
+
+    /// Closes both sides of every connection relayed so far, as a cable pulled or a process
+    /// dying would: each end sees its peer close. New connections still go through.
+    pub fn sever(&self) {
+        let relayed = std::mem::take(
+            &mut *self
+                .state
+                .relayed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for socket in relayed {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Connections made to the relay so far (relayed or, with nothing upstream, closed).
+    pub fn accepted(&self) -> usize {
+        self.state.accepted.load(Ordering::SeqCst)
+    }
+
     /// A new one-way delay, for bytes read from now on.
     pub fn set_delay(&self, one_way: Duration) {
         self.state
             .delay_us
             .store(one_way.as_micros() as u64, Ordering::SeqCst);
     }
+}
+
+fn upstream_addr(upstream: &str) -> SocketAddr {
+    upstream.parse().expect("an upstream IP:PORT")
 }
 
 /// Copies `from` to `to`, each read held for the delay, on two threads of its own.

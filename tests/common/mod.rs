@@ -2,10 +2,11 @@
 //! holds tests and not plumbing. One module per job:
 //!
 //! - [`daemon`]: a real `patience serve` process ([`Daemon`]): start it with arguments,
-//!   environment and an optional open-file limit, on a free port or a given one; its address and
+//!   environment and an optional open-file limit, on port 0 or a given address; its address and
 //!   start line, its log lines (`line_with`), signals, its exit and exit code, its memory and CPU
-//!   from /proc; a metrics scrape; free and dead ports. The benches include this file too.
-//! - [`server`]: the server in this process on a free port ([`TestServer`]), and its [`config`].
+//!   from /proc; a metrics scrape; dead addresses. The benches include this file too.
+//! - [`server`]: the server in this process on the test's listener or port 0 ([`TestServer`]),
+//!   and its [`config`]; stand-ins (other tonic services) on threads of their own ([`serve`]).
 //! - [`cli`]: `patience` subcommands run as a user would ([`patience`], [`run`], [`Output`]),
 //!   and clients that keep running while the test reads their output ([`Running`]) or types their
 //!   input ([`Typed`]); the documentation's `$` examples, run and compared ([`doc_examples`],
@@ -19,8 +20,11 @@
 //! - [`tls`]: throwaway certificate authorities ([`Authority`]).
 //! - [`sniff`]: a relay in front of a daemon that counts the gRPC messages each way by their
 //!   compressed flag ([`Sniffer`]), to see a foreign client's compression on the wire.
-//! - [`delay`]: a relay that puts a daemon far away or cuts it off ([`DelayProxy`]): latency
-//!   each way, and partitions that hold the sockets and forward nothing.
+//! - [`delay`]: the one relay ([`DelayProxy`]): puts a daemon far away or cuts it off (latency
+//!   each way, partitions that hold the sockets and forward nothing, every connection severed),
+//!   and keeps a daemon's address while the daemon behind it is restarted on a port of its own.
+//! - [`wait`]: waiting for an event with a hang guard ([`wait_until`], [`wait_for`]), the one
+//!   polling loop of the tests.
 //! - [`proxy`]: a real nginx or HAProxy in front of daemons, from a configuration template of
 //!   `deploy/proxies/` or the test's own, on a free port ([`Proxy`]).
 //!
@@ -41,6 +45,7 @@ pub mod scratch;
 pub mod server;
 pub mod sniff;
 pub mod tls;
+pub mod wait;
 
 pub use cli::*;
 pub use daemon::*;
@@ -52,3 +57,4 @@ pub use scratch::*;
 pub use server::*;
 pub use sniff::*;
 pub use tls::*;
+pub use wait::*;

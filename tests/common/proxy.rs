@@ -1,12 +1,16 @@
 //! A real nginx or HAProxy in front of daemons ([`Proxy`]), started from a configuration template
-//! such as those of `deploy/proxies/`, on a free port, from a scratch directory; stopped when
-//! dropped.
+//! such as those of `deploy/proxies/`, on a listening socket the test bound (port 0) and hands it
+//! as its standard input, from a scratch directory; stopped when dropped.
 //!
 //! A template names its listener `{{LISTEN}}` and its daemons `{{UPSTREAM_1}}`, `{{UPSTREAM_2}}`,
 //! ... (each `host:port`); [`Proxy::start`] fills them and nothing else, except for nginx, where
 //! it adds its own temporary and access-log paths after `http {` (and gives the pid file with
 //! `-g`), so that nginx writes nothing outside the scratch directory and runs unprivileged as
 //! well as as root.
+//!
+//! The listener is inherited, never a port released and bound again (which a parallel test's
+//! daemon could take in between): HAProxy listens on `fd@0`, and nginx, told of the socket by
+//! `NGINX=0;` (as in its binary upgrade), takes it for the `listen` of its address.
 //!
 //! Without the binary a test says so and is skipped ([`Proxy::binary_or_skip`]), unless
 //! `PATIENCE_REQUIRE_PROXIES` is set (`.ci/run` sets it, after installing them), when its absence
@@ -146,9 +150,10 @@ impl Proxy {
         }
     }
 
-    /// Starts `program` (from [`Proxy::binary`]) with `template` filled in: `{{LISTEN}}` a free
-    /// port of 127.0.0.1, `{{UPSTREAM_N}}` the N-th of `upstreams` (from 1). Every placeholder
-    /// must be filled, and every upstream used. Returns once it accepts connections.
+    /// Starts `program` (from [`Proxy::binary`]) with `template` filled in: `{{LISTEN}}` the
+    /// socket the test bound on 127.0.0.1 (its address for nginx, `fd@0` for HAProxy),
+    /// `{{UPSTREAM_N}}` the N-th of `upstreams` (from 1). Every placeholder must be filled, and
+    /// every upstream used. Returns once it accepts connections.
     pub fn start(
         kind: ProxyKind,
         program: &Path,
@@ -156,9 +161,16 @@ impl Proxy {
         upstreams: &[SocketAddr],
     ) -> Proxy {
         let dir = Scratch::new(kind.program());
-        let port = super::daemon::free_ports(1)[0];
-        let listen = format!("127.0.0.1:{port}");
-        let mut config = template.replace("{{LISTEN}}", &listen);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy's port");
+        let listen = listener
+            .local_addr()
+            .expect("the proxy's address")
+            .to_string();
+        let inherited = match kind {
+            ProxyKind::Nginx => listen.as_str(),
+            ProxyKind::Haproxy => "fd@0",
+        };
+        let mut config = template.replace("{{LISTEN}}", inherited);
         for (n, upstream) in upstreams.iter().enumerate() {
             let placeholder = format!("{{{{UPSTREAM_{}}}}}", n + 1);
             assert!(
@@ -191,7 +203,8 @@ impl Proxy {
                     .arg("-c")
                     .arg(format!("{dir}/nginx.conf"))
                     .args(["-e", "stderr", "-g"])
-                    .arg(format!("daemon off; pid {dir}/nginx.pid;"));
+                    .arg(format!("daemon off; pid {dir}/nginx.pid;"))
+                    .env("NGINX", "0;");
             }
             ProxyKind::Haproxy => {
                 // -db: in the foreground, not as a daemon.
@@ -206,11 +219,13 @@ impl Proxy {
         let log = dir.join("log");
         let log_file = std::fs::File::create(&log).expect("the proxy's log file");
         let child = cmd
-            .stdin(Stdio::null())
+            .stdin(std::os::fd::OwnedFd::from(listener))
             .stdout(log_file.try_clone().expect("the log file, again"))
             .stderr(log_file)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        // The proxy holds the listener now; this process lets go of its copy.
+        drop(cmd);
         let mut proxy = Proxy {
             kind,
             child,
@@ -224,14 +239,33 @@ impl Proxy {
     }
 
     /// Waits until the proxy accepts connections on `listen`; panics with its log if it exits
-    /// first or takes longer than [`LISTEN_LIMIT`].
+    /// first or takes longer than [`LISTEN_LIMIT`]. The socket listens from the start (the test
+    /// bound it), so a connection is made at once and waits in the backlog: the proxy has taken
+    /// it when it answers the bytes sent (not a valid HTTP/2 preface) in any way, with bytes, a
+    /// close or a reset.
     fn wait_listening(&mut self, listen: &str) {
+        use std::io::{Read as _, Write as _};
         let deadline = Instant::now() + LISTEN_LIMIT;
+        let mut probe = std::net::TcpStream::connect(listen).expect("connect to the proxy's port");
+        probe
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .expect("a read timeout");
+        // Longer than the HTTP/2 preface (24 bytes), so a proxy that reads a whole preface before
+        // it judges one answers at once.
+        let _ = probe.write_all(b"GET / HTTP/1.1\r\nHost: probe\r\n\r\n");
         loop {
-            if std::net::TcpStream::connect(listen).is_ok() {
+            let answered = match probe.read(&mut [0; 64]) {
+                Ok(_) => true,
+                Err(e) => !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+            };
+            let exited = self.child.try_wait().expect("poll the proxy");
+            if answered && exited.is_none() {
                 return;
             }
-            if let Some(status) = self.child.try_wait().expect("poll the proxy") {
+            if let Some(status) = exited {
                 panic!(
                     "{} exited ({status}) before listening on {listen}; its log:\n{}\nits \
                      configuration:\n{}",
@@ -246,7 +280,6 @@ impl Proxy {
                 self.kind.program(),
                 self.log()
             );
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 

@@ -1,5 +1,6 @@
-//! The in-process server: `run_with_pool` on a free port in this process, for the tests that
-//! look at the service and the pool from the inside.
+//! The in-process server: `run_with_pool` on a listener the test bound (port 0 unless the test
+//! says otherwise), for the tests that look at the service and the pool from the inside; and the
+//! one way to start a stand-in (any other tonic services) on a thread of its own ([`serve`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::transport::Channel;
 
-/// A server running in this process on a free port, stopped when dropped.
+/// A server running in this process, stopped when dropped.
 pub struct TestServer {
     pub addr: String,
     pub socket: std::net::SocketAddr,
@@ -21,12 +22,18 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// `workers` solver threads, on 127.0.0.1 port 0.
     pub async fn start(workers: usize, config: ServerConfig) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        TestServer::on(listener, workers, config)
+    }
+
+    /// `workers` solver threads, on the test's `listener` (such as one on 127.0.0.2 port 0).
+    pub fn on(listener: TcpListener, workers: usize, config: ServerConfig) -> TestServer {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let socket = listener.local_addr().unwrap();
         let addr = format!("http://{socket}");
         let pool = Arc::new(Pool::new(workers, 2 * workers).unwrap());
@@ -80,7 +87,7 @@ pub fn config() -> ServerConfig {
     }
 }
 
-/// A stand-in daemon on a free port, for as long as the test runs: it answers every deal 0.5 with
+/// A stand-in daemon on port 0, for as long as the test runs: it answers every deal 0.5 with
 /// `analysis` attached (`None`, as a daemon older than the analysis API would). Its address,
 /// `http://ADDR`.
 pub fn stand_in(analysis: Option<patience::proto::Analysis>) -> String {
@@ -102,6 +109,17 @@ pub fn stand_in_failing_on(deal: patience::deal::Deal) -> String {
 fn serve_stand_in(stand_in: StandIn) -> String {
     use patience::proto::solver_server::SolverServer;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let router = tonic::transport::Server::builder().add_service(SolverServer::new(stand_in));
+    format!("http://{}", serve(listener, router))
+}
+
+/// Serves `router` (stand-ins: tonic services other than the daemon's) on `listener`, on a
+/// thread with a runtime of its own (so it runs on the wall clock whatever the test's runtime
+/// does), for as long as the test process runs; its address.
+pub fn serve(
+    listener: std::net::TcpListener,
+    router: tonic::transport::server::Router,
+) -> std::net::SocketAddr {
     let addr = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
@@ -111,13 +129,12 @@ fn serve_stand_in(stand_in: StandIn) -> String {
             .unwrap();
         runtime.block_on(async move {
             let listener = TcpListener::from_std(listener).unwrap();
-            tonic::transport::Server::builder()
-                .add_service(SolverServer::new(stand_in))
+            router
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
                 .await
         })
     });
-    format!("http://{addr}")
+    addr
 }
 
 #[derive(Clone)]
