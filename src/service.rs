@@ -55,9 +55,7 @@ mod rps;
 mod start;
 mod stream;
 
-pub use admission::{
-    Admission, Admitted, CallKind, Caps, ServiceKinds, auxiliary_kinds, solving_kinds,
-};
+pub use admission::{Admission, Admitted, CallKind, Caps, ServiceKinds, service_kinds};
 pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
 pub use limits::Limits;
 

@@ -17,7 +17,7 @@ use crate::auth::RequireBearer;
 use crate::metrics::Metrics;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
-use crate::service::{Admission, SolverService, auxiliary_kinds, solving_kinds};
+use crate::service::{Admission, SolverService};
 
 /// The whole stack, served on every connection.
 pub type App = HttpMetrics<Front>;
@@ -39,39 +39,31 @@ pub fn build(
     let reflection_v1alpha = reflection().build_v1alpha()?;
     // Every service served, by the descriptors that name its methods and their kinds: the
     // solving ones behind the token and their caps, health and reflection under the watches' cap.
-    let solving = |name: &'static str, descriptors: &'static [u8]| {
-        Ok::<_, crate::proto::DescriptorError>(Served {
-            name,
-            descriptors,
-            kinds: solving_kinds(name, descriptors)?,
-            token: true,
-        })
-    };
-    let auxiliary = |name: &'static str, descriptors: &'static [u8]| {
-        Ok::<_, crate::proto::DescriptorError>(Served {
-            name,
-            descriptors,
-            kinds: auxiliary_kinds(name, descriptors)?,
-            token: false,
-        })
-    };
     let served = [
-        solving(
+        Served::new(
             SolverServer::<SolverService>::NAME,
             crate::proto::FILE_DESCRIPTOR_SET,
+            true,
         )?,
-        solving(
+        Served::new(
             RpsServiceServer::<SolverService>::NAME,
             crate::proto::FILE_DESCRIPTOR_SET,
+            true,
         )?,
-        auxiliary(name_of(&health), tonic_health::pb::FILE_DESCRIPTOR_SET)?,
-        auxiliary(
+        Served::new(
+            name_of(&health),
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+            false,
+        )?,
+        Served::new(
             name_of(&reflection_v1),
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+            false,
         )?,
-        auxiliary(
+        Served::new(
             name_of(&reflection_v1alpha),
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            false,
         )?,
     ];
 

@@ -45,7 +45,7 @@ use super::frames::{Encoding, Incoming, Outgoing, advertise};
 use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
-use crate::service::{Admission, Admitted, CallKind, ServiceKinds};
+use crate::service::{Admission, Admitted, CallKind, ServiceKinds, service_kinds};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -64,10 +64,27 @@ pub struct Served {
     pub name: &'static str,
     /// The encoded descriptor set that describes it, which names its methods and their types.
     pub descriptors: &'static [u8],
-    /// Its methods' kinds for admission (`service::solving_kinds` or `auxiliary_kinds`).
+    /// Its methods' kinds for admission.
     pub kinds: ServiceKinds,
     /// Whether its calls need the token: the solving services'.
     pub token: bool,
+}
+
+impl Served {
+    /// A solving service (behind the token, under the solving calls' caps), or another (health,
+    /// reflection: no token, streams under the watches' cap).
+    pub fn new(
+        name: &'static str,
+        descriptors: &'static [u8],
+        solving: bool,
+    ) -> Result<Served, DescriptorError> {
+        Ok(Served {
+            name,
+            descriptors,
+            kinds: service_kinds(name, descriptors, solving)?,
+            token: solving,
+        })
+    }
 }
 
 /// What a call passes before it is routed: the token check, then admission.

@@ -217,44 +217,24 @@ pub struct ServiceKinds {
     pub unknown: CallKind,
 }
 
-/// A solving service's methods: the streaming ones count under `--max-open-streams`, the unary
-/// ones under `--max-open-unary`, and none is admitted during shutdown or with the deal budget
-/// spent. `descriptors` is the encoded descriptor set that describes the service `name`.
-pub fn solving_kinds(
+/// The methods of the service `name` as admission sees them, from the encoded descriptor set
+/// that describes it. A solving service's streaming methods count under `--max-open-streams`, its
+/// unary ones under `--max-open-unary`, and none is admitted during shutdown or with the deal
+/// budget spent; any other service's (health, reflection) streaming methods count under
+/// `--max-open-watches`, and its unary ones are free.
+pub fn service_kinds(
     name: &'static str,
     descriptors: &[u8],
+    solving: bool,
 ) -> Result<ServiceKinds, DescriptorError> {
-    service_kinds(name, descriptors, |streaming| {
-        if streaming {
-            CallKind::Stream
-        } else {
-            CallKind::Unary
-        }
-    })
-}
-
-/// The methods of a service beside the solving ones (health, reflection): the streaming ones count
-/// under `--max-open-watches`, the unary ones are free.
-pub fn auxiliary_kinds(
-    name: &'static str,
-    descriptors: &[u8],
-) -> Result<ServiceKinds, DescriptorError> {
-    service_kinds(name, descriptors, |streaming| {
-        if streaming {
-            CallKind::Watch
-        } else {
-            CallKind::Free
-        }
-    })
-}
-
-fn service_kinds(
-    name: &'static str,
-    descriptors: &[u8],
-    kind: impl Fn(bool) -> CallKind,
-) -> Result<ServiceKinds, DescriptorError> {
+    let kind = |streaming| match (solving, streaming) {
+        (true, true) => CallKind::Stream,
+        (true, false) => CallKind::Unary,
+        (false, true) => CallKind::Watch,
+        (false, false) => CallKind::Free,
+    };
     Ok(ServiceKinds {
-        methods: method_kinds(name, descriptors, &kind)?,
+        methods: method_kinds(name, descriptors, kind)?,
         unknown: kind(false),
     })
 }
@@ -405,7 +385,7 @@ mod tests {
             method("Upload", true, false),
             method("Watch", false, true),
         ]);
-        let solving = solving_kinds("test.v1.Game", &set).unwrap();
+        let solving = service_kinds("test.v1.Game", &set, true).unwrap();
         assert_eq!(
             kinds(&solving),
             [
@@ -417,7 +397,7 @@ mod tests {
         );
         // A path the descriptors do not know is still capped.
         assert_eq!(solving.unknown, CallKind::Unary);
-        let auxiliary = auxiliary_kinds("test.v1.Game", &set).unwrap();
+        let auxiliary = service_kinds("test.v1.Game", &set, false).unwrap();
         assert_eq!(auxiliary.methods["/test.v1.Game/Solve"], CallKind::Free);
         assert_eq!(auxiliary.methods["/test.v1.Game/Watch"], CallKind::Watch);
         assert_eq!(auxiliary.unknown, CallKind::Free);
