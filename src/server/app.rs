@@ -2,10 +2,10 @@
 //! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
 //! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); each
 //! gRPC call's life (`call.rs`: for the solving services the token check, then admission, so a call
-//! without the token takes no cap; counted; framed with `frames.rs`); tonic's routes.
+//! without the token takes no cap; counted; framed with `frames.rs`; routed to its service by its
+//! path); the services, tonic's servers.
 
 use tonic::server::NamedService;
-use tonic::service::Routes;
 use tonic_health::pb::health_server::{Health, HealthServer};
 
 use super::api::ApiSettings;
@@ -39,57 +39,54 @@ pub fn build(
     let reflection_v1alpha = reflection().build_v1alpha()?;
     // Every service served, by the descriptors that name its methods and their kinds: the
     // solving ones behind the token and their caps, health and reflection under the watches' cap.
+    // tonic's message limit is only a backstop: the call layer holds request messages to it
+    // first, with the status that names the flag, and decompresses them itself.
+    let limit = config.limits.max_message_bytes;
     let served = [
         Served::new(
             SolverServer::<SolverService>::NAME,
+            Route::new(
+                SolverServer::new(service.clone())
+                    .max_decoding_message_size(limit)
+                    .max_encoding_message_size(usize::MAX),
+            ),
             crate::proto::FILE_DESCRIPTOR_SET,
             true,
         )?,
         Served::new(
             RpsServiceServer::<SolverService>::NAME,
+            Route::new(
+                RpsServiceServer::new(service)
+                    .max_decoding_message_size(limit)
+                    .max_encoding_message_size(usize::MAX),
+            ),
             crate::proto::FILE_DESCRIPTOR_SET,
             true,
         )?,
         Served::new(
             name_of(&health),
+            Route::new(health),
             tonic_health::pb::FILE_DESCRIPTOR_SET,
             false,
         )?,
         Served::new(
             name_of(&reflection_v1),
+            Route::new(reflection_v1),
             tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
             false,
         )?,
         Served::new(
             name_of(&reflection_v1alpha),
+            Route::new(reflection_v1alpha),
             tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             false,
         )?,
     ];
-
-    // tonic's message limit is only a backstop: the call layer holds request messages to it
-    // first, with the status that names the flag, and decompresses them itself.
-    let limit = config.limits.max_message_bytes;
-    let routes = Routes::new(health)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(
-            SolverServer::new(service.clone())
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(usize::MAX),
-        )
-        .add_service(
-            RpsServiceServer::new(service)
-                .max_decoding_message_size(limit)
-                .max_encoding_message_size(usize::MAX),
-        )
-        .prepare();
-    // Every gRPC call's life owned by one layer: the token and admission first, counted as
-    // go-grpc-prometheus counts it, refused ones included, its messages framed (held to the limit,
-    // decompressed, compressed); under the front, so gRPC-Web calls pass it too (as tonic-web
-    // hands them on, translated to gRPC).
+    // Every gRPC call's life owned by one layer, which routes it to its service by its path: the
+    // token and admission first, counted as go-grpc-prometheus counts it, refused ones included,
+    // its messages framed (held to the limit, decompressed, compressed); under the front, so
+    // gRPC-Web calls pass it too (as tonic-web hands them on, translated to gRPC).
     let grpc = Calls::new(
-        routes,
         metrics,
         &served,
         FrameSettings {

@@ -37,11 +37,12 @@ use http::HeaderValue;
 use http_body::{Frame, SizeHint};
 use tonic::Code;
 use tonic::body::Body;
-use tower::Service;
+use tower::{Service, ServiceExt as _};
 
 use tonic::transport::server::TcpConnectInfo;
 
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
+use super::front::Route;
 use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
@@ -59,9 +60,10 @@ pub struct FrameSettings {
 }
 
 /// One service served, as the call layer needs it.
-#[derive(Debug)]
 pub struct Served {
     pub name: &'static str,
+    /// The service itself (a tonic server), which the layer routes its calls to.
+    pub route: Route,
     /// The encoded descriptor set that describes it, which names its methods and their types.
     pub descriptors: &'static [u8],
     /// Its methods' kinds for admission.
@@ -70,16 +72,28 @@ pub struct Served {
     pub token: bool,
 }
 
+/// The service itself may not print.
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("name", &self.name)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Served {
     /// A solving service (behind the token, under the solving calls' caps), or another (health,
     /// reflection: no token, streams under the watches' cap).
     pub fn new(
         name: &'static str,
+        route: Route,
         descriptors: &'static [u8],
         solving: bool,
     ) -> Result<Served, DescriptorError> {
         Ok(Served {
             name,
+            route,
             descriptors,
             kinds: service_kinds(name, descriptors, solving)?,
             token: solving,
@@ -94,22 +108,38 @@ pub struct Gate {
     pub admission: Admission,
 }
 
-/// What the layer knows of a method.
-#[derive(Clone, Debug)]
+/// What the layer knows of a method: its series, its rules, and the service that answers it.
+#[derive(Clone)]
 struct Method {
     counters: MethodCounters,
+    kind: CallKind,
+    token: bool,
+    /// `None`: no service of that name is served, and the call is answered UNIMPLEMENTED here.
+    route: Option<Route>,
+}
+
+/// A service's rules for a path its descriptors do not know (its service answers UNIMPLEMENTED).
+struct ServiceRules {
+    route: Route,
     kind: CallKind,
     token: bool,
 }
 
 /// Each method by path (`/package.Service/Method`); for a path its service's descriptors do not
 /// know, the service's rules with the `unknown` series; for any other path, the `unknown` series,
-/// free and without a token (tonic answers it UNIMPLEMENTED).
-#[derive(Debug)]
+/// free, without a token, and no service.
 struct MethodTable {
     by_path: HashMap<String, Method>,
-    by_service: HashMap<&'static str, (CallKind, bool)>,
+    by_service: HashMap<&'static str, ServiceRules>,
     unknown: MethodCounters,
+}
+
+impl std::fmt::Debug for MethodTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MethodTable")
+            .field("paths", &self.by_path.keys())
+            .finish_non_exhaustive()
+    }
 }
 
 impl MethodTable {
@@ -122,15 +152,19 @@ impl MethodTable {
             .split('/')
             .next()
             .unwrap_or_default();
-        let (kind, token) = self
-            .by_service
-            .get(service)
-            .copied()
-            .unwrap_or((CallKind::Free, false));
-        Method {
-            counters: self.unknown.clone(),
-            kind,
-            token,
+        match self.by_service.get(service) {
+            Some(rules) => Method {
+                counters: self.unknown.clone(),
+                kind: rules.kind,
+                token: rules.token,
+                route: Some(rules.route.clone()),
+            },
+            None => Method {
+                counters: self.unknown.clone(),
+                kind: CallKind::Free,
+                token: false,
+                route: None,
+            },
         }
     }
 }
@@ -138,28 +172,33 @@ impl MethodTable {
 /// The gRPC route with every call's life owned (see the module's doc). Cheap to clone (once per
 /// connection).
 #[derive(Clone, Debug)]
-pub struct Calls<S> {
-    inner: S,
+pub struct Calls {
     methods: Arc<MethodTable>,
     settings: FrameSettings,
     gate: Gate,
 }
 
-impl<S> Calls<S> {
-    /// Owns the calls to `inner`, which serves `services`. Their methods' series exist from now
+impl Calls {
+    /// Owns the calls to `services`, routed by their paths. Their methods' series exist from now
     /// on.
     pub fn new(
-        inner: S,
         metrics: &Metrics,
         services: &[Served],
         settings: FrameSettings,
         gate: Gate,
-    ) -> Result<Calls<S>, DescriptorError> {
+    ) -> Result<Calls, DescriptorError> {
         let mut by_path = HashMap::new();
         let mut by_service = HashMap::new();
         for served in services {
             let name = served.name;
-            by_service.insert(name, (served.kinds.unknown, served.token));
+            by_service.insert(
+                name,
+                ServiceRules {
+                    route: served.route.clone(),
+                    kind: served.kinds.unknown,
+                    token: served.token,
+                },
+            );
             for (method, grpc_type) in methods_of(name, served.descriptors)? {
                 let path = format!("/{name}/{method}");
                 let method = Method {
@@ -171,13 +210,13 @@ impl<S> Calls<S> {
                         .copied()
                         .unwrap_or(served.kinds.unknown),
                     token: served.token,
+                    route: Some(served.route.clone()),
                 };
                 by_path.insert(path, method);
             }
         }
         let unknown = metrics.grpc_method(GrpcType::Unary, "unknown", "unknown");
         Ok(Calls {
-            inner,
             methods: Arc::new(MethodTable {
                 by_path,
                 by_service,
@@ -232,34 +271,29 @@ fn methods_of(
         .collect())
 }
 
-impl<S> Service<http::Request<Body>> for Calls<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
+impl Service<http::Request<Body>> for Calls {
     type Response = http::Response<Body>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
+    /// Always ready: each call goes to its service with `oneshot`, which waits for that service.
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
         let method = self.methods.get(request.uri().path());
         let mut life = Life::start(method.counters);
+        // A service not served is answered as tonic's router answers it.
+        let Some(route) = method.route else {
+            return refused(life, tonic::Status::unimplemented(""));
+        };
         let incoming = match self.admit(&request, method.kind, method.token) {
             Ok((encoding, admitted)) => {
                 life.admitted = admitted;
                 encoding
             }
-            Err(status) => {
-                let mut response = status.into_http::<Body>();
-                advertise(&mut response);
-                response.extensions_mut().insert(CountedAsGrpc);
-                life.end(header_status(&response).unwrap_or(Code::Unknown));
-                return Box::pin(std::future::ready(Ok(response)));
-            }
+            Err(status) => return refused(life, status),
         };
         let headers = request.headers_mut();
         // Decompressed here: tonic sees identity messages only.
@@ -280,7 +314,7 @@ where
                 failed: false,
             })
         });
-        let response = self.inner.call(request);
+        let response = route.oneshot(request);
         Box::pin(async move {
             let mut response = response.await?;
             advertise(&mut response);
@@ -309,6 +343,18 @@ where
             }))
         })
     }
+}
+
+/// A call refused before its service saw it: a trailers-only response, its status ending the life.
+fn refused(
+    mut life: Life,
+    status: tonic::Status,
+) -> Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>> {
+    let mut response = status.into_http::<Body>();
+    advertise(&mut response);
+    response.extensions_mut().insert(CountedAsGrpc);
+    life.end(header_status(&response).unwrap_or(Code::Unknown));
+    Box::pin(std::future::ready(Ok(response)))
 }
 
 /// Marks a response as a gRPC call's, owned here, so that `http_metrics.rs` leaves it alone.
