@@ -199,25 +199,36 @@ async fn silent_calls_beyond_the_cap_are_refused_and_memory_stays_bounded() {
     assert!((probability(&response.results[0]) - expected[0]).abs() <= TOLERANCE);
 }
 
-/// A client sending one deal every 20 ms (150 deals, 3 s) is answered to the end across a
-/// SIGTERM once its first 20 results are in: the drain serves a stream whose client is still sending until it
-/// finishes (within `--drain-timeout`), as generic gRPC clients, which cannot resume, need.
+/// A client that sends 20 deals, then, once their results are in, SIGTERM sent and the drain
+/// begun, 130 more one by one, is answered to the end: the drain serves a stream whose client is
+/// still sending until it finishes (within `--drain-timeout`), as generic gRPC clients, which
+/// cannot resume, need.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_stream_gets_every_result_across_sigterm() {
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "30s"]);
     let (deals, expected) = corpus("random1000");
     let (tx, rx) = mpsc::channel(1);
     let slow: Vec<_> = deals[..150].to_vec();
+    let (draining, drain_begun) = tokio::sync::oneshot::channel();
     let feeder = tokio::spawn(async move {
-        for (i, deal) in slow.iter().enumerate() {
-            if tx
-                .send(request(std::slice::from_ref(deal), i))
+        let send = async |i: usize| {
+            tx.send(request(std::slice::from_ref(&slow[i]), i))
                 .await
-                .is_err()
-            {
-                break;
+                .is_ok()
+        };
+        for i in 0..20 {
+            if !send(i).await {
+                return;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The rest only once the daemon drains: they are sent during the drain, not before.
+        if drain_begun.await.is_err() {
+            return;
+        }
+        for i in 20..slow.len() {
+            if !send(i).await {
+                return;
+            }
         }
     });
     let mut client = daemon.client().await;
@@ -227,12 +238,17 @@ async fn a_slow_stream_gets_every_result_across_sigterm() {
         .expect("the stream opens")
         .into_inner();
     let mut results = Vec::new();
+    let mut draining = Some(draining);
     let mut terminated = false;
     while let Some(response) = inbound.message().await.expect("no error across the drain") {
         results.extend(response.results);
         if results.len() >= 20 && !terminated {
             daemon.signal("TERM");
             terminated = true;
+            daemon.line_with("shutting down: draining", Duration::from_secs(10));
+            if let Some(draining) = draining.take() {
+                let _ = draining.send(());
+            }
         }
     }
     assert!(terminated, "the stream ended before the signal");
