@@ -142,7 +142,23 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
     let mut engine = Engine::new();
     let mut answers = Vec::new();
     let mut expected = Vec::new();
-    let mut third: Option<TestServer> = None;
+    for _ in 0..50 {
+        answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
+    }
+    let third = daemon_on(3).await;
+    names.0.lock().unwrap().push(third.socket);
+    // The run goes on until a resolution finds it (the client says so), and the chunks after.
+    let mut found = false;
+    let _ = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(event) = events.recv().await {
+            if matches!(event, Event::Found { .. }) {
+                found = true;
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(found, "the new address was not reported");
     let deadline = Instant::now() + Duration::from_secs(60);
     // Sends chunks until the third daemon has answered some, and a few hundred more after.
     let mut after_third = 0;
@@ -152,16 +168,9 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
             "the third daemon never took work"
         );
         answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
-        if answers.len() == 50 {
-            let joining = daemon_on(3).await;
-            names.0.lock().unwrap().push(joining.socket);
-            third = Some(joining);
-        }
-        if third.as_ref().is_some_and(|d| d.pool.stats().done() > 0) {
+        if third.pool.stats().done() > 0 {
             after_third += 1;
         }
-        // Paced, so the run lasts long enough for a resolution or two.
-        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     drop(submit);
     let got = probabilities(answers, run).await;
@@ -176,11 +185,6 @@ async fn daemons_found_by_name_all_take_part_and_a_new_one_joins() {
             i + 1
         );
     }
-    let mut found = false;
-    while let Ok(event) = events.try_recv() {
-        found |= matches!(event, Event::Found { .. });
-    }
-    assert!(found, "the new address was not reported");
 }
 
 /// Submits a chunk of 32 random deals, their probabilities by the engine added to `expected`;
@@ -303,25 +307,49 @@ fn by_name(names: Arc<Names>) -> ClientConfig {
     }
 }
 
-/// Submits `chunks` chunks of 32 random deals, `pause` apart, calling `midway` before chunk
-/// `at`, and `seen` with each of the run's events as it comes; checks every answer against the
-/// engine and returns the run's events.
-async fn paced_run(
+/// What a run does midway: before chunk `at`, it calls `change` (to the name's addresses), then
+/// submits nothing more until the run reports an event that `awaited` accepts.
+struct Midway<C, A> {
+    at: usize,
+    change: C,
+    awaited: A,
+}
+
+/// A run with no change midway.
+type Unchanged = Midway<fn(), fn(&Event) -> bool>;
+
+/// Submits `chunks` chunks of 32 random deals, as fast as the run takes them, doing `midway`'s
+/// change and wait before its chunk, and calling `seen` with each of the run's events as it
+/// comes; checks every answer against the engine and returns the run's events.
+async fn chunked_run(
     config: ClientConfig,
     chunks: usize,
-    pause: Duration,
-    at: usize,
-    midway: impl FnOnce(),
+    midway: Option<Midway<impl FnOnce(), impl Fn(&Event) -> bool + Send + 'static>>,
     mut seen: impl FnMut(&Event) + Send + 'static,
 ) -> Vec<Event> {
     let (submit, submissions) = mpsc::channel::<Chunk>(1);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let run = tokio::spawn(client::run(config, submissions, events_tx));
+    let (at, mut midway, awaited) = match midway {
+        Some(Midway {
+            at,
+            change,
+            awaited,
+        }) => (at, Some(change), Some(awaited)),
+        None => (chunks, None, None),
+    };
+    let (reported, mut awaited_event) = oneshot::channel();
     // Until the run ends and drops its sender.
     let told = tokio::spawn(async move {
+        let mut reported = Some(reported);
         let mut told = Vec::new();
         while let Some(event) = events.recv().await {
             seen(&event);
+            if awaited.as_ref().is_some_and(|a| a(&event))
+                && let Some(reported) = reported.take()
+            {
+                let _ = reported.send(());
+            }
             told.push(event);
         }
         told
@@ -329,15 +357,17 @@ async fn paced_run(
     let mut rng = fastrand::Rng::with_seed(7);
     let mut engine = Engine::new();
     let (mut answers, mut expected) = (Vec::new(), Vec::new());
-    let mut midway = Some(midway);
     for n in 0..chunks {
         if n == at
-            && let Some(midway) = midway.take()
+            && let Some(change) = midway.take()
         {
-            midway();
+            change();
+            tokio::time::timeout(Duration::from_secs(60), &mut awaited_event)
+                .await
+                .expect("the run reports the change")
+                .expect("the run reports the change before it ends");
         }
         answers.push(submit_random(&submit, &mut rng, &mut engine, &mut expected).await);
-        tokio::time::sleep(pause).await;
     }
     drop(submit);
     let got = probabilities(answers, run).await;
@@ -363,12 +393,14 @@ async fn an_address_that_leaves_the_name_takes_no_new_chunk() {
     let at_leaving = Arc::new(Mutex::new(None));
     let noted = at_leaving.clone();
     let pool = leave.pool.clone();
-    let events = paced_run(
+    let events = chunked_run(
         config,
         600,
-        Duration::from_millis(5),
-        150,
-        move || names.0.lock().unwrap().retain(|a| *a != leaving),
+        Some(Midway {
+            at: 150,
+            change: move || names.0.lock().unwrap().retain(|a| *a != leaving),
+            awaited: |event: &Event| matches!(event, Event::Left { .. }),
+        }),
         move |event| {
             if let Event::Left { holding, .. } = event {
                 *noted.lock().unwrap() = Some((pool.stats().done(), *holding as u64));
@@ -414,7 +446,7 @@ async fn a_foreign_grpc_service_under_the_name_is_retired_and_the_run_goes_on() 
     );
     let names = Arc::new(Names::default());
     *names.0.lock().unwrap() = vec![foreign, daemon.socket];
-    let events = paced_run(by_name(names), 40, Duration::ZERO, 0, || (), |_| ()).await;
+    let events = chunked_run(by_name(names), 40, None::<Unchanged>, |_| ()).await;
     assert!(daemon.pool.stats().done() > 0);
     let retired: Vec<String> = events
         .iter()

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{DEAD, Daemon, Scratch, TOLERANCE, corpus, data, patience, requests, run, text};
 use patience::proto::solver_client::SolverClient;
@@ -69,17 +69,17 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
             .unwrap();
         assert_eq!(next.status, ServingStatus::NotServing as i32);
     }
-    let refused = async {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if SolverClient::connect(daemon.addr.clone()).await.is_err() {
-                return;
-            }
-            assert!(Instant::now() < deadline, "new connections still accepted");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    refused.await;
+    common::wait_for_async(
+        Duration::from_secs(10),
+        "new connections refused",
+        async || {
+            SolverClient::connect(daemon.addr.clone())
+                .await
+                .is_err()
+                .then_some(())
+        },
+    )
+    .await;
 
     // Every stream in flight is answered to the end, in order.
     for (_client, mut inbound, mut results) in streams {

@@ -5,7 +5,7 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Daemon, Scratch, TOLERANCE, corpus, probability, request, scrape};
 use patience::proto::{SolveRequest, SolveResponse};
@@ -185,40 +185,50 @@ async fn silent_calls_beyond_the_cap_are_refused_and_memory_stays_bounded() {
 
     drop(flood);
     // The server sees the calls end once their connections close.
-    let mut inbound = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
+    let mut inbound = common::wait_for_async(
+        Duration::from_secs(10),
+        "a stream is served once the silent calls are gone",
+        async || {
             let outbound = tokio_stream::iter(vec![request(&deals, 0)]);
-            match fresh.solve_stream(outbound).await {
-                Ok(response) => break response.into_inner(),
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    })
-    .await
-    .expect("a stream is served once the silent calls are gone");
+            let response = fresh.solve_stream(outbound).await.ok()?;
+            Some(response.into_inner())
+        },
+    )
+    .await;
     let response: SolveResponse = inbound.message().await.unwrap().unwrap();
     assert!((probability(&response.results[0]) - expected[0]).abs() <= TOLERANCE);
 }
 
-/// A client sending one deal every 20 ms (150 deals, 3 s) is answered to the end across a
-/// SIGTERM once its first 20 results are in: the drain serves a stream whose client is still sending until it
-/// finishes (within `--drain-timeout`), as generic gRPC clients, which cannot resume, need.
+/// A client that sends 20 deals, then, once their results are in, SIGTERM sent and the drain
+/// begun, 130 more one by one, is answered to the end: the drain serves a stream whose client is
+/// still sending until it finishes (within `--drain-timeout`), as generic gRPC clients, which
+/// cannot resume, need.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_stream_gets_every_result_across_sigterm() {
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "30s"]);
     let (deals, expected) = corpus("random1000");
     let (tx, rx) = mpsc::channel(1);
     let slow: Vec<_> = deals[..150].to_vec();
+    let (draining, drain_begun) = tokio::sync::oneshot::channel();
     let feeder = tokio::spawn(async move {
-        for (i, deal) in slow.iter().enumerate() {
-            if tx
-                .send(request(std::slice::from_ref(deal), i))
+        let send = async |i: usize| {
+            tx.send(request(std::slice::from_ref(&slow[i]), i))
                 .await
-                .is_err()
-            {
-                break;
+                .is_ok()
+        };
+        for i in 0..20 {
+            if !send(i).await {
+                return;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The rest only once the daemon drains: they are sent during the drain, not before.
+        if drain_begun.await.is_err() {
+            return;
+        }
+        for i in 20..slow.len() {
+            if !send(i).await {
+                return;
+            }
         }
     });
     let mut client = daemon.client().await;
@@ -228,12 +238,17 @@ async fn a_slow_stream_gets_every_result_across_sigterm() {
         .expect("the stream opens")
         .into_inner();
     let mut results = Vec::new();
+    let mut draining = Some(draining);
     let mut terminated = false;
     while let Some(response) = inbound.message().await.expect("no error across the drain") {
         results.extend(response.results);
         if results.len() >= 20 && !terminated {
             daemon.signal("TERM");
             terminated = true;
+            daemon.line_with("shutting down: draining", Duration::from_secs(10));
+            if let Some(draining) = draining.take() {
+                let _ = draining.send(());
+            }
         }
     }
     assert!(terminated, "the stream ended before the signal");
@@ -398,16 +413,19 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
     };
     // Once both hold all they may, the whole budget is held: a new call is refused at once,
     // naming the flag (before that, a call may just wait its turn on the busy worker).
-    let started = Instant::now();
-    let refused = loop {
-        match client.solve(one(200)).await {
-            Err(status) if status.code() == Code::ResourceExhausted => break status,
-            _ if started.elapsed() < Duration::from_secs(10) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            other => panic!("the non-reading clients never held the budget: {other:?}"),
+    let mut last = None;
+    let refused = common::poll_async(Duration::from_secs(10), common::POLL, async || match client
+        .solve(one(200))
+        .await
+    {
+        Err(status) if status.code() == Code::ResourceExhausted => Some(status),
+        other => {
+            last = Some(other);
+            None
         }
-    };
+    })
+    .await
+    .unwrap_or_else(|| panic!("the non-reading clients never held the budget: {last:?}"));
     assert!(
         refused.message().contains("--max-deals-in-flight"),
         "{refused:?}"
@@ -418,11 +436,12 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
     );
     // The gauge shows what holds the budget: their finished, unsent results, once their windows
     // are full (the first refusal can come a moment before, while tonic still takes some).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !scrape(&metrics).contains("patience_deals_in_flight 64\n") {
-        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    scraped(
+        &metrics,
+        "patience_deals_in_flight 64\n",
+        Duration::from_secs(10),
+    )
+    .await;
 
     for _ in 0..2 {
         let line = daemon.line_with("took no results", Duration::from_secs(15));
@@ -436,11 +455,12 @@ async fn clients_that_stop_reading_are_cut_at_the_stall_timeout() {
         "{text}"
     );
     // Given back once their connections are gone (asynchronously, so within a moment).
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !scrape(&metrics).contains("patience_deals_in_flight 0\n") {
-        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    scraped(
+        &metrics,
+        "patience_deals_in_flight 0\n",
+        Duration::from_secs(5),
+    )
+    .await;
     // A cut client that reads again gets the results that were on their way, then the status
     // naming the index to resume from, which is the count it got.
     for (_client, mut responses) in stalled {
@@ -489,20 +509,20 @@ async fn watches_past_their_cap_are_refused_and_solving_goes_on() {
     );
 
     drop(open.pop());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let mut last = None;
+    let again = common::poll_async(Duration::from_secs(10), common::POLL, async || {
         let again = match health.watch(watch()).await {
             Ok(response) => response.into_inner().message().await.map(|_| ()),
             Err(status) => Err(status),
         };
-        match again {
-            Ok(()) => break,
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(status) => panic!("the freed place was not given back: {status:?}"),
-        }
-    }
+        last = again.err();
+        last.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        again.is_some(),
+        "the freed place was not given back: {last:?}"
+    );
 }
 
 /// Unary calls that never finish sending their message hold their places under
@@ -568,17 +588,23 @@ async fn unary_calls_past_their_cap_are_refused_and_streams_go_on() {
 
     driver.abort();
     drop(calls);
-    let answer = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match client.solve(request(&deals, 0)).await {
-                Ok(answer) => break answer.into_inner(),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-    })
-    .await
-    .expect("a unary call is served once the silent ones are gone");
+    let answer = common::wait_for_async(
+        Duration::from_secs(10),
+        "a unary call is served once the silent ones are gone",
+        async || Some(client.solve(request(&deals, 0)).await.ok()?.into_inner()),
+    )
+    .await;
     assert!((probability(&answer.results[0]) - expected[0]).abs() <= TOLERANCE);
+}
+
+/// Waits until a scrape of `metrics` contains `needle` (such as a gauge's line); panics with the
+/// last scrape after `limit`, which only catches a hang.
+async fn scraped(metrics: &str, needle: &str, limit: Duration) {
+    let seen = common::poll_async(limit, common::POLL, async || {
+        scrape(metrics).contains(needle).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "no {needle:?} in:\n{}", scrape(metrics));
 }
 
 /// Reads a stream the server cut at the stall timeout to its end: what arrived is a prefix, and
@@ -641,10 +667,11 @@ async fn a_client_that_sent_everything_and_never_reads_is_cut_too() {
         .into_inner();
     let line = daemon.line_with("took no results", Duration::from_secs(15));
     assert!(line.contains("received=2000"), "{line}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !scrape(&metrics).contains("patience_deals_in_flight 0\n") {
-        assert!(Instant::now() < deadline, "{}", scrape(&metrics));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    scraped(
+        &metrics,
+        "patience_deals_in_flight 0\n",
+        Duration::from_secs(5),
+    )
+    .await;
     assert_cut_after(&mut responses, 2 * deals.len()).await;
 }

@@ -57,14 +57,10 @@ async fn health_exits_0_when_serving_1_when_not_and_2_when_it_cannot_ask() {
     daemon.signal("TERM");
     daemon.line_with("shutting down: draining", HANG);
     // Once the listener is closed, a connection is refused.
-    let deadline = std::time::Instant::now() + HANG;
-    while std::net::TcpStream::connect(daemon.socket).is_ok() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the listener stays open"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_until(HANG, "the listener closes", || {
+        std::net::TcpStream::connect(daemon.socket).is_err()
+    })
+    .await;
     let (code, out, err) = health(&["--addr", &addr]);
     assert_eq!((code, out.as_str()), (Some(2), ""), "{err}");
     assert!(err.contains("cannot connect to"), "{err}");

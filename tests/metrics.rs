@@ -143,18 +143,18 @@ fn grpc(name: &str, kind: &str, method: &str, code: Option<&str>) -> String {
 
 /// Waits (with a hang guard) until `series` reads `value` in a scrape; returns that scrape.
 async fn until(metrics: &Metrics, server: &TestServer, series: &str, value: f64) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    let limit = std::time::Duration::from_secs(20);
+    let reached = common::poll_async(limit, common::POLL, async || {
         let text = metrics.render(&server.pool);
-        if sample(&text, series) == Some(value) {
-            return text;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{series} never reached {value}:\n{text}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+        (sample(&text, series) == Some(value)).then_some(text)
+    })
+    .await;
+    reached.unwrap_or_else(|| {
+        panic!(
+            "{series} never reached {value}:\n{}",
+            metrics.render(&server.pool)
+        )
+    })
 }
 
 /// After a mix of calls (OK, refused by the admission cap, by the token check and by tonic for an

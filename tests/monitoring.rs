@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common;
 
@@ -438,9 +438,11 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
             r.len() == 1 && (0.0..=1.0).contains(&r[0].1)
         }),
     ];
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut missing: Vec<String>;
-    loop {
+    let mut missing: Vec<String> = Vec::new();
+    // A round is a unary call, a plain GET and some twenty queries: every 250 ms, not every
+    // `POLL`: Prometheus scrapes and evaluates its rules every second here anyway.
+    let every = Duration::from_millis(250);
+    common::poll_async(Duration::from_secs(120), every, async || {
         // A unary call or two per round, for the unary latency, and a plain HTTP request the
         // front answers 404.
         unary
@@ -470,11 +472,9 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
         if all.len() != 22 || all.iter().any(|r| r["health"] != "ok") {
             missing.push(format!("rules: {all:?}"));
         }
-        if missing.is_empty() || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+        missing.is_empty().then_some(())
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     load.join().expect("the load");
     assert!(

@@ -175,23 +175,16 @@ fn a_daemon_killed_through(kind: ProxyKind) {
     let input = scratch.repeated_corpus(COPIES);
     let mut child = client(&scratch, &proxy, &input);
     // Waits (it asserts nothing about time) until a daemon has answered KILL_AFTER deals.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let victim = loop {
-        let answered: Vec<u64> = metrics.iter().map(|m| deals_answered(m)).collect();
-        let (most, &deals) = answered
+    let answered = || -> Vec<u64> { metrics.iter().map(|m| deals_answered(m)).collect() };
+    let victim = common::poll_blocking(Duration::from_secs(60), || {
+        let (most, &deals) = answered()
             .iter()
             .enumerate()
             .max_by_key(|&(_, deals)| *deals)
             .expect("three daemons");
-        if deals >= KILL_AFTER {
-            break most;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no daemon answered {KILL_AFTER} deals: {answered:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+        (deals >= KILL_AFTER).then_some(most)
+    })
+    .unwrap_or_else(|| panic!("no daemon answered {KILL_AFTER} deals: {:?}", answered()));
     daemons[victim].kill();
     assert!(
         child.try_wait().expect("poll the client").is_none(),

@@ -37,6 +37,9 @@ mod delay;
 mod proxy;
 #[path = "../../tests/common/scratch.rs"]
 mod scratch;
+// The one polling loop of the tests, which the daemon, command and proxy harnesses wait with.
+#[path = "../../tests/common/wait.rs"]
+mod wait;
 
 pub use delay::DelayProxy;
 pub use proxy::{Proxy, ProxyKind};

@@ -147,17 +147,13 @@ impl Output {
 /// Waits for `child` to exit, or kills it and fails after `limit`, which only catches a hang (it
 /// says nothing about speed); `what` names the process in the failure.
 pub fn wait_or_hang(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("poll the process") {
-            return status;
-        }
-        if Instant::now() > deadline {
+    match super::wait::poll_blocking(limit, || child.try_wait().expect("poll the process")) {
+        Some(status) => status,
+        None => {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{what}: the process did not exit within {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -376,10 +372,9 @@ pub fn complete_lines(path: &std::path::Path) -> usize {
 /// Waits until the file at `path` holds at least `n` complete lines, written by `child`; panics
 /// if `child` exits first (saying how), and after [`HANG_LIMIT`], which only catches a hang.
 pub fn wait_for_lines(path: &std::path::Path, n: usize, child: &mut Child) {
-    let deadline = Instant::now() + HANG_LIMIT;
-    loop {
+    let written = super::wait::poll_blocking(HANG_LIMIT, || {
         if complete_lines(path) >= n {
-            return;
+            return Some(());
         }
         if let Some(status) = child.try_wait().expect("poll the process") {
             panic!(
@@ -388,14 +383,14 @@ pub fn wait_for_lines(path: &std::path::Path, n: usize, child: &mut Child) {
                 complete_lines(path)
             );
         }
-        assert!(
-            Instant::now() < deadline,
-            "{} has {} lines after {HANG_LIMIT:?}, not {n}",
-            path.display(),
-            complete_lines(path)
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+        None
+    });
+    assert!(
+        written.is_some(),
+        "{} has {} lines after {HANG_LIMIT:?}, not {n}",
+        path.display(),
+        complete_lines(path)
+    );
 }
 
 /// A printed probability as a number; the line itself when it is not one.

@@ -327,17 +327,11 @@ impl Daemon {
 
     /// The exit status once the process has exited, polling until `limit`; `None` if it has not.
     fn exited_within(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait for the daemon") {
-                self.finish_log();
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let status = super::wait::poll_blocking(limit, || {
+            self.child.try_wait().expect("wait for the daemon")
+        })?;
+        self.finish_log();
+        Some(status)
     }
 
     /// Waits for the process to exit; its exit code and the lines of its log not read yet. Panics

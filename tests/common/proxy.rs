@@ -301,12 +301,10 @@ impl Drop for Proxy {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let deadline = Instant::now() + STOP_LIMIT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let exited =
+            super::wait::poll_blocking(STOP_LIMIT, || self.child.try_wait().ok().flatten());
+        if exited.is_some() {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
