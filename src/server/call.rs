@@ -29,17 +29,13 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
-use std::time::Instant;
+use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use http::HeaderValue;
-use http_body::{Frame, SizeHint};
 use tonic::Code;
 use tonic::body::Body;
-use tower::{Service, ServiceExt as _};
-
 use tonic::transport::server::TcpConnectInfo;
+use tower::{Service, ServiceExt as _};
 
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
 use super::front::Route;
@@ -47,8 +43,9 @@ use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
 use crate::service::{Admission, Admitted, CallKind, ServiceKinds, service_kinds};
+use life::{Life, ReceivedBody, SentBody};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod life;
 
 /// How the server frames gRPC messages: `--max-message-bytes`, and response compression.
 #[derive(Clone, Copy, Debug)]
@@ -375,160 +372,6 @@ fn header_status(response: &http::Response<Body>) -> Option<Code> {
         404 => Some(Code::Unimplemented),
         429 | 502..=504 => Some(Code::Unavailable),
         _ => Some(Code::Unknown),
-    }
-}
-
-/// One call, counted as started when it is made and as handled exactly once: when its status is
-/// seen, or as `Canceled` when its response is dropped before that; its place under its cap is
-/// given back when the life ends, dropped with the response.
-#[derive(Debug)]
-struct Life {
-    counters: MethodCounters,
-    started: Instant,
-    ended: bool,
-    admitted: Option<Admitted>,
-}
-
-impl Life {
-    fn start(counters: MethodCounters) -> Life {
-        counters.started();
-        Life {
-            counters,
-            started: Instant::now(),
-            ended: false,
-            admitted: None,
-        }
-    }
-
-    fn end(&mut self, code: Code) {
-        if !std::mem::replace(&mut self.ended, true) {
-            self.counters.handled(code, self.started.elapsed());
-        }
-    }
-}
-
-impl Drop for Life {
-    fn drop(&mut self) {
-        self.end(Code::Cancelled);
-    }
-}
-
-/// A request body whose messages are checked, decompressed and counted as they are read.
-struct ReceivedBody {
-    body: Body,
-    frames: Incoming,
-    counters: MethodCounters,
-    failed: bool,
-}
-
-impl http_body::Body for ReceivedBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        loop {
-            if let Some(ready) = this.frames.next() {
-                return Poll::Ready(Some(Ok(Frame::data(ready))));
-            }
-            if this.failed {
-                return Poll::Ready(None);
-            }
-            let frame = match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => frame,
-                Some(Err(e)) => return Poll::Ready(Some(Err(Box::new(e)))),
-                None => return Poll::Ready(None),
-            };
-            match frame.into_data() {
-                Ok(data) => match this.frames.take(data) {
-                    Ok(completed) => this.counters.received(completed),
-                    Err(reason) => {
-                        this.failed = true;
-                        this.frames.clear();
-                        return Poll::Ready(Some(Err(Box::new(reason.status()))));
-                    }
-                },
-                Err(frame) => return Poll::Ready(Some(Ok(frame))),
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.frames.is_empty() && (self.failed || self.body.is_end_stream())
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
-    }
-}
-
-/// A response body whose messages are counted (and compressed, where the call compresses) as
-/// they are sent, and whose status ends the call.
-struct SentBody {
-    body: Body,
-    frames: Outgoing,
-    life: Life,
-}
-
-impl http_body::Body for SentBody {
-    type Data = Bytes;
-    type Error = tonic::Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, tonic::Status>>> {
-        let this = &mut *self;
-        loop {
-            let frame = match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => frame,
-                Some(Err(status)) => {
-                    this.life.end(status.code());
-                    return Poll::Ready(Some(Err(status)));
-                }
-                None => {
-                    // A gRPC body always ends with a status; one that ends without is no success.
-                    this.life.end(Code::Unknown);
-                    return Poll::Ready(None);
-                }
-            };
-            match frame.into_data() {
-                Ok(data) => match this.frames.take(data) {
-                    Ok((ready, completed)) => {
-                        this.life.counters.sent(completed);
-                        if let Some(ready) = ready {
-                            return Poll::Ready(Some(Ok(Frame::data(ready))));
-                        }
-                    }
-                    Err(reason) => {
-                        let status = reason.status();
-                        this.life.end(status.code());
-                        return Poll::Ready(Some(Err(status)));
-                    }
-                },
-                // Trailers come after every message.
-                Err(trailers) => {
-                    if let Some(trailers) = trailers.trailers_ref() {
-                        let code = trailers
-                            .get("grpc-status")
-                            .map_or(Code::Unknown, |v| Code::from_bytes(v.as_bytes()));
-                        this.life.end(code);
-                    }
-                    return Poll::Ready(Some(Ok(trailers)));
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.frames.is_empty() && self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
     }
 }
 
