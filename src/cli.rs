@@ -14,13 +14,16 @@ mod health;
 mod input;
 mod job;
 mod local;
+mod merge;
 mod output;
+mod part;
 mod progress;
 mod remote;
 mod report;
 mod resume;
 mod rps;
 mod serve;
+mod shard;
 mod sink;
 mod solve;
 mod values;
@@ -75,6 +78,12 @@ pub enum Command {
     /// SERVICE_UNKNOWN for a service it does not serve); 2 when it cannot ask (nothing listening,
     /// no answer within --timeout, TLS or token trouble). The container image's HEALTHCHECK.
     Health(HealthArgs),
+    /// Join the parts of a sharded job (`--shard K/N --output PART`, K from 0 to N-1) into the
+    /// whole output, in order, once every part is there, complete (its FILE.done.json matches its
+    /// bytes), of one job, and tiling the input. Exit status: that of the whole run (0, or 1 when
+    /// some item was bad); 2, writing nothing, when a part is missing, incomplete, cut or of
+    /// another job, which it names.
+    Merge(merge::MergeArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -362,6 +371,7 @@ pub fn main() -> ExitCode {
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
+        Command::Merge(args) => merge::run(&args),
     };
     match result {
         Ok(status) => status.into(),

@@ -9,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod card;
+pub mod frame;
 pub mod reader;
 pub use card::{Card, Rank, Suit};
 pub use reader::{BadDeal, DealFileError, DealReader};

@@ -16,14 +16,27 @@ pub(crate) struct Lines<R> {
     input: R,
     line: Vec<u8>,
     number: u64,
+    /// Bytes read from the input so far, and where the current line starts among them: a shard
+    /// frames a file by where its items' first lines start (`crate::items::Mark`).
+    read: u64,
+    start: u64,
 }
 
 impl<R: BufRead> Lines<R> {
+    #[cfg(test)]
     pub(crate) fn new(input: R) -> Self {
+        Lines::resumed(input, 0)
+    }
+
+    /// Lines of an input already read up to a line's start, `before` lines in: numbering goes on
+    /// from there, and offsets count from where `input` stands.
+    pub(crate) fn resumed(input: R, before: u64) -> Self {
         Lines {
             input,
             line: Vec::new(),
-            number: 0,
+            number: before,
+            read: 0,
+            start: 0,
         }
     }
 
@@ -36,15 +49,16 @@ impl<R: BufRead> Lines<R> {
         loop {
             self.line.clear();
             let limit = MAX_LINE_BYTES as u64 + 1;
-            if self
+            self.start = self.read;
+            let n = self
                 .input
                 .by_ref()
                 .take(limit)
-                .read_until(b'\n', &mut self.line)?
-                == 0
-            {
+                .read_until(b'\n', &mut self.line)?;
+            if n == 0 {
                 return Ok(false);
             }
+            self.read += n as u64;
             self.number += 1;
             if self.line.len() > MAX_LINE_BYTES {
                 return Err(io::Error::new(
@@ -82,6 +96,20 @@ impl<R: BufRead> Lines<R> {
     /// The current line's 1-based number (0 before the first).
     pub(crate) fn number(&self) -> u64 {
         self.number
+    }
+
+    /// Where the current line starts, in bytes from where reading began; at the end of the
+    /// input, the input's length.
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Lines before the current line's start (all the lines read, at the end of the input).
+    pub(crate) fn before(&self) -> u64 {
+        match self.read > self.start {
+            true => self.number - 1,
+            false => self.number,
+        }
     }
 
     pub(crate) fn get_ref(&self) -> &R {

@@ -2,9 +2,11 @@
 //! `client` and `rps` alike.
 
 use crate::deal::Deal;
+use crate::items::Mark;
 pub use crate::items::{Items, Step};
 
 use super::input::{Input, Reader, consumed};
+use super::shard::Segment;
 
 /// An item, or the message of its `error:` line (already naming the file, item and line).
 pub type Entry<T = Deal> = Result<T, String>;
@@ -51,27 +53,57 @@ impl Skip {
     }
 }
 
-/// Reads every input in order with the game's reader `R` and calls `emit` with batches of at most
-/// `max` entries, after the first `skip` entries, which are read the same way and only counted
-/// (a resume: their answers are in the output already). A batch is also cut short whenever the
-/// input has nothing more buffered, so that someone typing items sees each answer without waiting
-/// for a full batch. Stops early when `emit` returns false.
+/// What a run reads: its inputs, the segments of them a shard reads (`None`: every input whole),
+/// and how many items to read again without answering them (a resume).
+#[derive(Clone, Debug)]
+pub struct Reading {
+    pub inputs: Vec<Input>,
+    pub segments: Option<Vec<Segment>>,
+    pub skip: u64,
+}
+
+/// Reads every input in order (a shard: its segments) with the game's reader `R` and calls `emit`
+/// with batches of at most `max` entries, after the first `reading.skip` entries, which are read
+/// the same way and only counted (a resume: their answers are in the output already). A batch is
+/// also cut short whenever the input has nothing more buffered, so that someone typing items sees
+/// each answer without waiting for a full batch. Stops early when `emit` returns false.
 pub fn read_items<R: Items<Reader>>(
-    inputs: &[Input],
+    reading: &Reading,
     max: usize,
-    skip: u64,
     mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {
     let max = max.max(1);
     let mut skip = Skip {
-        left: skip,
+        left: reading.skip,
         items: 0,
         bad: 0,
     };
-    // Bytes of the inputs finished so far.
+    let whole: Vec<Segment>;
+    let (segments, sharded) = match &reading.segments {
+        Some(segments) => (segments, true),
+        None => {
+            whole = (0..reading.inputs.len())
+                .map(|input| Segment {
+                    input,
+                    at: Mark::default(),
+                    items: 0,
+                    to_end: true,
+                    before: 0,
+                })
+                .collect();
+            (&whole, false)
+        }
+    };
+    // Bytes of the inputs finished so far (of the shard's range, for a shard).
     let mut done = 0u64;
-    for input in inputs {
-        let reader = match input.open() {
+    for segment in segments {
+        let Some(input) = reading.inputs.get(segment.input) else {
+            continue;
+        };
+        if sharded {
+            done = segment.before;
+        }
+        let reader = match input.open_at(segment.at.offset) {
             Ok(r) => r,
             Err(e) => {
                 let label = match input {
@@ -85,9 +117,33 @@ pub fn read_items<R: Items<Reader>>(
             }
         };
         let prefix = input.prefix();
-        let mut items = R::over(reader);
+        let mut items = R::resumed(reader, &segment.at);
+        // Items this segment still has, when it stops before the input's end.
+        let mut left = (!segment.to_end).then_some(segment.items);
         let mut batch = Vec::with_capacity(max);
-        while let Some(step) = items.step() {
+        loop {
+            if left == Some(0) {
+                break;
+            }
+            let Some(step) = items.step() else {
+                if left.is_some_and(|left| left > 0) {
+                    let at = done + consumed(items.input());
+                    if !batch.is_empty() && !emit(Batched::Batch(std::mem::take(&mut batch), at)) {
+                        return;
+                    }
+                    let message = format!(
+                        "{prefix}ended before the items this shard framed in it (was it changed \
+                         while read?)"
+                    );
+                    if !emit(Batched::Unreadable(message)) {
+                        return;
+                    }
+                }
+                break;
+            };
+            if !matches!(step, Step::Failed(_)) {
+                left = left.map(|left| left - 1);
+            }
             if skip.left > 0 && !matches!(step, Step::Failed(_)) {
                 if skip.take(matches!(step, Step::Bad(_)))
                     && !emit(skip.said(done + consumed(items.input())))

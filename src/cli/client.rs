@@ -18,8 +18,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 
-use super::batches::{Batched, read_items};
-use super::input::{Input, Reader};
+use super::batches::{Batched, Reading, read_items};
+use super::input::Reader;
 use super::job::JobRun;
 use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
 use super::progress::Unit;
@@ -165,7 +165,7 @@ async fn stream_files<G: Protocol>(
     plan: Plan<'_>,
     config: ClientConfig,
 ) -> anyhow::Result<ExitStatus> {
-    let (job, sink) = JobRun::start(plan.job, plan.files, plan.unit, &plan.render)?;
+    let (job, sink) = JobRun::start::<G::Reader<Reader>>(plan.job, plan.files, plan.unit, &plan.render)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
     job.end(ended, tally.map(|t| report::daemons(&t, plan.unit.noun)))
@@ -183,15 +183,14 @@ async fn stream<G: Protocol>(
     let render = plan.render;
     let wire_options = config.asked.map(proto::AnalysisOptions::from);
     let batch = plan.batch;
-    let inputs = job.inputs.clone();
-    let skip = job.skip();
+    let reading = job.reading();
     let progress = &job.progress;
     let ahead = AHEAD.max(plan.reorder_bytes / (AHEAD_BYTES_PER_ITEM * batch.max(1)));
     let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
     let (submit, submissions) = mpsc::channel::<Chunk<G>>(1);
     std::thread::Builder::new()
         .name("reader".into())
-        .spawn(move || read::<G>(&inputs, batch, skip, wire_options, &slots_tx, &submit))
+        .spawn(move || read::<G>(&reading, batch, wire_options, &slots_tx, &submit))
         .context("cannot start the reader")?;
 
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -268,14 +267,13 @@ fn joined(
 /// the printer is bound to wait for it, which is what bounds the chunks alive to the slots read
 /// ahead.
 fn read<G: Protocol>(
-    inputs: &[Input],
+    reading: &Reading,
     batch: usize,
-    skip: u64,
     analysis: Option<proto::AnalysisOptions>,
     slots: &mpsc::Sender<Slot>,
     submit: &mpsc::Sender<Chunk<G>>,
 ) {
-    read_items::<G::Reader<Reader>>(inputs, batch, skip, |event| {
+    read_items::<G::Reader<Reader>>(reading, batch, |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
             Batched::Skipped { items, bad, at } => {

@@ -58,9 +58,28 @@ impl Input {
     }
 
     pub fn open(&self) -> io::Result<Reader> {
+        self.open_at(0)
+    }
+
+    /// Opens the input to read from byte `offset` of its file (a shard's first item); standard
+    /// input only from its start.
+    pub fn open_at(&self, offset: u64) -> io::Result<Reader> {
+        use io::Seek as _;
         let inner: Box<dyn Read + Send> = match self {
-            Input::Stdin => Box::new(io::stdin()),
-            Input::File(path) => Box::new(File::open(path)?),
+            Input::Stdin if offset == 0 => Box::new(io::stdin()),
+            Input::Stdin => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "standard input cannot be read from the middle",
+                ));
+            }
+            Input::File(path) => {
+                let mut file = File::open(path)?;
+                if offset > 0 {
+                    file.seek(io::SeekFrom::Start(offset))?;
+                }
+                Box::new(file)
+            }
         };
         Ok(BufReader::with_capacity(
             BUFFER,

@@ -7,10 +7,13 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 
-use super::input::Input;
+use super::batches::{Items, Reading};
+use super::input::{Input, Reader};
 use super::output::{ExitStatus, Printer, Render};
+use super::part;
 use super::progress::{Progress, Setup, Unit};
 use super::resume::{self, Record, Resume};
+use super::shard::{self, Plan, Shard, parse_shard};
 use super::sink::Sink;
 use super::values::parse_duration;
 
@@ -54,6 +57,12 @@ pub struct JobArgs {
     /// answered, bad, time, rate; for `client`, each daemon's share and the resends.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Answer only shard K of N (K from 0, as JOB_COMPLETION_INDEX counts): the items that begin
+    /// in the K-th of N equal byte ranges of all the files given, numbered as in the whole input,
+    /// so that the N outputs concatenated in K order are one whole run's. With --output, FILE is
+    /// a part: FILE.done.json records it complete, for `patience merge`.
+    #[arg(long, env = "PATIENCE_SHARD", value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub progress_every: std::time::Duration,
@@ -76,31 +85,47 @@ pub struct JobRun {
     pub progress: Progress,
     /// The output file resumed (`None` without `--output`).
     pub resume: Option<Resume>,
+    /// What `--shard` reads and where its part sits in the whole.
+    pub plan: Option<Plan>,
+    /// The lock on `--output` that keeps a second run of it waiting (released on exit).
+    _lock: Option<std::fs::File>,
 }
 
 impl JobRun {
     /// Opens the output the flags ask for (refusing a resume that does not fit: a usage error)
     /// and starts the progress. `answers` names what the lines answer (`deals`, `cases`), for
     /// the output file's record.
-    pub fn start(
+    ///
+    /// With `--shard`, the inputs are framed with the game's reader `R` up to the end of the
+    /// shard's range first. With `--output`, the file is locked (a second run of it waits for the
+    /// first to end) and its completion record removed before anything in it changes.
+    pub fn start<R: Items<Reader>>(
         args: &JobArgs,
         files: &[PathBuf],
         unit: Unit,
         render: &Render,
     ) -> anyhow::Result<(JobRun, Sink)> {
         let inputs = Input::from_args(files);
+        let plan = args
+            .shard
+            .map(|shard| shard::plan::<R>(&inputs, shard))
+            .transpose()?;
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();
+        let mut lock = None;
         let (sink, resume) = match &args.output {
             None => (Sink::stdout(), None),
             Some(path) => {
-                let record = Record::new(
+                lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
+                part::forget(path)?;
+                let mut record = Record::new(
                     unit.noun,
                     render.format,
                     render.precision,
                     render.asked,
                     &inputs,
                 );
+                record.shard = args.shard.map(|shard| shard.to_string());
                 let speaker = speaker.clone();
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
                 let (sink, resume) = resume::open(path, args.resume, &record, &inputs, tell)?;
@@ -116,12 +141,19 @@ impl JobRun {
             kept: resume.as_ref().map_or(0, |r| r.kept),
             file: args.output.as_ref().map(|p| p.display().to_string()),
         };
-        let progress = Progress::new(setup, &inputs);
+        // A shard's progress counts its own range's bytes.
+        let bytes = match &plan {
+            Some(plan) => Some(plan.range.end - plan.range.start),
+            None => inputs.iter().map(Input::size).sum::<Option<u64>>(),
+        };
+        let progress = Progress::new(setup, bytes);
         let _ = speaker.set(progress.clone());
         let job = JobRun {
             inputs,
             progress,
             resume,
+            plan,
+            _lock: lock,
         };
         Ok((job, sink))
     }
@@ -131,9 +163,20 @@ impl JobRun {
         self.resume.as_ref().map_or(0, |r| r.kept)
     }
 
-    /// The printer of this run's answers into `sink`.
+    /// What the run reads: the inputs (a shard's segments of them), past the answers kept.
+    pub fn reading(&self) -> Reading {
+        Reading {
+            inputs: self.inputs.clone(),
+            segments: self.plan.as_ref().map(|plan| plan.segments.clone()),
+            skip: self.skip(),
+        }
+    }
+
+    /// The printer of this run's answers into `sink`, numbering them from the shard's first
+    /// item's index in the whole input.
     pub fn printer(&self, sink: Sink, render: Render) -> Printer<'_> {
-        Printer::new(sink, render, &self.progress, self.resume.clone())
+        let first = self.plan.as_ref().map_or(0, |plan| plan.range.first);
+        Printer::new(sink, render, &self.progress, self.resume.clone(), first)
     }
 
     /// Ends the run's reporting: the summary (with `more` at its end) after a run that ended
@@ -144,6 +187,22 @@ impl JobRun {
         ended: anyhow::Result<ExitStatus>,
         more: Option<String>,
     ) -> anyhow::Result<ExitStatus> {
+        let ended = match (ended, &self.plan, &self.resume) {
+            // A shard's part that ended as a whole run ends (every item answered, some perhaps
+            // bad) is recorded complete.
+            (Ok(status @ (ExitStatus::Ok | ExitStatus::BadInput)), Some(plan), Some(resume)) => {
+                let counts = self.progress.counts();
+                part::complete(
+                    &resume.path,
+                    plan,
+                    counts.done + counts.skipped,
+                    counts.bad + counts.skipped_bad,
+                    status,
+                )
+                .map(|()| status)
+            }
+            (ended, _, _) => ended,
+        };
         match &ended {
             Ok(_) => self.progress.summarize(more),
             Err(_) => self.progress.finish(),

@@ -7,8 +7,8 @@ use std::io;
 use std::sync::mpsc;
 use std::thread;
 
-use super::batches::{Batched, Entry, Items, read_items};
-use super::input::{Input, Reader};
+use super::batches::{Batched, Entry, Items, Reading, read_items};
+use super::input::Reader;
 use super::output::{ExitStatus, Printer};
 use crate::pool::{BatchTicket, Engines, Pool};
 
@@ -25,12 +25,11 @@ enum Piece<A> {
     Unreadable(String),
 }
 
-/// Reads every item of `inputs` with the game's reader `R`, the first `skip` only to count them
-/// (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
+/// Reads every item of `reading` with the game's reader `R`, the first `reading.skip` only to
+/// count them (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
 /// answer in input order with `print`.
 pub fn run<R, A>(
-    inputs: &[Input],
-    skip: u64,
+    reading: &Reading,
     pool: &Pool,
     batch: usize,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
@@ -45,7 +44,7 @@ where
     let (tx, rx) = mpsc::sync_channel::<Piece<A>>(4 * pool.workers());
     thread::scope(|scope| {
         scope.spawn(move || {
-            read_items::<R>(inputs, batch, skip, |event| {
+            read_items::<R>(reading, batch, |event| {
                 let piece = match event {
                     Batched::Batch(items, at) => {
                         match pool.submit_batch_blocking(items, solve.clone()) {

@@ -48,12 +48,20 @@ pub struct Printer<'a> {
 }
 
 impl<'a> Printer<'a> {
-    pub fn new(out: Sink, render: Render, progress: &'a Progress, resume: Option<Resume>) -> Self {
+    /// A printer whose first line is item `first` of the whole input (a shard's first; else 0),
+    /// after the answers a resumed file holds.
+    pub fn new(
+        out: Sink,
+        render: Render,
+        progress: &'a Progress,
+        resume: Option<Resume>,
+        first: u64,
+    ) -> Self {
         Printer {
             out,
             render,
             progress,
-            index: resume.as_ref().map_or(0, |r| r.kept),
+            index: first + resume.as_ref().map_or(0, |r| r.kept),
             status: ExitStatus::Ok,
             bad: 0,
             resume,

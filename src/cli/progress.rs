@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, ProgressStyle};
 
 use super::ProgressMode;
-use super::input::Input;
 use super::report::{self, Counts};
 
 /// What the progress counts, and the guess at the total before anything is printed.
@@ -93,13 +92,10 @@ struct ProgressShared {
 }
 
 impl Progress {
-    /// The progress of a run over `inputs`, as `setup` asks.
-    pub fn new(setup: Setup, inputs: &[Input]) -> Progress {
-        let bytes = inputs
-            .iter()
-            .map(Input::size)
-            .sum::<Option<u64>>()
-            .filter(|&b| b > 0);
+    /// The progress of a run over `bytes` of input (`None` when they are not known beforehand:
+    /// standard input, a pipe), as `setup` asks.
+    pub fn new(setup: Setup, bytes: Option<u64>) -> Progress {
+        let bytes = bytes.filter(|&b| b > 0);
         let terminal = std::io::stderr().is_terminal();
         let answers_on_terminal = setup.to_stdout && std::io::stdout().is_terminal();
         let bar = match setup.mode {

@@ -41,6 +41,9 @@ pub struct Record {
     /// The inputs as the command line named them (`-` for standard input). Their content is not
     /// recorded: a resume counts the inputs again, which is what the answers depend on.
     pub inputs: Vec<String>,
+    /// `--shard K/N`, when the file is a shard's part (a resume must be of the same shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 impl Record {
@@ -67,12 +70,13 @@ impl Record {
             moves: asked.moves,
             line: asked.line,
             inputs: inputs.iter().map(Input::name).collect(),
+            shard: None,
         }
     }
 
     /// What decides the lines, each as a command line would say it; `None` for the precision
     /// of JSON lines, which carry every digit whatever it says.
-    fn said(&self) -> [Option<String>; 7] {
+    fn said(&self) -> [Option<String>; 8] {
         let flag = |on: bool, flag: &str| match on {
             true => flag.to_string(),
             false => format!("no {flag}"),
@@ -86,6 +90,10 @@ impl Record {
             Some(flag(self.moves, "--moves")),
             Some(flag(self.line, "--line")),
             Some(format!("the inputs {}", self.inputs.join(" "))),
+            Some(match &self.shard {
+                Some(shard) => format!("--shard {shard}"),
+                None => "no --shard".to_string(),
+            }),
         ]
     }
 
@@ -211,7 +219,8 @@ fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
     Ok((read > 0).then_some((len, lines)))
 }
 
-fn read_record(output: &Path) -> anyhow::Result<Record> {
+/// The record beside `output`, checked to be one this patience reads.
+pub(super) fn read_record(output: &Path) -> anyhow::Result<Record> {
     let path = record_path(output);
     let (shown, recorded) = (output.display(), path.display());
     let text = match std::fs::read_to_string(&path) {
@@ -235,17 +244,21 @@ fn read_record(output: &Path) -> anyhow::Result<Record> {
     Ok(record)
 }
 
-/// Writes the record whole or not at all (a temporary file renamed over it).
+/// Writes the record whole or not at all.
 fn write_record(output: &Path, record: &Record) -> anyhow::Result<()> {
-    let path = record_path(output);
+    let mut text = serde_json::to_string(record).context("cannot write the run's record")?;
+    text.push('\n');
+    write_atomically(&record_path(output), &text)
+}
+
+/// Writes `text` to `path` whole or not at all: a temporary file, synced, renamed over it.
+pub(super) fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".tmp");
     let temporary = PathBuf::from(temporary);
-    let mut text = serde_json::to_string(record).context("cannot write the run's record")?;
-    text.push('\n');
     let written = std::fs::write(&temporary, text)
         .and_then(|()| File::open(&temporary)?.sync_all())
-        .and_then(|()| std::fs::rename(&temporary, &path));
+        .and_then(|()| std::fs::rename(&temporary, path));
     written.with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -288,6 +301,7 @@ mod tests {
             moves: false,
             line: false,
             inputs: vec!["deals.in".into()],
+            shard: None,
         };
         assert_eq!(text.differences(&text.clone()), None);
         let nine = Record {

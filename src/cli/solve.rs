@@ -4,6 +4,7 @@
 use anyhow::Context as _;
 
 use super::SolveArgs;
+use super::input::Reader;
 use super::job::JobRun;
 use super::local;
 use super::output::{ExitStatus, JsonAnalysis, Render};
@@ -22,12 +23,11 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         precision: args.precision,
         asked: options,
     };
-    let (job, sink) = JobRun::start(&args.job, &args.files, Unit::DEALS, &render)?;
+    let (job, sink) = JobRun::start::<DealReader<Reader>>(&args.job, &args.files, Unit::DEALS, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::run::<DealReader<_>, _>(
-        &job.inputs,
-        job.skip(),
+        &job.reading(),
         &pool,
         BATCH,
         // With nothing asked this is a plain solve.

@@ -61,9 +61,16 @@ pub struct DealReader<R> {
 
 impl<R: BufRead> DealReader<R> {
     pub fn new(input: R) -> Self {
+        DealReader::resumed(input, 0, 0)
+    }
+
+    /// A reader of an input that stands at the start of a line, `line` lines and `deals` deals
+    /// into its file (a shard's first deal, found by [`super::frame`]): it numbers deals and lines
+    /// on from there.
+    pub fn resumed(input: R, line: u64, deals: u64) -> Self {
         DealReader {
-            lines: Lines::new(input),
-            deal_no: 0,
+            lines: Lines::resumed(input, line),
+            deal_no: deals,
             failed: false,
         }
     }
@@ -175,7 +182,7 @@ fn is_space(b: u8) -> bool {
 
 /// Tokens of a line, as `split_whitespace` counts them. Byte by byte for ASCII lines (nearly all
 /// of them), which is several times faster than decoding characters.
-fn count_tokens(line: &[u8]) -> usize {
+pub(super) fn count_tokens(line: &[u8]) -> usize {
     if line.is_ascii() {
         line.split(|&b| is_space(b))
             .filter(|t| !t.is_empty())

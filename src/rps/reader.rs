@@ -45,6 +45,7 @@
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
+use crate::items::Mark;
 use crate::lines::Lines;
 
 use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple, quote};
@@ -140,16 +141,47 @@ pub struct CaseReader<R> {
     /// Cases begun so far.
     case_no: u64,
     done: bool,
+    /// Steps taken, and where the last one's first line is, for framing ([`CaseReader::mark`]).
+    steps: u64,
+    first: Mark,
 }
 
 impl<R: BufRead> CaseReader<R> {
     pub fn new(input: R) -> Self {
+        CaseReader::resumed(input, &Mark::default())
+    }
+
+    /// A reader of an input that stands where `at` says, a step's first line found by framing
+    /// the file (a shard's first case): it numbers cases and lines on from there.
+    pub fn resumed(input: R, at: &Mark) -> Self {
         CaseReader {
-            lines: Lines::new(input),
+            lines: Lines::resumed(input, at.line),
             held: false,
-            count: None,
-            case_no: 0,
+            count: at.count,
+            case_no: at.item,
             done: false,
+            steps: 0,
+            first: Mark::default(),
+        }
+    }
+
+    /// Where the last step began, for a reader that read from the start of its file: the first
+    /// step at the start, and each later one at its first line (a line held from the case before
+    /// included), or at the end of the input for a case that finds none.
+    pub fn mark(&self) -> Mark {
+        match self.steps {
+            0 | 1 => Mark::default(),
+            _ => self.first,
+        }
+    }
+
+    /// The mark of a step whose first line is the current one (or the end), `cases` before it.
+    fn here(&self, cases: u64) -> Mark {
+        Mark {
+            offset: self.lines.start(),
+            line: self.lines.before(),
+            item: cases,
+            count: self.count,
         }
     }
 
@@ -223,7 +255,9 @@ impl<R: BufRead> CaseReader<R> {
             return self.read_case(cases).map(Some);
         }
         self.done = true;
-        match self.next_line()? {
+        let more = self.next_line();
+        self.first = self.here(cases);
+        match more? {
             true => Err(CaseFileError::Trailing {
                 line: self.lines.number(),
                 cases,
@@ -243,7 +277,9 @@ impl<R: BufRead> CaseReader<R> {
         };
         let bad = |line, error| CaseFileError::Case(BadCase { case, line, error });
 
-        if !self.next_line()? {
+        let more = self.next_line();
+        self.first = self.here(case - 1);
+        if !more? {
             return Err(truncated(self.lines.number(), Expected::Start));
         }
         let start = self.lines.number();
@@ -299,6 +335,7 @@ impl<R: BufRead> Iterator for CaseReader<R> {
         if self.done {
             return None;
         }
+        self.steps += 1;
         match self.advance() {
             Ok(case) => case.map(Ok),
             Err(e) => {

@@ -1,0 +1,259 @@
+//! `patience merge`: the N parts of a sharded job (`--shard K/N --output PART`) into the whole
+//! output, only when they make it.
+//!
+//! Before writing anything it checks that every part is complete (its completion record is there
+//! and its bytes are the ones recorded: nothing cut or changed since), that all are of one job
+//! (the same flags, inputs and input sizes, the same N), that every shard from 0 to N-1 is there
+//! once and that their ranges tile the input, items and bytes. Each refusal names the part and
+//! what to do, with exit status 2. With `--output` the whole is written beside it and renamed
+//! into place at the end, so a merge that fails half-way leaves nothing that looks complete.
+
+use std::fs::File;
+use std::io::{self, Read as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use super::output::ExitStatus;
+use super::part::{self, Done};
+
+/// Flags of `patience merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Write the whole output to FILE (written beside it and renamed into place once whole)
+    /// instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The parts, each the --output of one `--shard K/N` run, in any order.
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+}
+
+/// One part, checked complete.
+struct Part {
+    path: PathBuf,
+    done: Done,
+    /// Held while merging: a run writing the part would have it.
+    _lock: File,
+}
+
+pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
+    let mut parts = Vec::with_capacity(args.parts.len());
+    for path in &args.parts {
+        if args.output.as_deref() == Some(path.as_path()) {
+            bail!("--output {} is also one of the parts", path.display());
+        }
+        parts.push(checked(path)?);
+    }
+    let ordered = in_order(&parts)?;
+    let status = ordered
+        .iter()
+        .map(|p| p.done.status)
+        .max()
+        .map_or(ExitStatus::Ok, |s| match s {
+            0 => ExitStatus::Ok,
+            _ => ExitStatus::BadInput,
+        });
+    match &args.output {
+        None => {
+            let stdout = io::stdout();
+            let mut out = stdout.lock();
+            copy_all(&ordered, &mut out)?;
+        }
+        Some(output) => {
+            let temporary = part::beside(output, ".merging");
+            let written = File::create(&temporary)
+                .map_err(anyhow::Error::new)
+                .and_then(|mut file| {
+                    copy_all(&ordered, &mut file)?;
+                    file.sync_all().map_err(anyhow::Error::new)
+                })
+                .and_then(|()| std::fs::rename(&temporary, output).map_err(anyhow::Error::new));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&temporary);
+                return Err(e.context(format!("cannot write {}", output.display())));
+            }
+        }
+    }
+    Ok(status)
+}
+
+/// The part at `path`, locked, with its completion record, its bytes checked against it.
+fn checked(path: &Path) -> anyhow::Result<Part> {
+    let shown = path.display();
+    if let Err(e) = std::fs::metadata(path) {
+        if e.kind() == io::ErrorKind::NotFound {
+            bail!("{shown} is missing: run its shard (with --output {shown})");
+        }
+        return Err(anyhow::Error::new(e).context(format!("cannot read {shown}")));
+    }
+    let lock_path = part::beside(path, ".lock");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open the lock {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        bail!(
+            "{shown} is being written by a run right now (it holds {}): merge once it has ended",
+            lock_path.display()
+        );
+    }
+    let Some(done) = part::read_done(path)? else {
+        bail!(
+            "{shown} is incomplete: it has no completion record ({}), so its shard has not \
+             finished; run it again with --resume to finish it",
+            part::done_path(path).display()
+        );
+    };
+    let sum = part::checksum(path)?;
+    if (sum.bytes, sum.lines, sum.crc32) != (done.bytes, done.lines, done.crc32) {
+        bail!(
+            "{shown} is not the part its completion record describes: it holds {} bytes in {} \
+             lines (CRC-32 {:08x}) where {} says {} bytes in {} lines ({:08x}); it was cut or \
+             changed after its shard ended: run shard {} again with --resume",
+            sum.bytes,
+            sum.lines,
+            sum.crc32,
+            part::done_path(path).display(),
+            done.bytes,
+            done.lines,
+            done.crc32,
+            done.range.shard
+        );
+    }
+    Ok(Part {
+        path: path.to_path_buf(),
+        done,
+        _lock: lock,
+    })
+}
+
+/// What makes a part one of a job, said for a refusal.
+fn job(done: &Done) -> String {
+    let mut record = done.record.clone();
+    record.shard = None;
+    format!(
+        "{} shards of {} ({} bytes), {} as {} lines{}{}{}{}",
+        done.range.shard.count,
+        record.inputs.join(" "),
+        done.sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join("+"),
+        record.answers,
+        record.format,
+        record
+            .precision
+            .map(|p| format!(" with --precision {p}"))
+            .unwrap_or_default(),
+        if record.exact { ", --exact" } else { "" },
+        if record.moves { ", --moves" } else { "" },
+        if record.line { ", --line" } else { "" },
+    )
+}
+
+/// The parts in shard order, once they are checked to be all of one job's, each once, tiling
+/// the input.
+fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
+    let Some(first) = parts.first() else {
+        bail!("no parts to merge");
+    };
+    let ours = job(&first.done);
+    for part in parts {
+        let theirs = job(&part.done);
+        if theirs != ours {
+            bail!(
+                "{} is a part of another job: it holds {theirs}, where {} holds {ours}",
+                part.path.display(),
+                first.path.display()
+            );
+        }
+    }
+    let count = first.done.range.shard.count;
+    let mut slots: Vec<Option<&Part>> = vec![None; usize::try_from(count).unwrap_or(usize::MAX)];
+    for part in parts {
+        let k = part.done.range.shard.index;
+        let Some(slot) = usize::try_from(k).ok().and_then(|k| slots.get_mut(k)) else {
+            bail!("{} names shard {k} of {count}", part.path.display());
+        };
+        if let Some(other) = slot {
+            bail!(
+                "{} and {} are both shard {k}/{count}: give each part once",
+                other.path.display(),
+                part.path.display()
+            );
+        }
+        *slot = Some(part);
+    }
+    let missing: Vec<String> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| slot.is_none())
+        .map(|(k, _)| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        let (s, are, them) = match missing.len() {
+            1 => ("", "is", "it"),
+            _ => ("s", "are", "each"),
+        };
+        bail!(
+            "shard{s} {} of {count} {are} missing: none of the parts given is shard{s} {}; run \
+             {them} with --shard K/{count} --output PART, and give every part",
+            missing.join(", "),
+            missing.join(", "),
+        );
+    }
+    let ordered: Vec<&Part> = slots.into_iter().flatten().collect();
+    let (mut byte, mut item) = (0u64, 0u64);
+    for part in &ordered {
+        let range = &part.done.range;
+        if range.start != byte || range.first != item {
+            bail!(
+                "{} (shard {}) starts at byte {} and item {}, where the shards before it end at \
+                 byte {byte} and item {item}: the parts do not tile the input",
+                part.path.display(),
+                range.shard,
+                range.start,
+                range.first
+            );
+        }
+        byte = range.end;
+        item = range.first + range.items;
+    }
+    let total = first.done.range.total;
+    if byte != total {
+        bail!("the parts end at byte {byte} of the input's {total}: they do not tile it");
+    }
+    Ok(ordered)
+}
+
+/// Copies every part into `out`, checking each one's bytes against its record again on the way.
+fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
+    let mut buffer = vec![0u8; 1 << 20];
+    for part in parts {
+        let shown = part.path.display();
+        let mut file = File::open(&part.path).with_context(|| format!("cannot read {shown}"))?;
+        let mut crc = flate2::Crc::new();
+        let mut bytes = 0u64;
+        loop {
+            let n = match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+            };
+            crc.update(&buffer[..n]);
+            bytes += n as u64;
+            out.write_all(&buffer[..n])
+                .context("cannot write the merged output")?;
+        }
+        if (bytes, crc.sum()) != (part.done.bytes, part.done.crc32) {
+            bail!("{shown} changed while it was merged: merge again");
+        }
+    }
+    out.flush().context("cannot write the merged output")
+}

@@ -1,0 +1,203 @@
+//! `--shard K/N`: which items of the whole input (every file given, in order) shard K answers,
+//! and where its readers start.
+//!
+//! # The boundaries
+//! The inputs are taken as one run of S bytes (their sizes added, in order). Shard K owns the
+//! bytes from `K*S/N` to `(K+1)*S/N` (rounded down; the last shard owns the rest), and answers
+//! every item whose step *begins* there: the item's first line (a file's first item begins at
+//! the file's start). Every item begins in exactly one range, so the shards' items tile the
+//! input, in order, and their outputs concatenated in K order are one unsharded run's. Ranges
+//! are equal in bytes, so shards are nearly equal in items wherever items are of about one size.
+//!
+//! To print the global `index` and the `error:` lines' deal and line numbers, shard K must know
+//! how many items and lines come before its first item: it frames the bytes before its range
+//! (`Items::frame`: newlines and each deal's first line, no parsing, no solving), then reads its
+//! own items with the game's reader started at the first one (`Items::resumed`). So shard K reads
+//! `(K+1)/N` of the input's bytes, its range included, and N shards read `(N+1)/2` times the
+//! input: framing is cheap beside solving (docs/shards.md has the figures).
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+
+use super::batches::Items;
+use super::input::{Input, Reader};
+use crate::items::{Framed, Mark};
+
+/// `--shard K/N`: the K-th of N shards, K from 0 (as a Kubernetes Indexed Job's
+/// `JOB_COMPLETION_INDEX` counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The parser of `--shard`: `K/N` with N at least 1 and K below N.
+pub(super) fn parse_shard(text: &str) -> Result<Shard, String> {
+    let wanted = "use K/N, shard K of N counted from 0 (0/4, 1/4, 2/4 and 3/4 make a whole run)";
+    let (k, n) = text
+        .trim()
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not K/N; {wanted}"))?;
+    let number = |s: &str| s.trim().parse::<u64>().ok();
+    match (number(k), number(n)) {
+        (Some(index), Some(count)) if count >= 1 && index < count => Ok(Shard { index, count }),
+        (Some(index), Some(count)) if count >= 1 => Err(format!(
+            "shard {index} of {count} does not exist: K goes from 0 to {}; {wanted}",
+            count - 1
+        )),
+        _ => Err(format!("{text:?} is not K/N; {wanted}")),
+    }
+}
+
+/// A run of consecutive items of one input that a shard reads.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    /// Which input, in the order given.
+    pub input: usize,
+    /// Where its first item's step begins.
+    pub at: Mark,
+    /// Its items, and whether it reads on to the end of the input (whose failure, if it fails,
+    /// is this shard's to report) rather than stopping after them.
+    pub items: u64,
+    pub to_end: bool,
+    /// Bytes of the shard's range before `at`, for the progress.
+    pub before: u64,
+}
+
+/// What a shard reads, and where its part sits in the whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range {
+    pub shard: Shard,
+    /// The bytes whose items it answers: `start..end` of `total`, the inputs' sizes added.
+    pub start: u64,
+    pub end: u64,
+    pub total: u64,
+    /// The whole input's index of its first item, and how many it answers.
+    pub first: u64,
+    pub items: u64,
+}
+
+/// A shard's plan: its range, and the segments its readers read.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub range: Range,
+    pub sizes: Vec<u64>,
+    pub segments: Vec<Segment>,
+}
+
+/// Frames `inputs` up to the end of `shard`'s range with the game's framing `R` and plans what
+/// the shard reads. The inputs must be regular files: their sizes set the ranges.
+pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<Plan> {
+    let mut sizes = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let Input::File(path) = input else {
+            bail!(
+                "--shard {shard} needs its inputs as files: the shards' ranges are set by their \
+                 sizes, which standard input does not have (save it to a file first)"
+            );
+        };
+        sizes.push(size(path)?);
+    }
+    let total: u64 = sizes.iter().sum();
+    let cut = |k: u64| (u128::from(k) * u128::from(total) / u128::from(shard.count)) as u64;
+    let start = cut(shard.index);
+    let end = match shard.index + 1 == shard.count {
+        true => u64::MAX,
+        false => cut(shard.index + 1),
+    };
+    let (mut first, mut items) = (0u64, 0u64);
+    let mut segments = Vec::new();
+    let mut base = 0u64;
+    for (i, input) in inputs.iter().enumerate() {
+        if base >= end {
+            break;
+        }
+        let reader = input
+            .open()
+            .with_context(|| format!("cannot open {}", input.name()))?;
+        let mut segment: Option<Segment> = None;
+        let mut past = false;
+        R::frame(reader, &mut |framed| {
+            let (mark, item) = match framed {
+                Framed::Item(mark) => (mark, true),
+                Framed::Failed(mark) => (mark, false),
+            };
+            let at = base + mark.offset;
+            if at >= end {
+                past = true;
+                return false;
+            }
+            if at < start {
+                first += u64::from(item);
+                return true;
+            }
+            let segment = segment.get_or_insert(Segment {
+                input: i,
+                at: mark,
+                items: 0,
+                to_end: false,
+                before: at - start,
+            });
+            segment.items += u64::from(item);
+            items += u64::from(item);
+            true
+        })
+        .with_context(|| format!("cannot read {}", input.name()))?;
+        if let Some(mut segment) = segment {
+            segment.to_end = !past;
+            segments.push(segment);
+        }
+        if past {
+            break;
+        }
+        base += sizes[i];
+    }
+    Ok(Plan {
+        range: Range {
+            shard,
+            start,
+            end: end.min(total),
+            total,
+            first,
+            items,
+        },
+        sizes,
+        segments,
+    })
+}
+
+/// A regular file's size, or why it has none.
+fn size(path: &PathBuf) -> anyhow::Result<u64> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "--shard needs regular files (their sizes set the shards' ranges): {} is not one",
+            path.display()
+        );
+    }
+    Ok(meta.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shard_is_k_of_n_counted_from_zero() {
+        assert_eq!(parse_shard("3/8"), Ok(Shard { index: 3, count: 8 }));
+        assert_eq!(parse_shard(" 0 / 1 "), Ok(Shard { index: 0, count: 1 }));
+        let said = |text| parse_shard(text).unwrap_err();
+        assert!(said("8/8").starts_with("shard 8 of 8 does not exist: K goes from 0 to 7"));
+        assert!(said("1/0").starts_with("\"1/0\" is not K/N"));
+        assert!(said("3").starts_with("\"3\" is not K/N"));
+        assert!(said("-1/4").starts_with("\"-1/4\" is not K/N"));
+    }
+}
