@@ -125,3 +125,72 @@ impl<R: BufRead> Items<R> for CaseReader<R> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every step of `text`, said in words.
+    fn steps<T: std::fmt::Debug, I: Items<&'static [u8], Item = T>>(mut items: I) -> Vec<String> {
+        std::iter::from_fn(|| items.step())
+            .map(|step| format!("{step:?}"))
+            .collect()
+    }
+
+    /// A reader started at any step's mark reads the same rest as one that read everything
+    /// before it: what a shard's first reader relies on.
+    fn resumes_at_every_mark<T: std::fmt::Debug, I: Items<&'static [u8], Item = T>>(
+        text: &'static str,
+    ) {
+        let bytes = text.as_bytes();
+        let whole = steps(I::over(bytes));
+        let mut marks = Vec::new();
+        I::frame(bytes, &mut |framed| {
+            marks.push(framed);
+            true
+        })
+        .unwrap();
+        assert_eq!(marks.len(), whole.len(), "one mark per step: {text:?}");
+        for (i, framed) in marks.iter().enumerate() {
+            let (Framed::Item(mark) | Framed::Failed(mark)) = framed;
+            let offset = usize::try_from(mark.offset).unwrap();
+            let rest = steps(I::resumed(&bytes[offset..], mark));
+            assert_eq!(rest, whole[i..], "from step {i} ({mark:?}) of {text:?}");
+        }
+    }
+
+    const SAMPLE: &str = "AS 9S 6C KS\nJC QH AC KH\n7S QD JD KD\nQS TS JS 9H\n6D TD AD 8S\n\
+                          QC TH KC 8D\n8C 9D TC 7C\n9C 7H JH 7D\n8H 6S AH 6H\n";
+
+    #[test]
+    fn deal_readers_resume_at_every_mark() {
+        let text = format!(
+            "\u{feff}\n{SAMPLE}\n\r\n{}\nAS 9S\n{SAMPLE}7S 6S / 6C 6H / 7C 6D / / / / / /\n\
+             {SAMPLE}\n\nAS\0\n{SAMPLE}",
+            SAMPLE.replace('\n', " ")
+        );
+        resumes_at_every_mark::<Deal, DealReader<&[u8]>>(text.leak());
+        resumes_at_every_mark::<Deal, DealReader<&[u8]>>(&SAMPLE[..40]);
+    }
+
+    #[test]
+    fn case_readers_resume_at_every_mark() {
+        let maze = "0.2 0.3 0.5\n";
+        for text in [
+            // Good cases, blank lines, CRLF.
+            format!("3\n\n1\n{maze}{maze}\r\n0\n{maze}2\n{maze}{maze}\n{maze}"),
+            // A short case (its start line held for the next), a bad start line (skipped to the
+            // next start), a bad triple, then trailing text.
+            format!("4\n2\n{maze}{maze}0\n{maze}abc\n{maze}{maze}1\n{maze}0.1 x 0.2\n0\n{maze}9\n"),
+            // Truncated in a case, and before one.
+            format!("3\n1\n{maze}{maze}1\n{maze}"),
+            format!("2\n0\n{maze}"),
+            // No count, a bad count, and a line that is not text.
+            String::new(),
+            "x y\n0\n".to_string(),
+            format!("2\n0\n{maze}0\n0.1\0\n"),
+        ] {
+            resumes_at_every_mark::<Case, CaseReader<&[u8]>>(text.leak());
+        }
+    }
+}

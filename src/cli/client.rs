@@ -165,7 +165,8 @@ async fn stream_files<G: Protocol>(
     plan: Plan<'_>,
     config: ClientConfig,
 ) -> anyhow::Result<ExitStatus> {
-    let (job, sink) = JobRun::start::<G::Reader<Reader>>(plan.job, plan.files, plan.unit, &plan.render)?;
+    let (job, sink) =
+        JobRun::start::<G::Reader<Reader>>(plan.job, plan.files, plan.unit, &plan.render)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
     job.end(ended, tally.map(|t| report::daemons(&t, plan.unit.noun)))

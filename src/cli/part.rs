@@ -154,7 +154,9 @@ pub fn checksum(path: &Path) -> anyhow::Result<Sum> {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display())));
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot read {}", path.display()))
+                );
             }
         };
         crc.update(&buffer[..n]);
@@ -174,10 +176,16 @@ pub fn read_done(output: &Path) -> anyhow::Result<Option<Done>> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display()))),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display())));
+        }
     };
-    let done: Done = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a completion record patience wrote", path.display()))?;
+    let done: Done = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a completion record patience wrote",
+            path.display()
+        )
+    })?;
     if done.version != VERSION {
         bail!(
             "{} is of version {} (this patience reads version {VERSION})",

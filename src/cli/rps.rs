@@ -23,7 +23,8 @@ const BATCH: usize = 16;
 /// Solves the cases in this process (`rps` without `--addr`; with it, `client::run_rps`).
 pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let render = args.render();
-    let (job, sink) = JobRun::start::<CaseReader<Reader>>(&args.job, &args.files, Unit::CASES, &render)?;
+    let (job, sink) =
+        JobRun::start::<CaseReader<Reader>>(&args.job, &args.files, Unit::CASES, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::run::<CaseReader<Reader>, _>(

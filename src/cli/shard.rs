@@ -176,7 +176,8 @@ pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<
 
 /// A regular file's size, or why it has none.
 fn size(path: &PathBuf) -> anyhow::Result<u64> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
         bail!(
             "--shard needs regular files (their sizes set the shards' ranges): {} is not one",

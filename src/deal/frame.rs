@@ -257,7 +257,11 @@ mod tests {
             "\n \n".to_string(),
         ];
         for text in cases {
-            assert_eq!(framed(text.as_bytes()), read_marks(text.as_bytes()), "{text:?}");
+            assert_eq!(
+                framed(text.as_bytes()),
+                read_marks(text.as_bytes()),
+                "{text:?}"
+            );
         }
     }
 
