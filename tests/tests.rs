@@ -30,5 +30,6 @@ mod rps;
 mod rps_cli;
 mod rps_daemon;
 mod security;
+mod shards;
 mod solve_cli;
 mod ui;

@@ -40,9 +40,21 @@ struct Part {
 
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
     let mut parts = Vec::with_capacity(args.parts.len());
-    for path in &args.parts {
-        if args.output.as_deref() == Some(path.as_path()) {
+    let same = |a: &Path, b: &Path| {
+        a == b
+            || a.canonicalize()
+                .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+    };
+    for (i, path) in args.parts.iter().enumerate() {
+        if args
+            .output
+            .as_deref()
+            .is_some_and(|output| same(output, path))
+        {
             bail!("--output {} is also one of the parts", path.display());
+        }
+        if args.parts[..i].iter().any(|other| same(other, path)) {
+            bail!("{} is given twice: give each part once", path.display());
         }
         parts.push(checked(path)?);
     }

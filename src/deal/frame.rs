@@ -163,10 +163,8 @@ pub fn frame(mut input: impl Read, seen: &mut dyn FnMut(Framed) -> bool) -> io::
         }
         at += n as u64;
     }
-    if !carry.is_empty() {
-        if let Go::Stop = framer.line(carry_start, &carry, false) {
-            return Ok(());
-        }
+    if !carry.is_empty() && matches!(framer.line(carry_start, &carry, false), Go::Stop) {
+        return Ok(());
     }
     framer.end();
     Ok(())

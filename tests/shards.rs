@@ -1,0 +1,428 @@
+//! `--shard K/N` and `patience merge`, through the binaries.
+//!
+//! The whole run each sharded run is compared with is itself checked against the reference
+//! answers (`random1000.out6`, `rps-random120.out10`, from the seed solvers) wherever its items
+//! are good, and against `error:` lines where they are bad; the shards are then held to it byte
+//! for byte. Stops come at events (a part holding lines, a run saying it waits for a lock), never
+//! after a sleep.
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::common::{Daemon, Scratch, complete_lines, data, patience, run, text, wait_for_lines};
+
+/// A sample deal with a card that does not exist: one `error:` line.
+fn bad_deal() -> String {
+    text("sample.in").replacen("AS 9S 6C KS", "AS 9S 6C ZZ", 1)
+}
+
+/// Three deal files: the first full of bad kinds (`bad-kinds.in`), the second `random1000.in`
+/// with blank lines between its deals and a bad deal after every 97th, the last `bad-deals.in`;
+/// and the whole run's lines for the second, from the reference answers (`None`: an `error:`
+/// line).
+fn deal_files(dir: &Scratch) -> (Vec<String>, Vec<Option<String>>) {
+    let corpus = text("random1000.in");
+    let lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
+    let answers = text("random1000.out6");
+    let answers: Vec<&str> = answers.lines().collect();
+    let (mut middle, mut expected) = (String::from("\n\n"), Vec::new());
+    for (i, deal) in lines.chunks(9).enumerate() {
+        middle.push_str(&deal.join("\n"));
+        middle.push_str(if i % 3 == 0 { "\n\n \r\n" } else { "\n" });
+        expected.push(Some(answers[i].to_string()));
+        if i % 97 == 96 {
+            middle.push_str(&bad_deal());
+            expected.push(None);
+        }
+    }
+    let files = vec![
+        data("bad-kinds.in"),
+        dir.write("middle.in", middle),
+        data("bad-deals.in"),
+    ];
+    (files, expected)
+}
+
+/// The whole run of `args` (`solve` and its flags, then the files).
+fn whole(args: &[&str]) -> crate::common::Output {
+    run(args)
+}
+
+/// `args` with `--shard k/n` after the command, run; its output and exit status.
+fn shard(args: &[&str], k: usize, n: usize) -> (Vec<u8>, Option<i32>) {
+    let shard = format!("{k}/{n}");
+    let out = patience()
+        .arg(args[0])
+        .args(&["--shard", &shard])
+        .args(&args[1..])
+        .output();
+    let code = out.code();
+    (out.stdout, code)
+}
+
+/// Checks the whole run's lines of the middle file against the reference; the other two files'
+/// items are all `error:` lines but their first (the UVa sample, in both), bad-kinds' fourth (a
+/// position worth 2/3, worked out by hand in docs/solving.md) and eighth (the sample in lower
+/// case).
+fn check_whole_deals(out: &str, expected: &[Option<String>]) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 10 + expected.len() + 5, "{out}");
+    for (i, line) in lines.iter().enumerate() {
+        let want = match i {
+            0 | 7 => Some("0.589314"),
+            3 => Some("0.666667"),
+            i if i < 10 => None,
+            i if i < 10 + expected.len() => expected[i - 10].as_deref(),
+            i if i == 10 + expected.len() => Some("0.589314"),
+            _ => None,
+        };
+        match want {
+            Some(want) => assert_eq!(*line, want, "line {}", i + 1),
+            None => assert!(line.starts_with("error: "), "line {}: {line}", i + 1),
+        }
+    }
+}
+
+#[test]
+fn every_shard_count_concatenates_to_the_whole_run_in_text_and_json() {
+    let dir = Scratch::new("shards-every-count");
+    let (files, expected) = deal_files(&dir);
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    for format in ["text", "json"] {
+        let args: Vec<&str> = ["solve", "--format", format]
+            .into_iter()
+            .chain(files.iter().copied())
+            .collect();
+        let all = whole(&args);
+        assert_eq!(all.code(), Some(1), "some deals are bad: {all:?}");
+        let all = all.stdout_str().to_string();
+        if format == "text" {
+            check_whole_deals(&all, &expected);
+        } else {
+            for (i, line) in all.lines().enumerate() {
+                assert!(line.starts_with(&format!("{{\"index\":{i},")), "{line}");
+            }
+        }
+        for n in 1..=9 {
+            let (mut joined, mut status) = (Vec::new(), 0);
+            let mut sizes = Vec::new();
+            for k in 0..n {
+                let (out, code) = shard(&args, k, n);
+                sizes.push(out.iter().filter(|&&b| b == b'\n').count());
+                joined.extend(out);
+                status = status.max(code.expect("an exit status"));
+            }
+            assert!(
+                joined == all.as_bytes(),
+                "{format}, {n} shards: the parts joined differ from the whole run"
+            );
+            assert_eq!(
+                status, 1,
+                "{format}, {n} shards: the shards' worst status is the run's"
+            );
+            // Nearly equal: within a few items of an N-th of the whole.
+            let share = all.lines().count() / n;
+            for (k, size) in sizes.iter().enumerate() {
+                assert!(
+                    size.abs_diff(share) <= 12,
+                    "{format}: shard {k}/{n} has {size} items, an {n}th is {share}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn shards_of_rps_cases_concatenate_to_the_whole_run() {
+    let dir = Scratch::new("shards-rps");
+    // A case file of bad cases between the corpora: a short case (its next start line held), a
+    // bad triple, a bad start line (skipped to the next), a bad token, then trailing text.
+    let bad = dir.write(
+        "bad.in",
+        "4\n2\n0.2 0.3 0.5\n0.2 0.3 0.5\n0\n0.2 0.3\nabc\n0.5 0.5 0\n1\n\n0.2 0.3 0.5\n\
+         0.1 x 0.2\n0\n0.2 0.3 0.5\n7\n",
+    );
+    let sample = data("rps-sample.in");
+    let random = data("rps-random120.in");
+    let args = ["rps", sample.as_str(), bad.as_str(), random.as_str()];
+    let all = whole(&args);
+    assert_eq!(all.code(), Some(1), "{all:?}");
+    let lines: Vec<&str> = all.stdout_str().lines().collect();
+    let reference: Vec<String> = text("rps-sample.out10")
+        .lines()
+        .chain(text("rps-random120.out10").lines())
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 6 + 5 + 120, "{all:?}");
+    for (i, line) in lines.iter().enumerate() {
+        match i {
+            6..11 => assert!(line.starts_with("error: "), "line {}: {line}", i + 1),
+            i if i < 6 => assert_eq!(*line, reference[i]),
+            i => assert_eq!(*line, reference[i - 5]),
+        }
+    }
+    for n in 1..=9 {
+        let joined: Vec<u8> = (0..n).flat_map(|k| shard(&args, k, n).0).collect();
+        assert!(
+            joined == all.stdout,
+            "{n} shards of rps differ from the whole run"
+        );
+    }
+}
+
+#[test]
+fn client_shards_concatenate_to_what_solve_prints() {
+    let daemon = Daemon::start(&[]);
+    let dir = Scratch::new("shards-client");
+    let (files, _) = deal_files(&dir);
+    let mut solve = vec!["solve", "--format", "json"];
+    solve.extend(files.iter().map(String::as_str));
+    let all = whole(&solve);
+    let mut client = vec!["client", "--addr", &daemon.addr, "--format", "json"];
+    client.extend(files.iter().map(String::as_str));
+    let joined: Vec<u8> = (0..3).flat_map(|k| shard(&client, k, 3).0).collect();
+    assert!(
+        joined == all.stdout,
+        "the client's shards differ from solve"
+    );
+    // The shard may come from the environment, as every job flag may.
+    let out = patience()
+        .env("PATIENCE_SHARD", "2/3")
+        .args(&solve)
+        .output();
+    assert_eq!(out.stdout, shard(&client, 2, 3).0);
+}
+
+#[test]
+fn a_shard_needs_files_and_a_shard_that_exists() {
+    let out = patience()
+        .args(&["solve", "--shard", "0/2", "-"])
+        .stdin(text("sample.in"))
+        .output();
+    assert_eq!(out.code(), Some(2));
+    assert!(
+        out.stderr_str()
+            .contains("--shard 0/2 needs its inputs as files"),
+        "{out:?}"
+    );
+    let sample = data("sample.in");
+    let out = run(&["solve", "--shard", "4/4", &sample]);
+    assert_eq!(out.code(), Some(2));
+    assert!(
+        out.stderr_str()
+            .contains("shard 4 of 4 does not exist: K goes from 0 to 3"),
+        "{out:?}"
+    );
+}
+
+/// `n` parts of `args` written to `dir` as `part-K`, each with `--output`; their paths.
+fn parts(dir: &Scratch, args: &[&str], n: usize) -> Vec<String> {
+    (0..n)
+        .map(|k| {
+            let part = dir.join(&format!("part-{k}")).display().to_string();
+            let shard = format!("{k}/{n}");
+            let out = patience()
+                .arg(args[0])
+                .args(&["--shard", &shard, "--output", &part])
+                .args(&args[1..])
+                .output();
+            assert!(matches!(out.code(), Some(0 | 1)), "{out:?}");
+            part
+        })
+        .collect()
+}
+
+fn merge(parts: &[&str], output: Option<&Path>) -> crate::common::Output {
+    let mut cmd = patience();
+    cmd.arg("merge");
+    if let Some(output) = output {
+        cmd.arg("--output").arg(output);
+    }
+    cmd.args(parts).output()
+}
+
+#[test]
+fn merge_writes_the_whole_run_and_refuses_a_missing_cut_or_foreign_part() {
+    let dir = Scratch::new("shards-merge");
+    let (files, _) = deal_files(&dir);
+    let mut args = vec!["solve"];
+    args.extend(files.iter().map(String::as_str));
+    let all = whole(&args);
+    let written = parts(&dir, &args, 4);
+    let given: Vec<&str> = written.iter().map(String::as_str).collect();
+    let merged = dir.join("merged");
+    let out = merge(&given, Some(&merged));
+    assert_eq!(
+        out.code(),
+        Some(1),
+        "some deals are bad, as in the whole run: {out:?}"
+    );
+    assert_eq!(std::fs::read(&merged).unwrap(), all.stdout);
+    // In any order, to standard output.
+    let shuffled = [given[2], given[0], given[3], given[1]];
+    assert_eq!(merge(&shuffled, None).stdout, all.stdout);
+
+    let refused = |parts: &[&str], says: &str| {
+        let target = dir.join("refused");
+        let out = merge(parts, Some(&target));
+        assert_eq!(out.code(), Some(2), "{out:?}");
+        assert!(out.stderr_str().contains(says), "{says:?} in {out:?}");
+        assert!(!target.exists(), "nothing written");
+        assert!(
+            !dir.join("refused.merging").exists(),
+            "nothing left half-written"
+        );
+    };
+    refused(
+        &[given[0], given[1], given[3]],
+        "shard 2 of 4 is missing: none of the parts given is shard 2",
+    );
+    refused(
+        &[given[0], given[1], given[1]],
+        &format!("{} is given twice", given[1]),
+    );
+    let copy = dir.join("copy-of-1").display().to_string();
+    std::fs::copy(given[1], &copy).unwrap();
+    std::fs::copy(
+        format!("{}.done.json", given[1]),
+        format!("{copy}.done.json"),
+    )
+    .unwrap();
+    refused(
+        &[given[0], given[1], &copy, given[2], given[3]],
+        &format!("{} and {copy} are both shard 1/4", given[1]),
+    );
+    let absent = dir.join("part-9").display().to_string();
+    refused(&[given[0], &absent], &format!("{absent} is missing"));
+
+    // A part cut short after its shard ended, as a full disk or a copy gone wrong leaves it.
+    let bytes = std::fs::read(given[1]).unwrap();
+    std::fs::write(given[1], &bytes[..bytes.len() / 2]).unwrap();
+    refused(
+        &given,
+        &format!(
+            "{} is not the part its completion record describes",
+            given[1]
+        ),
+    );
+    std::fs::write(given[1], &bytes).unwrap();
+
+    // A part of another job: the same inputs in 3 shards; then other inputs in 4.
+    let other = Scratch::new("shards-merge-other");
+    let three = parts(&other, &args, 3);
+    refused(
+        &[given[0], &three[1], given[2], given[3]],
+        &format!("{} is a part of another job", three[1]),
+    );
+    let fewer = parts(&other, &["solve", &files[1]], 4);
+    refused(
+        &[given[0], given[1], &fewer[2], given[3]],
+        &format!("{} is a part of another job", fewer[2]),
+    );
+
+    // Incomplete: no completion record.
+    std::fs::remove_file(format!("{}.done.json", given[3])).unwrap();
+    refused(&given, &format!("{} is incomplete", given[3]));
+}
+
+#[test]
+fn a_shard_killed_mid_part_is_incomplete_and_resumes_to_the_reference() {
+    let dir = Scratch::new("shards-kill");
+    // 100 copies of random1000.in: the reference answers, 100 times, are the whole run's lines.
+    let input = dir.repeated_corpus(100);
+    let reference = text("random1000.out6").repeat(100);
+    let part = dir.join("part-1");
+    let args = |workers: &str| {
+        let mut cmd = patience();
+        cmd.args(&["solve", "--shard", "1/2", "--workers", workers, "--output"])
+            .arg(&part)
+            .args(&["--resume", &input]);
+        cmd
+    };
+    let mut running = args("1").running();
+    // The part holds lines: the shard is under way (50,000 deals on one worker take far longer
+    // than the first 64 KiB of lines).
+    wait_for_lines(&part, 1, &mut running.child);
+    running.child.kill().unwrap();
+    let status = running.child.wait().unwrap();
+    assert_eq!(status.code(), None, "killed by a signal");
+    let held = complete_lines(&part);
+    assert!(held < 50_000, "killed part-way: {held} lines");
+    assert!(
+        !dir.join("part-1.done.json").exists(),
+        "not recorded complete"
+    );
+
+    let zero = dir.join("part-0").display().to_string();
+    let out = patience()
+        .args(&["solve", "--shard", "0/2", "--output", &zero, &input])
+        .output();
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let part_path = part.display().to_string();
+    let out = merge(&[&zero, &part_path], None);
+    assert_eq!(out.code(), Some(2));
+    assert!(
+        out.stderr_str()
+            .contains(&format!("{part_path} is incomplete")),
+        "{out:?}"
+    );
+
+    let out = args("2").output();
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let out = merge(&[&zero, &part_path], None);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout == reference.as_bytes(),
+        "the merged parts are the reference answers"
+    );
+}
+
+#[test]
+fn two_attempts_at_one_shard_leave_one_correct_part() {
+    let dir = Scratch::new("shards-twice");
+    let (files, _) = deal_files(&dir);
+    let mut args = vec!["solve", "--format", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let expected = shard(&args, 1, 3).0;
+    let part = dir.join("part-1").display().to_string();
+    let attempt = || {
+        patience()
+            .args(&[
+                "solve", "--format", "json", "--shard", "1/3", "--output", &part,
+            ])
+            .args(&files.iter().map(String::as_str).collect::<Vec<_>>())
+            .typed()
+    };
+    // Another run holds the part (this test, for as long as it likes): both attempts wait for it,
+    // saying so, then one after the other writes the part.
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("{part}.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let (first, second) = (attempt(), attempt());
+    for attempt in [&first, &second] {
+        let said = attempt.error_line("another run is writing");
+        assert!(said.contains(&format!("it holds {part}.lock")), "{said}");
+    }
+    drop(lock);
+    for attempt in [first, second] {
+        let (_, code, stderr) = attempt.finish("an attempt at shard 1/3");
+        assert_eq!(code, Some(1), "{stderr}");
+    }
+    assert!(std::fs::read(&part).unwrap() == expected);
+    assert!(Path::new(&format!("{part}.done.json")).exists());
+
+    // Two at once, with nothing else holding the part: the same part, complete.
+    std::fs::remove_file(&part).unwrap();
+    let (first, second) = (attempt(), attempt());
+    for attempt in [first, second] {
+        let (_, code, stderr) = attempt.finish("an attempt at shard 1/3");
+        assert_eq!(code, Some(1), "{stderr}");
+    }
+    assert!(std::fs::read(&part).unwrap() == expected);
+    let out = merge(&[&part], None);
+    assert_eq!(out.code(), Some(2), "only one of three parts: {out:?}");
+}
