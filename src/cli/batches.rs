@@ -56,7 +56,7 @@ impl Skip {
 /// What a run reads: its inputs, the segments of them a shard reads (`None`: every input whole),
 /// and how many items to read again without answering them (a resume).
 #[derive(Clone, Debug)]
-pub struct Reading {
+pub struct ToRead {
     pub inputs: Vec<Input>,
     pub segments: Option<Vec<Segment>>,
     pub skip: u64,
@@ -68,7 +68,7 @@ pub struct Reading {
 /// also cut short whenever the input has nothing more buffered, so that someone typing items sees
 /// each answer without waiting for a full batch. Stops early when `emit` returns false.
 pub fn read_items<R: Items<Reader>>(
-    reading: &Reading,
+    reading: &ToRead,
     max: usize,
     mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::{mpsc, oneshot};
 
-use super::batches::{Batched, Reading, read_items};
+use super::batches::{Batched, ToRead, read_items};
 use super::input::Reader;
 use super::job::JobRun;
 use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
@@ -268,7 +268,7 @@ fn joined(
 /// the printer is bound to wait for it, which is what bounds the chunks alive to the slots read
 /// ahead.
 fn read<G: Protocol>(
-    reading: &Reading,
+    reading: &ToRead,
     batch: usize,
     analysis: Option<proto::AnalysisOptions>,
     slots: &mpsc::Sender<Slot>,

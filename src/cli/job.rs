@@ -7,13 +7,13 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 
-use super::batches::{Items, Reading};
+use super::batches::{Items, ToRead};
 use super::input::{Input, Reader};
 use super::output::{ExitStatus, Printer, Render};
 use super::part;
 use super::progress::{Progress, Setup, Unit};
 use super::resume::{self, Record, Resume};
-use super::shard::{self, Plan, Shard, parse_shard};
+use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
 use super::values::parse_duration;
 
@@ -86,7 +86,7 @@ pub struct JobRun {
     /// The output file resumed (`None` without `--output`).
     pub resume: Option<Resume>,
     /// What `--shard` reads and where its part sits in the whole.
-    pub plan: Option<Plan>,
+    pub plan: Option<ShardPlan>,
     /// The lock on `--output` that keeps a second run of it waiting (released on exit).
     _lock: Option<std::fs::File>,
 }
@@ -164,8 +164,8 @@ impl JobRun {
     }
 
     /// What the run reads: the inputs (a shard's segments of them), past the answers kept.
-    pub fn reading(&self) -> Reading {
-        Reading {
+    pub fn reading(&self) -> ToRead {
+        ToRead {
             inputs: self.inputs.clone(),
             segments: self.plan.as_ref().map(|plan| plan.segments.clone()),
             skip: self.skip(),

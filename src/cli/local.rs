@@ -7,7 +7,7 @@ use std::io;
 use std::sync::mpsc;
 use std::thread;
 
-use super::batches::{Batched, Entry, Items, Reading, read_items};
+use super::batches::{Batched, Entry, Items, ToRead, read_items};
 use super::input::Reader;
 use super::output::{ExitStatus, Printer};
 use crate::pool::{BatchTicket, Engines, Pool};
@@ -29,7 +29,7 @@ enum Piece<A> {
 /// count them (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
 /// answer in input order with `print`.
 pub fn run<R, A>(
-    reading: &Reading,
+    reading: &ToRead,
     pool: &Pool,
     batch: usize,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,

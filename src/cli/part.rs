@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::output::ExitStatus;
 use super::resume::{self, Record};
-use super::shard::{Plan, Range};
+use super::shard::{Range, ShardPlan};
 
 /// The completion record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
@@ -100,7 +100,7 @@ pub fn forget(output: &Path) -> anyhow::Result<()> {
 /// Records `output` complete: the shard of `plan` answered `items` items, `bad` of them bad.
 pub fn complete(
     output: &Path,
-    plan: &Plan,
+    plan: &ShardPlan,
     items: u64,
     bad: u64,
     status: ExitStatus,
@@ -136,14 +136,14 @@ pub fn complete(
 
 /// A file's length, lines and CRC-32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sum {
+pub struct PartSum {
     pub bytes: u64,
     pub lines: u64,
     pub crc32: u32,
 }
 
-/// Reads `path` once for its [`Sum`].
-pub fn checksum(path: &Path) -> anyhow::Result<Sum> {
+/// Reads `path` once for its [`PartSum`].
+pub fn checksum(path: &Path) -> anyhow::Result<PartSum> {
     let mut file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut crc = flate2::Crc::new();
     let mut buffer = vec![0u8; 1 << 20];
@@ -163,7 +163,7 @@ pub fn checksum(path: &Path) -> anyhow::Result<Sum> {
         bytes += n as u64;
         lines += memchr::memchr_iter(b'\n', &buffer[..n]).count() as u64;
     }
-    Ok(Sum {
+    Ok(PartSum {
         bytes,
         lines,
         crc32: crc.sum(),

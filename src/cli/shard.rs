@@ -21,9 +21,8 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
-use super::batches::Items;
 use super::input::{Input, Reader};
-use crate::items::{Framed, Mark};
+use crate::items::{Framed, Items, Mark};
 
 /// `--shard K/N`: the K-th of N shards, K from 0 (as a Kubernetes Indexed Job's
 /// `JOB_COMPLETION_INDEX` counts).
@@ -87,7 +86,7 @@ pub struct Range {
 
 /// A shard's plan: its range, and the segments its readers read.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct ShardPlan {
     pub range: Range,
     pub sizes: Vec<u64>,
     pub segments: Vec<Segment>,
@@ -95,7 +94,7 @@ pub struct Plan {
 
 /// Frames `inputs` up to the end of `shard`'s range with the game's framing `R` and plans what
 /// the shard reads. The inputs must be regular files: their sizes set the ranges.
-pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<Plan> {
+pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<ShardPlan> {
     let mut sizes = Vec::with_capacity(inputs.len());
     for input in inputs {
         let Input::File(path) = input else {
@@ -160,7 +159,7 @@ pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<
         }
         base += sizes[i];
     }
-    Ok(Plan {
+    Ok(ShardPlan {
         range: Range {
             shard,
             start,
