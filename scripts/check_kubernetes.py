@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Renders deploy/kubernetes, deploy/kubernetes/job and deploy/monitoring with `kubectl
-kustomize` (no cluster needed) and checks that what they render fits together: the Job streams a
-file from its volume through the daemons' headless Service with --output and --resume, restarts
-on failure within a backoffLimit, runs the daemons' image, and is no endpoint of the daemons'
-Service; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
+"""Renders deploy/kubernetes, deploy/kubernetes/job, deploy/kubernetes/shards (and its merge/)
+and deploy/monitoring with `kubectl kustomize` (no cluster needed) and checks that what they
+render fits together: the Job streams a file from its volume through the daemons' headless
+Service with --output and --resume, restarts on failure within a backoffLimit, runs the daemons'
+image, and is no endpoint of the daemons' Service; the Indexed Job runs one shard per index
+(completions equal to the N of --shard K/N, K its JOB_COMPLETION_INDEX) into a part of its own on
+a ReadWriteMany claim, with a backoffLimitPerIndex, a podFailurePolicy that ignores disruptions,
+and status 1 taken as success, and its merge reads those parts from the same claim; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
 NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in; and the daemons'
 drain fits their pod: PATIENCE_DRAIN_CUT_AFTER is set, below PATIENCE_DRAIN_TIMEOUT, and
 terminationGracePeriodSeconds is longer than that timeout plus any preStop sleep.
@@ -51,6 +54,10 @@ def seconds(text):
                 return None
             return value if value > 0 else None
     return None
+
+
+def policy_selector(daemons):
+    return one(daemons, "NetworkPolicy", "patience")["spec"]["podSelector"]["matchLabels"]
 
 
 def selects(selector, labels):
@@ -134,6 +141,60 @@ def main():
     check(not selects(pdb["spec"]["selector"]["matchLabels"], labels), "nor counted by their PodDisruptionBudget")
     check(pod["securityContext"].get("runAsNonRoot") is True, "it runs as non-root")
     check(re.search(r"\|\|\s*\[\s*\"\$\?\"\s+-eq\s+1\s*\]", script), "status 1 (bad deals, all answered) is a success")
+
+    # deploy/kubernetes/shards: an Indexed Job of one shard per index, then its merge.
+    shard_docs = render(kubectl, "deploy/kubernetes/shards")
+    merge_docs = render(kubectl, "deploy/kubernetes/shards/merge")
+    indexed = one(shard_docs, "Job", "patience-shards")
+    shared = one(shard_docs, "PersistentVolumeClaim")
+    spec = indexed["spec"]
+    check(spec.get("completionMode") == "Indexed", "the sharded Job is Indexed")
+    completions = spec.get("completions")
+    check(isinstance(completions, int) and completions >= 1, "it has completions")
+    check(1 <= spec.get("parallelism", completions) <= completions, "parallelism is at most completions")
+    check(isinstance(spec.get("backoffLimitPerIndex"), int) and spec["backoffLimitPerIndex"] >= 1, "it has a backoffLimitPerIndex")
+    rules = spec.get("podFailurePolicy", {}).get("rules", [])
+    check(
+        any(
+            r.get("action") == "Ignore" and any(c.get("type") == "DisruptionTarget" for c in r.get("onPodConditions", []))
+            for r in rules
+        ),
+        "its podFailurePolicy ignores disruptions",
+    )
+    pod = spec["template"]["spec"]
+    check(pod.get("restartPolicy") == "Never", "its pods are not restarted in place (podFailurePolicy needs Never)")
+    (container,) = pod["containers"]
+    check(container["image"] == image, f"it runs the daemons' image ({image})")
+    script = " ".join(container.get("command", []) + container.get("args", []))
+    words = script.split()
+    check("patience client" in script, "each pod runs patience client")
+    check(f"--addr dns:///{service['metadata']['name']}:{port}" in script, "through the headless Service's name and port")
+    shard = re.search(r'--shard "\$JOB_COMPLETION_INDEX/(\d+)"', script)
+    check(shard is not None, "each pod is the shard of its JOB_COMPLETION_INDEX")
+    check(int(shard.group(1)) == completions, f"of as many shards as completions ({completions})")
+    check("--resume" in words and "--output" in words, "with --output and --resume")
+    part = words[words.index("--output") + 1].strip('"')
+    check("$JOB_COMPLETION_INDEX" in part, f"into a part of its own ({part})")
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    (mounted,) = [name for name, at in mounts.items() if part.startswith(at.rstrip("/") + "/")]
+    check(
+        volumes[mounted].get("persistentVolumeClaim", {}).get("claimName") == shared["metadata"]["name"],
+        "the part is on the claim the kustomization makes",
+    )
+    check("ReadWriteMany" in shared["spec"]["accessModes"], "which pods on many nodes can write at once")
+    check(re.search(r"\|\|\s*\[\s*\"\$\?\"\s+-eq\s+1\s*\]", script), "status 1 (bad deals, all answered) is a success")
+    shard_labels = spec["template"]["metadata"].get("labels", {})
+    check(not selects(service["spec"]["selector"], shard_labels), "the shards' pods are no endpoints of the daemons' Service")
+    check(not selects(policy_selector(daemons), shard_labels), "nor held by the daemons' NetworkPolicy")
+    merge = one(merge_docs, "Job", "patience-merge")
+    (merger,) = merge["spec"]["template"]["spec"]["containers"]
+    check(merger["image"] == image, "the merge runs the daemons' image")
+    merging = " ".join(merger.get("command", []) + merger.get("args", []))
+    parts = part.replace("$JOB_COMPLETION_INDEX", "*")
+    check(re.search(r"patience merge --output \S+ " + re.escape(parts), merging), f"the merge reads every part ({parts})")
+    claims = [v.get("persistentVolumeClaim", {}).get("claimName") for v in merge["spec"]["template"]["spec"].get("volumes", [])]
+    check(claims == [shared["metadata"]["name"]], "from the shards' claim")
 
     # deploy/monitoring: its ServiceMonitor scrapes the daemons' metrics Service by port name, and
     # the NetworkPolicy lets that port in (from the monitoring namespace).

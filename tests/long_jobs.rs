@@ -829,7 +829,7 @@ fn the_kubernetes_job_resumes_where_its_pod_stopped() {
 
 /// The shell script of the Job's container: the item after `args:` (`- >-` and its indented
 /// lines, folded into one line as YAML does).
-fn job_script(manifest: &str) -> String {
+pub(crate) fn job_script(manifest: &str) -> String {
     let mut lines = manifest.lines().skip_while(|l| l.trim() != "args:").skip(1);
     let first = lines.next().expect("an args: list");
     assert_eq!(first.trim(), "- >-", "the script is one folded item");

@@ -426,3 +426,103 @@ fn two_attempts_at_one_shard_leave_one_correct_part() {
     let out = merge(&[&part], None);
     assert_eq!(out.code(), Some(2), "only one of three parts: {out:?}");
 }
+
+/// deploy/kubernetes/shards: the Indexed Job's container script, run as its N pods would run it
+/// (N local processes at once, each with its JOB_COMPLETION_INDEX, against a daemon of the
+/// test's for the headless Service and a directory for the volume), then the merge Job's. A merge
+/// before every shard is done names the missing one and writes nothing; a second pod for an index
+/// that is done changes nothing; the merged file is the whole run's.
+#[test]
+fn the_indexed_job_runs_as_its_pods_would_and_its_merge_joins_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/shards");
+    let manifest = std::fs::read_to_string(root.join("job.yaml")).unwrap();
+    let completions: usize = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("completions: "))
+        .expect("completions")
+        .parse()
+        .unwrap();
+    let shard_script = crate::long_jobs::job_script(&manifest);
+    let merge_script = crate::long_jobs::job_script(
+        &std::fs::read_to_string(root.join("merge/job.yaml")).unwrap(),
+    );
+
+    let daemon = Daemon::start(&[]);
+    let dir = Scratch::new("shards-indexed-job");
+    let (files, expected) = deal_files(&dir);
+    std::fs::copy(&files[1], dir.join("deals.in")).unwrap();
+    let whole = run(&["solve", &dir.join("deals.in").display().to_string()]);
+    assert_eq!(whole.code(), Some(1));
+    for (line, want) in whole.stdout_str().lines().zip(&expected) {
+        match want {
+            Some(want) => assert_eq!(line, want),
+            None => assert!(line.starts_with("error: "), "{line}"),
+        }
+    }
+    let host = daemon
+        .addr
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let volume = |script: &str| {
+        script
+            .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
+            .replace("/data/", &format!("{}/", dir.path().display()))
+    };
+    let (shard_script, merge_script) = (volume(&shard_script), volume(&merge_script));
+    let bin = Path::new(crate::common::exe())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let sh = |script: &str, index: Option<usize>| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script])
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(index) = index {
+            cmd.env("JOB_COMPLETION_INDEX", index.to_string());
+        }
+        cmd.spawn().unwrap()
+    };
+    let succeeds = |child: std::process::Child, what: &str| {
+        let out = child.wait_with_output().unwrap();
+        let errors = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{what} succeeds: {errors}");
+        errors
+    };
+    // Every pod but one, at once.
+    let late = completions / 2;
+    let pods: Vec<_> = (0..completions)
+        .filter(|&k| k != late)
+        .map(|k| (k, sh(&shard_script, Some(k))))
+        .collect();
+    for (k, pod) in pods {
+        let errors = succeeds(pod, &format!("pod {k}"));
+        assert!(
+            errors.contains("patience: summary: "),
+            "--progress log: {errors}"
+        );
+    }
+    let out = sh(&merge_script, None).wait_with_output().unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr);
+    // merge's status 2, which the script's `|| [ "$?" -eq 1 ]` turns into 1: a failed pod.
+    assert_eq!(out.status.code(), Some(1), "the merge fails: {errors}");
+    assert!(
+        errors.contains(&format!("shard {late} of {completions} is missing")),
+        "{errors}"
+    );
+    assert!(!dir.join("deals.out").exists(), "nothing written");
+    succeeds(sh(&shard_script, Some(late)), "the late pod");
+    // A second pod for an index that is done: nothing to do, the part as it was.
+    let part = dir.join(&format!("parts/part-{late}.out"));
+    let before = std::fs::read(&part).unwrap();
+    succeeds(sh(&shard_script, Some(late)), "a second pod for one index");
+    assert_eq!(std::fs::read(&part).unwrap(), before);
+    succeeds(sh(&merge_script, None), "the merge");
+    assert!(std::fs::read(dir.join("deals.out")).unwrap() == whole.stdout);
+}
