@@ -9,7 +9,10 @@
 use std::fs::File;
 use std::path::Path;
 
-use crate::common::{Daemon, Scratch, complete_lines, data, patience, run, text, wait_for_lines};
+use crate::common::{
+    Daemon, Scratch, complete_lines, data, doc_examples, doc_section, patience, run, text,
+    wait_for_lines,
+};
 
 /// A sample deal with a card that does not exist: one `error:` line.
 fn bad_deal() -> String {
@@ -525,4 +528,39 @@ fn the_indexed_job_runs_as_its_pods_would_and_its_merge_joins_them() {
     assert_eq!(std::fs::read(&part).unwrap(), before);
     succeeds(sh(&merge_script, None), "the merge");
     assert!(std::fs::read(dir.join("deals.out")).unwrap() == whole.stdout);
+}
+
+/// docs/shards.md's examples, run in a directory of their own; and its Kubernetes section quotes
+/// the pods' command as deploy/kubernetes/shards/job.yaml has it.
+#[test]
+fn the_shards_page_examples_run_as_shown() {
+    let dir = Scratch::new("shards-doc");
+    std::os::unix::fs::symlink(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+        dir.join("tests"),
+    )
+    .unwrap();
+    doc_examples("docs/shards.md", "## Running shards")
+        .in_dir(dir.path())
+        .at_least(6)
+        .run();
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/shards/job.yaml"),
+    )
+    .unwrap();
+    let words = |text: &str| {
+        text.replace("\\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let script = words(&crate::long_jobs::job_script(&manifest));
+    assert!(
+        words(&doc_section(
+            "docs/shards.md",
+            "## A Kubernetes Indexed Job"
+        ))
+        .contains(&script),
+        "docs/shards.md quotes another command than job.yaml's: {script}"
+    );
 }

@@ -3,8 +3,8 @@
 //!
 //! - `FILE.lock`: every run with `--output FILE` holds a lock on it (`flock`, released when the
 //!   process ends, however it ends), so a second run of the same output (a retry, a second pod
-//!   for one Kubernetes index) waits for the first to end, says so, and then goes on as a resume
-//!   would: two runs never write FILE at once.
+//!   for one Kubernetes index) waits for the first to end, says so, and then runs as asked (with
+//!   `--resume`, on from what the first wrote): two runs never write FILE at once.
 //! - `FILE.done.json`, the completion record: written (a temporary file renamed) once the part
 //!   holds every answer of its shard, synced; removed before a run changes FILE in any way. It
 //!   names the job (the resume record: flags and inputs, and the inputs' sizes), the shard's range
@@ -69,8 +69,7 @@ pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => say(&format!(
-            "patience: another run is writing {} (it holds {}); waiting for it to end, then going \
-             on from what it wrote",
+            "patience: another run is writing {} (it holds {}); waiting for it to end",
             output.display(),
             path.display()
         )),
