@@ -564,3 +564,51 @@ fn the_shards_page_examples_run_as_shown() {
         "docs/shards.md quotes another command than job.yaml's: {script}"
     );
 }
+
+/// scripts/spark_shards.py on a real Spark (pyspark, `local[2]`): one task per shard, collected
+/// in order, prints what `solve` prints, bad deals included; and random1000.in's deals as
+/// records piped through `patience solve -` (`RDD.pipe`) come back as the reference answers.
+/// Needs a Python with pyspark and a JDK: `PATIENCE_SPARK_PYTHON` (CI sets it to its venv's);
+/// without it the test is skipped, saying so.
+#[test]
+fn a_spark_job_prints_what_solve_prints() {
+    let Some(python) = std::env::var_os("PATIENCE_SPARK_PYTHON") else {
+        eprintln!(
+            "note: skipping the Spark job: set PATIENCE_SPARK_PYTHON to a python with pyspark \
+             (pip install pyspark==4.3.0; it needs Java 17 or later)"
+        );
+        return;
+    };
+    let dir = Scratch::new("shards-spark");
+    let (files, _) = deal_files(&dir);
+    let mut solve = vec!["solve"];
+    solve.extend(files.iter().map(String::as_str));
+    let whole = run(&solve);
+    let piped = dir.join("piped.txt");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/spark_shards.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args([
+            "--patience",
+            crate::common::exe(),
+            "--shards",
+            "5",
+            "--pipe",
+        ])
+        .arg(data("random1000.in"))
+        .arg(&piped)
+        .args(&files)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "some deals are bad: {errors}");
+    assert!(
+        out.stdout == whole.stdout,
+        "the shards collected differ from solve: {errors}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&piped).unwrap(),
+        text("random1000.out6")
+    );
+}

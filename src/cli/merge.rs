@@ -8,6 +8,7 @@
 //! what to do, with exit status 2. With `--output` the whole is written beside it and renamed
 //! into place at the end, so a merge that fails half-way leaves nothing that looks complete.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
@@ -186,40 +187,46 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
         }
     }
     let count = first.done.range.shard.count;
-    let mut slots: Vec<Option<&Part>> = vec![None; usize::try_from(count).unwrap_or(usize::MAX)];
+    let mut by_shard: BTreeMap<u64, &Part> = BTreeMap::new();
     for part in parts {
         let k = part.done.range.shard.index;
-        let Some(slot) = usize::try_from(k).ok().and_then(|k| slots.get_mut(k)) else {
+        if k >= count {
             bail!("{} names shard {k} of {count}", part.path.display());
-        };
-        if let Some(other) = slot {
+        }
+        if let Some(other) = by_shard.insert(k, part) {
             bail!(
                 "{} and {} are both shard {k}/{count}: give each part once",
                 other.path.display(),
                 part.path.display()
             );
         }
-        *slot = Some(part);
     }
-    let missing: Vec<String> = slots
-        .iter()
-        .enumerate()
-        .filter(|(_, slot)| slot.is_none())
-        .map(|(k, _)| k.to_string())
+    // The first few missing (a record may say any N: nothing here is sized by it).
+    let missing: Vec<String> = (0..count)
+        .filter(|k| !by_shard.contains_key(k))
+        .take(10)
+        .map(|k| k.to_string())
         .collect();
     if !missing.is_empty() {
         let (s, are, them) = match missing.len() {
             1 => ("", "is", "it"),
             _ => ("s", "are", "each"),
         };
+        let more = match count - by_shard.len() as u64 > missing.len() as u64 {
+            true => format!(
+                " (and {} more)",
+                count - by_shard.len() as u64 - missing.len() as u64
+            ),
+            false => String::new(),
+        };
         bail!(
-            "shard{s} {} of {count} {are} missing: none of the parts given is shard{s} {}; run \
-             {them} with --shard K/{count} --output PART, and give every part",
+            "shard{s} {}{more} of {count} {are} missing: none of the parts given is shard{s} {}; \
+             run {them} with --shard K/{count} --output PART, and give every part",
             missing.join(", "),
             missing.join(", "),
         );
     }
-    let ordered: Vec<&Part> = slots.into_iter().flatten().collect();
+    let ordered: Vec<&Part> = by_shard.into_values().collect();
     let (mut byte, mut item) = (0u64, 0u64);
     for part in &ordered {
         let range = &part.done.range;
