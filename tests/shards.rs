@@ -612,3 +612,39 @@ fn a_spark_job_prints_what_solve_prints() {
         text("random1000.out6")
     );
 }
+
+/// `-v` and `--progress log` count a shard's own items: its summary says as many deals as its
+/// part has lines, and its bad ones.
+#[test]
+fn a_shard_reports_its_own_items() {
+    let dir = Scratch::new("shards-verbose");
+    let (files, _) = deal_files(&dir);
+    let part = dir.join("part");
+    let out = patience()
+        .args(&[
+            "solve",
+            "--shard",
+            "2/3",
+            "-v",
+            "--progress",
+            "log",
+            "--output",
+        ])
+        .arg(&part)
+        .args(&files.iter().map(String::as_str).collect::<Vec<_>>())
+        .output();
+    assert_eq!(out.code(), Some(1), "{out:?}");
+    let answers = std::fs::read_to_string(&part).unwrap();
+    let (items, bad) = (
+        answers.lines().count(),
+        answers.lines().filter(|l| l.starts_with("error: ")).count(),
+    );
+    let summary = format!(
+        "patience: summary: {items} deals: {} answered, {bad} bad; ",
+        items - bad
+    );
+    assert!(
+        out.stderr_str().contains(&summary),
+        "{summary:?} in {out:?}"
+    );
+}
