@@ -25,15 +25,15 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::{AcquireError, Semaphore};
 use tokio::time::Sleep;
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Status};
 
-use super::SolverService;
 use super::admission::Held;
 use super::end::{CallEnd, Finished};
 use super::game::Game;
 use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
 use super::start::{Answered, Started};
+use super::{Inbound, SolverService};
 use crate::reason::Reason;
 
 /// How far the call has read its client's requests.
@@ -53,7 +53,7 @@ enum Reading {
 /// Runs one streaming call to its end and logs one line about it.
 pub(super) async fn run<G: Game>(
     service: SolverService,
-    inbound: Streaming<G::StreamRequest>,
+    inbound: Inbound<G::StreamRequest>,
     out: Outbox<G::Response>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
@@ -67,7 +67,7 @@ pub(super) async fn run<G: Game>(
 struct StreamCall<G: Game> {
     service: SolverService,
     started: Instant,
-    inbound: Streaming<G::StreamRequest>,
+    inbound: Inbound<G::StreamRequest>,
     reading: Reading,
     pipeline: Pipeline<G>,
     out: Outbox<G::Response>,
@@ -92,7 +92,7 @@ enum CallEvent<G: Game> {
 impl<G: Game> StreamCall<G> {
     fn new(
         service: SolverService,
-        inbound: Streaming<G::StreamRequest>,
+        inbound: Inbound<G::StreamRequest>,
         out: Outbox<G::Response>,
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
@@ -130,7 +130,7 @@ impl<G: Game> StreamCall<G> {
                 () = self.out.closed() => return CallEnd::CancelledByClient,
                 interrupt = self.interrupts.next(&self.out, reading) => CallEvent::<G>::Interrupted(interrupt),
                 step = self.pipeline.next() => CallEvent::Stage(step),
-                message = self.inbound.message(), if reading && self.pipeline.has_room() => {
+                message = self.inbound.next().map(Option::transpose), if reading && self.pipeline.has_room() => {
                     CallEvent::Read(message)
                 }
             };

@@ -1,9 +1,11 @@
-//! One call of the plain HTTP API, translated to a gRPC stream and back. Three parts run at once:
+//! One call of the plain HTTP API, translated to a streaming call on the service and back. The
+//! call is entered in the call layer first (token, cap, series), as a call of its rpc on the wire
+//! is. Three parts run at once:
 //! - the **reader**, on a blocking thread: the body through the game's reader, in batches cut as
 //!   `solve` cuts them (full, or when nothing more has arrived: someone typing deals into
 //!   `curl -T -` sees each answer at once);
 //! - the **feeder**: each batch's slots (a good item, or a bad one's message) into the call's
-//!   queue, then its good items in one request to the daemon's own gRPC route;
+//!   queue, then its good items in one request message to the service, in process;
 //! - the **answerer**: each response's results into lines, taking slots off the queue in input
 //!   order, so that a bad item's `error:` line comes in its place, as `solve` prints it.
 //!
@@ -12,29 +14,28 @@
 //! the answerer for the client to take the lines. So a call holds what its budget allows, however
 //! large its body.
 //!
-//! The games are `patience client`'s ([`Protocol`]): the same requests from the same items, the
-//! same rpc opened (here on the daemon's own route), and the same checked [`Answer`]s, which print
-//! as `solve` prints the engine's.
+//! The games are `patience client`'s ([`Protocol`]): the same requests from the same items and the
+//! same checked [`Answer`]s, which print as `solve` prints the engine's.
 
 use std::collections::VecDeque;
 use std::io::{self, BufReader, Read};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use futures::{Stream, TryStreamExt as _};
+use futures::{Stream, StreamExt as _, TryStreamExt as _};
 use http::HeaderValue;
 use tokio::sync::{Notify, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
-use tonic::metadata::MetadataValue;
-use tonic::{Status, Streaming};
+use tonic::{Code, Status};
 
 use crate::client::{Answer, DealProtocol, Protocol, RpsProtocol};
 use crate::items::{Items, Step};
 use crate::render::{JsonAnalysis, OutputFormat, Render};
-use crate::server::front::Route;
+use crate::server::call::{Calls, InProcess};
+use crate::service::{GameStream, Inbound, SolverService};
 use crate::solver::Options;
 
 /// Large enough that a big upload is batched well; the reader still holds one line at a time.
@@ -69,6 +70,14 @@ impl Endpoint {
         }
     }
 
+    /// The rpc a call of the path is, counted and admitted as.
+    pub fn rpc(self) -> &'static str {
+        match self {
+            Endpoint::Deals => "/patience.v1.Solver/SolveStream",
+            Endpoint::Rps => "/patience.v1.RpsService/SolveRpsStream",
+        }
+    }
+
     /// Items per request: as `patience client` sends deals; cases, as `rps` batches them.
     pub fn batch(self) -> usize {
         match self {
@@ -93,11 +102,13 @@ pub enum Failure {
 
 /// What a call needs from its HTTP request.
 pub struct ApiCall {
-    pub grpc: Route,
-    /// Passed on as is: the gRPC route checks the token.
+    /// Where the call is admitted and counted, as a call of its rpc.
+    pub calls: Calls,
+    pub service: SolverService,
+    /// The request's, checked as a gRPC call's is.
     pub authorization: Option<HeaderValue>,
-    /// The connection's (its peer, for the logs).
-    pub extensions: http::Extensions,
+    /// Who called, for the logs and the refusals.
+    pub peer: Option<SocketAddr>,
     pub render: Render,
     pub batch: usize,
     /// Slots the queue may hold before the feeder waits.
@@ -105,13 +116,32 @@ pub struct ApiCall {
     pub gzip: bool,
 }
 
+/// How a game's stream is opened on the service, in process.
+type Open<G> = fn(
+    &SolverService,
+    Inbound<<G as Protocol>::Request>,
+    Option<SocketAddr>,
+) -> GameStream<<G as Protocol>::Response>;
+
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
 pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<Bytes, Failure>> {
     let (lines, receiver) = mpsc::channel(4);
     let reader = body_reader(body, call.gzip);
     match game {
-        Endpoint::Deals => start::<DealProtocol>(call, reader, lines),
-        Endpoint::Rps => start::<RpsProtocol>(call, reader, lines),
+        Endpoint::Deals => start::<DealProtocol>(
+            game,
+            call,
+            reader,
+            lines,
+            SolverService::solve_stream_in_process,
+        ),
+        Endpoint::Rps => start::<RpsProtocol>(
+            game,
+            call,
+            reader,
+            lines,
+            SolverService::solve_rps_stream_in_process,
+        ),
     }
     receiver
 }
@@ -147,14 +177,27 @@ enum Parsed<T> {
 }
 
 fn start<G: Protocol>(
+    game: Endpoint,
     call: ApiCall,
     body: impl FnOnce() -> BodyReader + Send + 'static,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
+    open: Open<G>,
 ) {
+    // Refused before the body is read at all.
+    let entered = match call
+        .calls
+        .enter(game.rpc(), call.authorization.as_ref(), call.peer)
+    {
+        Ok(entered) => entered,
+        Err(status) => {
+            let _ = lines.try_send(Err(Failure::ApiCall(status)));
+            return;
+        }
+    };
     let (parsed, batches) = mpsc::channel(2);
     let batch = call.batch;
     tokio::task::spawn_blocking(move || read::<G::Reader<BodyReader>>(body(), batch, &parsed));
-    tokio::spawn(translate::<G>(call, batches, lines));
+    tokio::spawn(translate::<G>(call, entered, open, batches, lines));
 }
 
 /// The reader: see the module's doc. Stops when the feeder has gone.
@@ -221,27 +264,13 @@ impl Queue {
 
 async fn translate<G: Protocol>(
     call: ApiCall,
+    mut entered: InProcess,
+    open: Open<G>,
     batches: mpsc::Receiver<Parsed<G::Item>>,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
 ) {
     let (requests, inbound) = mpsc::channel(1);
-    let mut request = tonic::Request::new(ReceiverStream::new(inbound));
-    *request.extensions_mut() = call.extensions;
-    if let Some(bearer) = call
-        .authorization
-        .as_ref()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| MetadataValue::try_from(v).ok())
-    {
-        request.metadata_mut().insert("authorization", bearer);
-    }
-    let responses = match G::open_on(call.grpc, request).await {
-        Ok(responses) => responses,
-        Err(status) => {
-            let _ = lines.send(Err(Failure::ApiCall(status))).await;
-            return;
-        }
-    };
+    let responses = open(&call.service, entered.inbound(inbound), call.peer);
     let queue = Arc::new(Queue {
         slots: Mutex::new(VecDeque::new()),
         pushed: Notify::new(),
@@ -250,11 +279,21 @@ async fn translate<G: Protocol>(
     });
     let render = call.render;
     let feeder = tokio::spawn(feed::<G>(batches, requests, queue.clone(), render));
-    let answered = answer::<G>(responses, &queue, render, &lines).await;
+    let answered = answer::<G>(responses, &entered, &queue, render, &lines).await;
     // Once the answers have ended, nothing the feeder still holds can be answered.
     feeder.abort();
-    if let Err(failure) = answered {
-        let _ = lines.send(Err(failure)).await;
+    match answered {
+        Ok(Some(code)) => entered.end(code),
+        // The client has gone: the call is dropped, as `Canceled`.
+        Ok(None) => {}
+        Err(failure) => {
+            entered.end(match &failure {
+                Failure::ApiCall(status) => status.code(),
+                Failure::Unreadable(_) => Code::Ok,
+                Failure::Internal(_) => Code::Internal,
+            });
+            let _ = lines.send(Err(failure)).await;
+        }
     }
 }
 
@@ -298,13 +337,15 @@ async fn feed<G: Protocol>(
     // Dropping `requests` ends the call's requests: the service answers the rest and ends.
 }
 
-/// The answerer: see the module's doc. `Ok` when every line was printed, or the client left.
+/// The answerer: see the module's doc. The call's status when every line was printed, `None`
+/// when the client left first.
 async fn answer<G: Protocol>(
-    mut responses: Streaming<G::Response>,
+    mut responses: GameStream<G::Response>,
+    entered: &InProcess,
     queue: &Queue,
     render: Render,
     lines: &mpsc::Sender<Result<Bytes, Failure>>,
-) -> Result<(), Failure> {
+) -> Result<Option<Code>, Failure> {
     let mut text = Text {
         render,
         index: 0,
@@ -312,8 +353,9 @@ async fn answer<G: Protocol>(
     };
     loop {
         let ended = tokio::select! {
-            message = responses.message() => match message.map_err(Failure::ApiCall)? {
+            message = responses.next() => match message.transpose().map_err(Failure::ApiCall)? {
                 Some(response) => {
+                    entered.sent();
                     let results = G::results(&response);
                     let answers = G::check(response, results, text.asked())
                         .map_err(|verdict| Failure::Internal(verdict.words().to_string()))?;
@@ -339,13 +381,13 @@ async fn answer<G: Protocol>(
             let piece = Bytes::from(std::mem::take(&mut text.out));
             if lines.send(Ok(piece)).await.is_err() {
                 // The client has gone: nobody is left to tell.
-                return Ok(());
+                return Ok(None);
             }
         }
         if ended {
             // The requests have ended, so every slot has been pushed, and printed.
             return match queue.lock().pop_front() {
-                None => Ok(()),
+                None => Ok(Some(Code::Ok)),
                 Some(Spot::Unreadable(message)) => Err(Failure::Unreadable(message)),
                 Some(_) => Err(Failure::Internal(
                     "the service ended the call before answering every item".into(),
