@@ -770,3 +770,73 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
     );
     assert!(results < 8 * deals.len());
 }
+
+/// A call whose client stopped reading is cut at `--stall-timeout`, not before and not much
+/// after (the watch ticks at half the timeout and cuts after two whole ticks without a message
+/// taken: between one and one and a half timeouts from the last message taken). On paused time
+/// from the start: the clock moves only when the runtime has nothing to do, so the test measures
+/// the stall on the clock the watch runs on, and waits no wall time for it.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_call_is_cut_at_its_stall_timeout_and_not_before() {
+    const STALL: Duration = Duration::from_secs(20);
+    let (deals, _) = corpus("random1000");
+    let config = ServerConfig {
+        limits: Limits {
+            max_in_flight: 32,
+            stall_timeout: Some(STALL),
+            ..Limits::default()
+        },
+        // No keepalive ping while the clock moves on: the call ends by its stall, nothing else.
+        keepalive_interval: Duration::from_secs(24 * 3600),
+        ..config()
+    };
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
+    let mut client = common::small_window_client(&server.addr).await;
+    let mut responses = client
+        .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
+        .await
+        .unwrap()
+        .into_inner();
+    let series = |name: &str| {
+        let text = metrics.render(&server.pool);
+        let series = format!(
+            "{name}{{grpc_type=\"bidi_stream\",grpc_service=\"patience.v1.Solver\",\
+             grpc_method=\"SolveStream\"}}"
+        );
+        (
+            metric(&text, &series).unwrap_or(0.0),
+            metric(&text, "patience_calls_cut_total{reason=\"stall_timeout\"}").unwrap_or(0.0),
+        )
+    };
+    // The messages the transport took, and when they last changed, until the call is cut.
+    let mut last = (0.0, tokio::time::Instant::now());
+    wait_until(HANG, "the stalled call is cut", || {
+        let (taken, cut) = series("grpc_server_msg_sent_total");
+        if taken != last.0 {
+            last = (taken, tokio::time::Instant::now());
+        }
+        cut == 1.0
+    })
+    .await;
+    let stalled = last.1.elapsed();
+    assert!(
+        (STALL - common::POLL..=STALL * 3 / 2 + common::POLL).contains(&stalled),
+        "cut {stalled:?} after the last message taken; the stall timeout is {STALL:?}"
+    );
+    // Reading again, the client gets what was on its way, then the status naming the index to
+    // resume from: exactly the results it got.
+    let mut results = 0;
+    let status = loop {
+        match responses.message().await {
+            Ok(Some(r)) => results += r.results.len(),
+            Ok(None) => panic!("a cut call ended as if complete after {results} results"),
+            Err(status) => break status,
+        }
+    };
+    assert!(results < 8 * deals.len());
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let said = common::assert_reason(&status, "STALL_TIMEOUT");
+    assert_eq!(said["resume_index"], results.to_string());
+    server.stop().await;
+}
