@@ -710,6 +710,41 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
     server.stop().await;
 }
 
+/// A server in the test's runtime (one worker) and a `SolveStream` call on it from a client with
+/// 64 KiB windows that sends eight copies of `deals` (16 a request) and reads nothing until the
+/// test does; the client is returned to keep its connection.
+async fn unread_call(
+    config: ServerConfig,
+    deals: &[patience::deal::Deal],
+) -> (
+    TestServer,
+    Metrics,
+    SolverClient<Channel>,
+    tonic::Streaming<proto::SolveResponse>,
+) {
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
+    let mut client = common::small_window_client(&server.addr).await;
+    let responses = client
+        .solve_stream(tokio_stream::iter(common::requests(deals, 16, 8)))
+        .await
+        .unwrap()
+        .into_inner();
+    (server, metrics, client, responses)
+}
+
+/// Waits until a call's whole budget (`max_in_flight` deals) is held by results waiting for the
+/// transport: nothing queued, nothing being solved.
+async fn budget_held(metrics: &Metrics, server: &TestServer, max_in_flight: usize) {
+    wait_until(HANG, "the call's budget fills", || {
+        metric(&metrics.render(&server.pool), "patience_deals_in_flight")
+            == Some(max_in_flight as f64)
+            && server.pool.queued() == 0
+            && server.pool.stats().busy() == 0
+    })
+    .await;
+}
+
 /// A drain that runs out of time while a client has stopped reading (with `--stall-timeout`
 /// off) ends with the server closing every connection before `run` returns: a library user is
 /// not left with a connection still serving, which would end that client's stream as if
@@ -729,22 +764,10 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
         },
         ..config()
     };
-    let metrics = config.metrics.clone();
-    let server = TestServer::start(1, config).await;
-    let mut client = common::small_window_client(&server.addr).await;
-    let mut responses = client
-        .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
-        .await
-        .unwrap()
-        .into_inner();
+    let (server, metrics, _client, mut responses) = unread_call(config, &deals).await;
     // Until its window is full and the server has stopped reading it: the call's whole budget is
     // held by results waiting for the transport.
-    wait_until(HANG, "the call's budget fills", || {
-        metric(&metrics.render(&server.pool), "patience_deals_in_flight") == Some(32.0)
-            && server.pool.queued() == 0
-            && server.pool.stats().busy() == 0
-    })
-    .await;
+    budget_held(&metrics, &server, 32).await;
     // Nothing waits for a worker from here (a solver thread does not see tokio's clock), so the
     // clock may be paused: it moves only to the drain's next timer.
     tokio::time::pause();
@@ -790,14 +813,7 @@ async fn a_stalled_call_is_cut_at_its_stall_timeout_and_not_before() {
         keepalive_interval: Duration::from_secs(24 * 3600),
         ..config()
     };
-    let metrics = config.metrics.clone();
-    let server = TestServer::start(1, config).await;
-    let mut client = common::small_window_client(&server.addr).await;
-    let mut responses = client
-        .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
-        .await
-        .unwrap()
-        .into_inner();
+    let (server, metrics, _client, mut responses) = unread_call(config, &deals).await;
     let series = |name: &str| {
         let text = metrics.render(&server.pool);
         let series = format!(
@@ -826,14 +842,7 @@ async fn a_stalled_call_is_cut_at_its_stall_timeout_and_not_before() {
     );
     // Reading again, the client gets what was on its way, then the status naming the index to
     // resume from: exactly the results it got.
-    let mut results = 0;
-    let status = loop {
-        match responses.message().await {
-            Ok(Some(r)) => results += r.results.len(),
-            Ok(None) => panic!("a cut call ended as if complete after {results} results"),
-            Err(status) => break status,
-        }
-    };
+    let (results, status) = common::results_until_status(&mut responses).await;
     assert!(results < 8 * deals.len());
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     let said = common::assert_reason(&status, "STALL_TIMEOUT");

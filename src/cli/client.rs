@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use super::batches::{Batched, read_items};
 use super::input::{Input, Reader};
 use super::job::JobRun;
-use super::output::{ExitStatus, JsonAnalysis, Printer, Printing, Render};
+use super::output::{ExitStatus, Printer, Printing, Render};
 use super::progress::Unit;
 use super::report;
 use super::sink::Sink;
@@ -299,17 +299,9 @@ async fn print(
     asked: Options,
 ) -> anyhow::Result<Printed> {
     // The session checked each response: one answer per deal sent, each printable.
-    let print = |printer: &mut Printer<'_>, answer| match answer {
-        Answer::Solved {
-            probability,
-            analysis,
-        } => {
-            let analysis = analysis
-                .as_ref()
-                .map(|a| JsonAnalysis::from_engine(a, asked));
-            printer.solved(probability, analysis)
-        }
-        Answer::Failed(message) => printer.failed(&format!("server: {message}")),
+    let print = |printer: &mut Printer<'_>, answer: Answer| match answer.printable(asked) {
+        Ok((probability, analysis)) => printer.solved(probability, analysis),
+        Err(message) => printer.failed(&format!("server: {message}")),
     };
     let mut printing = Printing { printer, print };
     let drained = ordered::drain(&mut pieces, &mut printing).await;

@@ -32,7 +32,7 @@ use tonic::{Code, Status};
 use crate::client::{Answer, Answers, Chunk, DealProtocol, Protocol, RpsProtocol};
 use crate::items::{Items, Step};
 use crate::ordered::{self, Drained, Piece, Stopped};
-use crate::render::{JsonAnalysis, OutputFormat, Render};
+use crate::render::{OutputFormat, Render};
 use crate::server::call::{Calls, InProcess};
 use crate::service::{GameStream, Inbound, SolverService};
 use crate::solver::Options;
@@ -364,17 +364,9 @@ impl HttpLines {
 
 impl ordered::AnswerSink<Answer> for HttpLines {
     fn answer(&mut self, answer: Answer) -> io::Result<()> {
-        let line = match answer {
-            Answer::Solved {
-                probability,
-                analysis,
-            } => {
-                let analysis = analysis
-                    .as_ref()
-                    .map(|analysis| JsonAnalysis::from_engine(analysis, self.render.asked));
-                self.render.solved(self.index, probability, analysis)
-            }
-            Answer::Failed(message) => self.render.failed(self.index, &message),
+        let line = match answer.printable(self.render.asked) {
+            Ok((probability, analysis)) => self.render.solved(self.index, probability, analysis),
+            Err(message) => self.render.failed(self.index, message),
         };
         self.line(&line);
         Ok(())
