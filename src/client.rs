@@ -37,7 +37,7 @@ use std::time::Duration;
 pub use answers::{Answer, Answers};
 pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
-pub use game::{Conduit, DealProtocol, Protocol, RpsProtocol};
+pub use game::{DealProtocol, Protocol, RpsProtocol};
 pub use session::{Chunk, run};
 pub use tally::{Sent, Share, Tally};
 

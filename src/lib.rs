@@ -39,6 +39,7 @@ pub mod deal;
 pub mod items;
 mod lines;
 pub mod metrics;
+pub mod ordered;
 pub mod pool;
 pub mod proto;
 pub mod reason;

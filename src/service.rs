@@ -36,6 +36,7 @@
 //! the current item. (A tonic client's `cancellation_handle` only sends its reset when its request
 //! body is next polled; the in-flight budget keeps the server reading, so that is soon.)
 
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
@@ -75,8 +76,8 @@ use crate::proto::{
 };
 use crate::reason::Reason;
 
-/// The gRPC service. Cheap to clone: everything is shared. Calls reach it through
-/// [`Admission`]'s [`Capped`] layer, which decides whether they may open at all.
+/// The gRPC service. Cheap to clone: everything is shared. Calls reach it through the server's
+/// call layer, which checks the token and has [`Admission`] decide whether they may open at all.
 #[derive(Clone, Debug)]
 pub struct SolverService {
     pool: Arc<Pool>,
@@ -103,20 +104,52 @@ impl SolverService {
         }
     }
 
-    /// Opens a streaming call of game `G`: its task runs until the call ends, however it ends.
+    /// Opens a streaming call of game `G` from the wire.
     fn open_stream<G: Game>(
         &self,
         request: Request<Streaming<G::StreamRequest>>,
     ) -> Result<Response<GameStream<G::StreamResponse>>, Status> {
         let peer = request.remote_addr();
         let deadline = deadline(request.metadata())?;
-        let inbound = request.into_inner();
+        let inbound = Box::pin(request.into_inner());
+        Ok(Response::new(self.stream::<G>(inbound, peer, deadline)))
+    }
+
+    /// A streaming call of game `G` on any stream of requests: its task runs until the call
+    /// ends, however it ends. The wire's calls come through [`Self::open_stream`]; the plain HTTP
+    /// API's come here directly, with their messages as they are, never encoded.
+    fn stream<G: Game>(
+        &self,
+        inbound: Inbound<G::StreamRequest>,
+        peer: Option<SocketAddr>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> GameStream<G::StreamResponse> {
         let (out, responses) = outbox::channel(self.limits.max_in_flight, G::results, G::to_stream);
         // Counted before the client has its response headers, so whoever sees the call open sees
         // it counted; the call's task gives it back at its end.
         self.metrics.streams(1);
         tokio::spawn(stream::run::<G>(self.clone(), inbound, out, peer, deadline));
-        Ok(Response::new(Box::pin(responses)))
+        Box::pin(responses)
+    }
+
+    /// `SolveStream` in process: the plain HTTP API's deals. The caller has admitted the call
+    /// (token, cap) as the call layer admits a call on the wire.
+    pub fn solve_stream_in_process(
+        &self,
+        inbound: Inbound<SolveRequest>,
+        peer: Option<SocketAddr>,
+    ) -> ResponseStream {
+        self.stream::<Deals>(inbound, peer, None)
+    }
+
+    /// `SolveRpsStream` in process: the plain HTTP API's cases, as
+    /// [`Self::solve_stream_in_process`].
+    pub fn solve_rps_stream_in_process(
+        &self,
+        inbound: Inbound<SolveRpsStreamRequest>,
+        peer: Option<SocketAddr>,
+    ) -> GameStream<SolveRpsStreamResponse> {
+        self.stream::<Rps>(inbound, peer, None)
     }
 
     /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
@@ -183,6 +216,8 @@ impl SolverService {
     }
 }
 
+/// The request stream of a streaming call: tonic's, or the plain HTTP API's.
+pub type Inbound<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// The response stream of a streaming rpc.
 pub type GameStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// The response stream of `SolveStream`.

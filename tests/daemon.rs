@@ -710,6 +710,41 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
     server.stop().await;
 }
 
+/// A server in the test's runtime (one worker) and a `SolveStream` call on it from a client with
+/// 64 KiB windows that sends eight copies of `deals` (16 a request) and reads nothing until the
+/// test does; the client is returned to keep its connection.
+async fn unread_call(
+    config: ServerConfig,
+    deals: &[patience::deal::Deal],
+) -> (
+    TestServer,
+    Metrics,
+    SolverClient<Channel>,
+    tonic::Streaming<proto::SolveResponse>,
+) {
+    let metrics = config.metrics.clone();
+    let server = TestServer::start(1, config).await;
+    let mut client = common::small_window_client(&server.addr).await;
+    let responses = client
+        .solve_stream(tokio_stream::iter(common::requests(deals, 16, 8)))
+        .await
+        .unwrap()
+        .into_inner();
+    (server, metrics, client, responses)
+}
+
+/// Waits until a call's whole budget (`max_in_flight` deals) is held by results waiting for the
+/// transport: nothing queued, nothing being solved.
+async fn budget_held(metrics: &Metrics, server: &TestServer, max_in_flight: usize) {
+    wait_until(HANG, "the call's budget fills", || {
+        metric(&metrics.render(&server.pool), "patience_deals_in_flight")
+            == Some(max_in_flight as f64)
+            && server.pool.queued() == 0
+            && server.pool.stats().busy() == 0
+    })
+    .await;
+}
+
 /// A drain that runs out of time while a client has stopped reading (with `--stall-timeout`
 /// off) ends with the server closing every connection before `run` returns: a library user is
 /// not left with a connection still serving, which would end that client's stream as if
@@ -729,22 +764,10 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
         },
         ..config()
     };
-    let metrics = config.metrics.clone();
-    let server = TestServer::start(1, config).await;
-    let mut client = common::small_window_client(&server.addr).await;
-    let mut responses = client
-        .solve_stream(tokio_stream::iter(common::requests(&deals, 16, 8)))
-        .await
-        .unwrap()
-        .into_inner();
+    let (server, metrics, _client, mut responses) = unread_call(config, &deals).await;
     // Until its window is full and the server has stopped reading it: the call's whole budget is
     // held by results waiting for the transport.
-    wait_until(HANG, "the call's budget fills", || {
-        metric(&metrics.render(&server.pool), "patience_deals_in_flight") == Some(32.0)
-            && server.pool.queued() == 0
-            && server.pool.stats().busy() == 0
-    })
-    .await;
+    budget_held(&metrics, &server, 32).await;
     // Nothing waits for a worker from here (a solver thread does not see tokio's clock), so the
     // clock may be paused: it moves only to the drain's next timer.
     tokio::time::pause();
@@ -769,4 +792,60 @@ async fn a_drain_out_of_time_closes_every_connection_before_returning() {
         "the stream ended as if complete after {results} results"
     );
     assert!(results < 8 * deals.len());
+}
+
+/// A call whose client stopped reading is cut at `--stall-timeout`, not before and not much
+/// after (the watch ticks at half the timeout and cuts after two whole ticks without a message
+/// taken: between one and one and a half timeouts from the last message taken). On paused time
+/// from the start: the clock moves only when the runtime has nothing to do, so the test measures
+/// the stall on the clock the watch runs on, and waits no wall time for it.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_call_is_cut_at_its_stall_timeout_and_not_before() {
+    const STALL: Duration = Duration::from_secs(20);
+    let (deals, _) = corpus("random1000");
+    let config = ServerConfig {
+        limits: Limits {
+            max_in_flight: 32,
+            stall_timeout: Some(STALL),
+            ..Limits::default()
+        },
+        // No keepalive ping while the clock moves on: the call ends by its stall, nothing else.
+        keepalive_interval: Duration::from_secs(24 * 3600),
+        ..config()
+    };
+    let (server, metrics, _client, mut responses) = unread_call(config, &deals).await;
+    let series = |name: &str| {
+        let text = metrics.render(&server.pool);
+        let series = format!(
+            "{name}{{grpc_type=\"bidi_stream\",grpc_service=\"patience.v1.Solver\",\
+             grpc_method=\"SolveStream\"}}"
+        );
+        (
+            metric(&text, &series).unwrap_or(0.0),
+            metric(&text, "patience_calls_cut_total{reason=\"stall_timeout\"}").unwrap_or(0.0),
+        )
+    };
+    // The messages the transport took, and when they last changed, until the call is cut.
+    let mut last = (0.0, tokio::time::Instant::now());
+    wait_until(HANG, "the stalled call is cut", || {
+        let (taken, cut) = series("grpc_server_msg_sent_total");
+        if taken != last.0 {
+            last = (taken, tokio::time::Instant::now());
+        }
+        cut == 1.0
+    })
+    .await;
+    let stalled = last.1.elapsed();
+    assert!(
+        (STALL - common::POLL..=STALL * 3 / 2 + common::POLL).contains(&stalled),
+        "cut {stalled:?} after the last message taken; the stall timeout is {STALL:?}"
+    );
+    // Reading again, the client gets what was on its way, then the status naming the index to
+    // resume from: exactly the results it got.
+    let (results, status) = common::results_until_status(&mut responses).await;
+    assert!(results < 8 * deals.len());
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let said = common::assert_reason(&status, "STALL_TIMEOUT");
+    assert_eq!(said["resume_index"], results.to_string());
+    server.stop().await;
 }

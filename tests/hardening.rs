@@ -611,14 +611,7 @@ async fn scraped(metrics: &str, needle: &str, limit: Duration) {
 /// the status is `RESOURCE_EXHAUSTED` naming the flag and, as the index to resume from, exactly
 /// the number of results that arrived.
 async fn assert_cut_after(responses: &mut tonic::Streaming<SolveResponse>, sent: usize) {
-    let mut results = 0;
-    let status = loop {
-        match responses.message().await {
-            Ok(Some(r)) => results += r.results.len(),
-            Ok(None) => panic!("a cut call ended as if complete after {results} results"),
-            Err(status) => break status,
-        }
-    };
+    let (results, status) = common::results_until_status(responses).await;
     assert!(results < sent, "{results} of {sent}");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
     assert!(status.message().contains("--stall-timeout"), "{status:?}");

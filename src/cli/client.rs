@@ -4,33 +4,34 @@
 //! The files are read here with the same reader as in-process, so an item the client cannot parse
 //! gets the same `error:` line in the same place without a round trip. Valid items go out in
 //! chunks: one request message of up to `--batch` items each. Three parts:
-//! - the *reader* (a thread) turns the files into printer slots and submissions;
+//! - the *reader* (a thread) turns the files into the printer's pieces and submissions;
 //! - the library's *session* answers the submissions, in order, from the daemons;
-//! - the *printer* prints slots in input order, waiting for each chunk's answers.
+//! - the *printer* prints the pieces in input order, waiting for each chunk's answers: the
+//!   ordered pipeline `solve` and the HTTP API print through too ([`crate::ordered`]).
 //!
-//! The reader never runs more than a bounded number of slots ahead of the printer, so the
+//! The reader never runs more than a bounded number of pieces ahead of the printer, so the
 //! client's memory is flat however large the input is.
 
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::batches::{Batched, ToRead, read_items};
 use super::input::Reader;
 use super::job::JobRun;
-use super::output::{ExitStatus, JsonAnalysis, Printer, Render};
+use super::output::{ExitStatus, Printer, Printing, Render};
 use super::progress::Unit;
 use super::report;
 use super::sink::Sink;
 use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
-    self, Answer, Answers, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol,
-    RpsProtocol, SystemResolver, Tally, Target,
+    self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
+    SystemResolver, Tally, Target,
 };
+use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::proto;
 use crate::solver::Options;
 
@@ -145,21 +146,6 @@ fn on_runtime(run: impl Future<Output = anyhow::Result<ExitStatus>>) -> anyhow::
     runtime.block_on(run)
 }
 
-/// What the printer does for one batch, in input order.
-enum Slot {
-    /// The batch's lines (`None` marks a deal sent to a daemon), the chunk's answers when some
-    /// deal was sent, and the input bytes the batch and those before it span.
-    Lines {
-        lines: Vec<Option<String>>,
-        answers: Option<oneshot::Receiver<Answers>>,
-        at: u64,
-    },
-    /// Inputs read again whose answers the output holds (a resume).
-    Skipped { items: u64, bad: u64, at: u64 },
-    /// An input that could not be read.
-    Unreadable(String),
-}
-
 /// Opens the output, streams the inputs, and ends with the summary (the daemons' shares in it).
 async fn stream_files<G: Protocol>(
     plan: Plan<'_>,
@@ -187,7 +173,7 @@ async fn stream<G: Protocol>(
     let reading = job.reading();
     let progress = &job.progress;
     let ahead = AHEAD.max(plan.reorder_bytes / (AHEAD_BYTES_PER_ITEM * batch.max(1)));
-    let (slots_tx, slots) = mpsc::channel::<Slot>(ahead);
+    let (slots_tx, slots) = mpsc::channel::<Piece<Answer>>(ahead);
     let (submit, submissions) = mpsc::channel::<Chunk<G>>(1);
     std::thread::Builder::new()
         .name("reader".into())
@@ -264,62 +250,39 @@ fn joined(
     joined.unwrap_or_else(|e| Err(client::ClientError::Internal(e.to_string())))
 }
 
-/// Reads every input into slots and submissions. The slot goes first: a chunk exists only once
-/// the printer is bound to wait for it, which is what bounds the chunks alive to the slots read
-/// ahead.
+/// Reads every input into the printer's pieces and submissions. The piece goes first: a chunk
+/// exists only once the printer is bound to wait for it, which is what bounds the chunks alive to
+/// the pieces read ahead.
 fn read<G: Protocol>(
     reading: &ToRead,
     batch: usize,
     analysis: Option<proto::AnalysisOptions>,
-    slots: &mpsc::Sender<Slot>,
+    pieces: &mpsc::Sender<Piece<Answer>>,
     submit: &mpsc::Sender<Chunk<G>>,
 ) {
     read_items::<G::Reader<Reader>>(reading, batch, |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
             Batched::Skipped { items, bad, at } => {
-                return slots
-                    .blocking_send(Slot::Skipped { items, bad, at })
+                return pieces
+                    .blocking_send(Piece::Skipped { items, bad, at })
                     .is_ok();
             }
-            Batched::Unreadable(msg) => return slots.blocking_send(Slot::Unreadable(msg)).is_ok(),
+            Batched::Unreadable(msg) => {
+                return pieces.blocking_send(Piece::Unreadable(msg)).is_ok();
+            }
         };
-        let mut items = Vec::new();
-        let lines = entries
-            .into_iter()
-            .map(|entry| match entry {
-                Ok(item) => {
-                    items.push(item);
-                    None
-                }
-                Err(msg) => Some(msg),
-            })
-            .collect();
-        if items.is_empty() {
-            let slot = Slot::Lines {
-                lines,
-                answers: None,
-                at,
-            };
-            return slots.blocking_send(slot).is_ok();
-        }
-        let (reply, answers) = oneshot::channel();
-        let slot = Slot::Lines {
-            lines,
-            answers: Some(answers),
-            at,
-        };
-        if slots.blocking_send(slot).is_err() {
+        let (piece, chunk) = Chunk::<G>::of(entries, at, analysis);
+        if pieces.blocking_send(piece).is_err() {
             return false;
         }
-        let request = G::request(&items, analysis);
-        submit.blocking_send(Chunk { request, reply }).is_ok()
+        chunk.is_none_or(|chunk| submit.blocking_send(chunk).is_ok())
     });
 }
 
 /// How printing ended.
 enum Printed {
-    /// Every slot was printed.
+    /// Every piece was printed.
     All(ExitStatus),
     /// Whoever reads standard output closed it (`patience client big | head`): not an error.
     Closed(ExitStatus),
@@ -327,82 +290,25 @@ enum Printed {
     Lost,
 }
 
-/// Prints every slot in input order, waiting for each chunk's answers; `asked` is the analysis
+/// Prints every piece in input order, waiting for each chunk's answers; `asked` is the analysis
 /// the user asked for, to tell an empty list from one not asked for.
 async fn print(
-    mut slots: mpsc::Receiver<Slot>,
-    mut printer: Printer<'_>,
+    mut pieces: mpsc::Receiver<Piece<Answer>>,
+    printer: Printer<'_>,
     asked: Options,
 ) -> anyhow::Result<Printed> {
-    loop {
-        if slots.is_empty() {
-            // About to wait for the reader (someone typing deals?): show the answers so far.
-            if let Err(e) = printer.flush() {
-                return closed(&printer, e);
-            }
-        }
-        let Some(slot) = slots.recv().await else {
-            break;
-        };
-        let (lines, answers, at) = match slot {
-            Slot::Unreadable(msg) => {
-                printer.unreadable(&msg);
-                continue;
-            }
-            Slot::Skipped { items, bad, at } => {
-                printer.skipped(items, bad, at);
-                continue;
-            }
-            Slot::Lines { lines, answers, at } => (lines, answers, at),
-        };
-        let mut answers = match answers {
-            None => Vec::new().into_iter(),
-            Some(receiver) => {
-                if receiver.is_empty() {
-                    // About to wait for the daemons: let whoever reads our output see it so far.
-                    if let Err(e) = printer.flush() {
-                        return closed(&printer, e);
-                    }
-                }
-                match receiver.await {
-                    Ok(answers) => answers.into_iter(),
-                    Err(_) => {
-                        let _ = printer.flush();
-                        return Ok(Printed::Lost);
-                    }
-                }
-            }
-        };
-        let count = lines.len() as u64;
-        for line in lines {
-            let written = match line {
-                Some(error) => printer.failed(&error),
-                // The session checked the response: one answer per deal sent, each printable.
-                None => match answers.next() {
-                    Some(Answer::Solved {
-                        probability,
-                        analysis,
-                    }) => {
-                        let analysis = analysis
-                            .as_ref()
-                            .map(|a| JsonAnalysis::from_engine(a, asked));
-                        printer.solved(probability, analysis)
-                    }
-                    Some(Answer::Failed(message)) => printer.failed(&format!("server: {message}")),
-                    None => bail!("a chunk's answers ran short (a bug in this client)"),
-                },
-            };
-            if let Err(e) = written {
-                return closed(&printer, e);
-            }
-        }
-        printer.advance(count, at);
+    // The session checked each response: one answer per deal sent, each printable.
+    let print = |printer: &mut Printer<'_>, answer: Answer| match answer.printable(asked) {
+        Ok((probability, analysis)) => printer.solved(probability, analysis),
+        Err(message) => printer.failed(&format!("server: {message}")),
+    };
+    let mut printing = Printing { printer, print };
+    let drained = ordered::drain(&mut pieces, &mut printing).await;
+    let printer = printing.printer;
+    match drained {
+        Ok(Drained::All) => printer.finish().map(Printed::All),
+        Ok(Drained::Lost) => Ok(Printed::Lost),
+        Err(Stopped::Write(e)) => printer.write_failed(e).map(Printed::Closed),
+        Err(e @ Stopped::Short) => bail!("{e} (a bug in this client)"),
     }
-    printer.finish().map(Printed::All)
-}
-
-/// A write failed: a closed pipe (`patience client big | head`) is the reader's choice, not an
-/// error.
-fn closed(printer: &Printer<'_>, e: io::Error) -> anyhow::Result<Printed> {
-    printer.write_failed(e).map(Printed::Closed)
 }

@@ -1,96 +1,86 @@
 //! The in-process pipeline `solve` and `rps` share: a reader thread parses batches with the
 //! game's reader and queues each on the pool; this thread waits for the batches' tickets in input
-//! order and prints them. Both queues are bounded, so memory stays flat however large the input
-//! is, and a bad item travels with its batch as its error line, so it is printed in its place.
+//! order and prints them, through the ordered pipeline every printer shares ([`crate::ordered`]).
+//! Both queues are bounded, so memory stays flat however large the input is, and a bad item
+//! travels with its batch as its error line, so it is printed in its place.
 
 use std::io;
-use std::sync::mpsc;
 use std::thread;
+
+use futures::FutureExt as _;
+use tokio::sync::mpsc;
 
 use super::batches::{Batched, Entry, Items, ToRead, read_items};
 use super::input::Reader;
-use super::output::{ExitStatus, Printer};
-use crate::pool::{BatchTicket, Engines, Pool};
+use super::output::{ExitStatus, Printer, Printing};
+use crate::ordered::{self, Drained, Piece, Stopped};
+use crate::pool::{Engines, Pool};
 
 /// One item's answer, or the message of its `error:` line (already naming the file, item and
 /// line).
 pub type ItemResult<A> = Result<A, String>;
 
-/// What the reader hands the printer, in input order.
-enum Piece<A> {
-    /// A batch's answers to come, and the input bytes it and the batches before it span.
-    Answers(BatchTicket<ItemResult<A>>, u64),
-    /// Inputs read again whose answers the output holds (a resume): how many, bad ones, bytes.
-    Skipped(u64, u64, u64),
-    Unreadable(String),
-}
-
 /// Reads every item of `reading` with the game's reader `R`, the first `reading.skip` only to
 /// count them (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
-/// answer in input order with `print`.
-pub fn run<R, A>(
+/// answer in input order with `print`, through the ordered pipeline ([`crate::ordered`]). A bad
+/// item travels with its batch to the pool, which hands its message back as its answer.
+pub fn run<'p, R, A>(
     reading: &ToRead,
     pool: &Pool,
     batch: usize,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
-    printer: Printer<'_>,
-    print: impl FnMut(&mut Printer<'_>, ItemResult<A>) -> io::Result<()>,
+    printer: Printer<'p>,
+    print: impl FnMut(&mut Printer<'p>, ItemResult<A>) -> io::Result<()>,
 ) -> anyhow::Result<ExitStatus>
 where
     R: Items<Reader>,
     R::Item: Send + 'static,
     A: Send + 'static,
 {
-    let (tx, rx) = mpsc::sync_channel::<Piece<A>>(4 * pool.workers());
-    thread::scope(|scope| {
+    let (tx, mut pieces) = mpsc::channel::<Piece<ItemResult<A>>>(4 * pool.workers());
+    let mut printing = Printing { printer, print };
+    let drained = thread::scope(|scope| {
         scope.spawn(move || {
             read_items::<R>(reading, batch, |event| {
                 let piece = match event {
-                    Batched::Batch(items, at) => {
-                        match pool.submit_batch_blocking(items, solve.clone()) {
-                            Ok(ticket) => Piece::Answers(ticket, at),
+                    Batched::Batch(entries, at) => {
+                        let lines = vec![None; entries.len()];
+                        match pool.submit_batch_blocking(entries, solve.clone()) {
+                            Ok(ticket) => Piece::Batch {
+                                lines,
+                                answers: Some(Box::pin(ticket.map(|answers| {
+                                    let answers = answers.ok()?.into_iter();
+                                    Some(answers.map(|a| a.unwrap_or_else(internal)).collect())
+                                }))),
+                                at,
+                            },
                             Err(e) => Piece::Unreadable(e.to_string()),
                         }
                     }
-                    Batched::Skipped { items, bad, at } => Piece::Skipped(items, bad, at),
+                    Batched::Skipped { items, bad, at } => Piece::Skipped { items, bad, at },
                     Batched::Unreadable(message) => Piece::Unreadable(message),
                 };
                 // Stops reading once the printer has gone.
-                tx.send(piece).is_ok()
+                tx.blocking_send(piece).is_ok()
             });
         });
+        // This thread is the only one waiting on the pool's tickets: no runtime is needed.
+        let drained = futures::executor::block_on(ordered::drain(&mut pieces, &mut printing));
         // Dropping the receiver when printing stops (say, stdout closed) is what stops the reader.
-        print_in_order(rx, printer, print)
-    })
+        drop(pieces);
+        drained
+    });
+    let printer = printing.printer;
+    match drained {
+        Ok(Drained::All) => printer.finish(),
+        // The pool lives until every ticket is answered, so a batch cannot be lost.
+        Ok(Drained::Lost) => anyhow::bail!("the solver pool stopped before answering every item"),
+        Err(Stopped::Write(e)) => printer.write_failed(e),
+        Err(e @ Stopped::Short) => anyhow::bail!("{e} (a bug in this program)"),
+    }
 }
 
-fn print_in_order<A>(
-    pieces: mpsc::Receiver<Piece<A>>,
-    mut printer: Printer<'_>,
-    mut print: impl FnMut(&mut Printer<'_>, ItemResult<A>) -> io::Result<()>,
-) -> anyhow::Result<ExitStatus> {
-    loop {
-        let piece = match printer.receive(&pieces) {
-            Ok(Some(piece)) => piece,
-            Ok(None) => break,
-            Err(e) => return printer.write_failed(e),
-        };
-        match piece {
-            Piece::Answers(ticket, at) => {
-                // The pool lives until every ticket is answered, so a batch cannot be lost.
-                let answers = ticket.wait().map_err(|e| anyhow::anyhow!(e))?;
-                let count = answers.len() as u64;
-                for answer in answers {
-                    let answer = answer.unwrap_or_else(|e| Err(format!("internal error: {e}")));
-                    if let Err(e) = print(&mut printer, answer) {
-                        return printer.write_failed(e);
-                    }
-                }
-                printer.advance(count, at);
-            }
-            Piece::Skipped(items, bad, at) => printer.skipped(items, bad, at),
-            Piece::Unreadable(message) => printer.unreadable(&message),
-        }
-    }
-    printer.finish()
+/// An item whose solving panicked: its line says so, and the run goes on.
+fn internal<A>(e: crate::pool::PoolError) -> ItemResult<A> {
+    Err(format!("internal error: {e}"))
 }

@@ -4,11 +4,11 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::mpsc;
 
 use super::progress::Progress;
 use super::resume::Resume;
 use super::sink::Sink;
+use crate::ordered;
 pub use crate::render::{JsonAnalysis, Render};
 
 /// The outcome of a whole run, as an exit status.
@@ -118,19 +118,6 @@ impl<'a> Printer<'a> {
         self.out.flush()
     }
 
-    /// The next piece from `pieces`, or `None` once its sender is gone, flushing first when it
-    /// would have to wait.
-    pub fn receive<T>(&mut self, pieces: &mpsc::Receiver<T>) -> io::Result<Option<T>> {
-        match pieces.try_recv() {
-            Ok(piece) => Ok(Some(piece)),
-            Err(mpsc::TryRecvError::Disconnected) => Ok(None),
-            Err(mpsc::TryRecvError::Empty) => {
-                self.out.flush()?;
-                Ok(pieces.recv().ok())
-            }
-        }
-    }
-
     /// Ends the run: everything flushed (and the output file's partial last line, if a resume
     /// found one, cut off), and its status. A resume whose input ran out before the answers the
     /// file holds is refused here, the file left as it was.
@@ -166,6 +153,47 @@ fn write_failed(e: io::Error, status: ExitStatus) -> anyhow::Result<ExitStatus> 
         Ok(status)
     } else {
         Err(anyhow::Error::new(e).context("cannot write the results"))
+    }
+}
+
+/// A [`Printer`] as the ordered pipeline's sink ([`crate::ordered`]): `print` writes an answer's
+/// line, in the terms of whoever computed it (the pool's results, the daemons' answers).
+pub struct Printing<'p, F> {
+    pub printer: Printer<'p>,
+    pub print: F,
+}
+
+impl<'p, A, F> ordered::AnswerSink<A> for Printing<'p, F>
+where
+    F: FnMut(&mut Printer<'p>, A) -> io::Result<()>,
+{
+    fn answer(&mut self, answer: A) -> io::Result<()> {
+        (self.print)(&mut self.printer, answer)
+    }
+
+    fn bad(&mut self, message: &str) -> io::Result<()> {
+        self.printer.failed(message)
+    }
+
+    fn advance(&mut self, items: u64, at: u64) {
+        self.printer.advance(items, at);
+    }
+
+    fn skipped(&mut self, items: u64, bad: u64, at: u64) {
+        self.printer.skipped(items, bad, at);
+    }
+
+    fn unreadable(&mut self, message: &str) {
+        self.printer.unreadable(message);
+    }
+
+    /// Buffered: handed on only before the pipeline waits.
+    fn flush(&mut self, waiting: bool) -> impl Future<Output = io::Result<()>> + Send {
+        std::future::ready(if waiting {
+            self.printer.flush()
+        } else {
+            Ok(())
+        })
     }
 }
 

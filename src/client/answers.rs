@@ -3,6 +3,7 @@
 
 use super::status::Verdict;
 use crate::proto::{self, result::Outcome};
+use crate::render::JsonAnalysis;
 use crate::solver::{Analysis, Options};
 
 /// One deal's answer.
@@ -16,6 +17,25 @@ pub enum Answer {
     },
     /// The daemon's `DealError` message for this deal: a bad deal, not a failure.
     Failed(String),
+}
+
+impl Answer {
+    /// What the answer prints, wherever it is printed: its probability with, in JSON, the
+    /// analysis fields `asked` for; or the daemon's message for the deal.
+    pub fn printable(&self, asked: Options) -> Result<(f64, Option<JsonAnalysis>), &str> {
+        match self {
+            Answer::Solved {
+                probability,
+                analysis,
+            } => Ok((
+                *probability,
+                analysis
+                    .as_ref()
+                    .map(|analysis| JsonAnalysis::from_engine(analysis, asked)),
+            )),
+            Answer::Failed(message) => Err(message),
+        }
+    }
 }
 
 /// The answers of one chunk, in deal order.

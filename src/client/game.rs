@@ -3,16 +3,12 @@
 //! checked into [`Answers`]. Everything else (dispatching, hedging, resending, reconnecting,
 //! printing in order) is the same for both games. The one trait for every caller of the games'
 //! streaming rpcs: `patience client` (through lanes, on a `Channel`) and the daemon's plain HTTP
-//! API (on its own gRPC route, in process).
+//! API (its items, requests and checked answers; it opens its calls on the service in process).
 
 use std::io::BufRead;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::client::GrpcService;
-use tonic::codegen::StdError;
-use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Status, Streaming};
 
@@ -28,32 +24,6 @@ use crate::proto::{
 };
 use crate::rps::{Case, CaseReader};
 use crate::solver::Options;
-
-/// A transport a game's stream can be opened on: a `Channel` (with the bearer token added), or
-/// the daemon's own gRPC route.
-pub trait Conduit:
-    GrpcService<
-        tonic::body::Body,
-        Error: Into<StdError>,
-        Future: Send,
-        ResponseBody: http_body::Body<Data = Bytes, Error: Into<StdError> + Send> + Send + 'static,
-    > + Send
-    + 'static
-{
-}
-
-impl<T> Conduit for T where
-    T: GrpcService<
-            tonic::body::Body,
-            Error: Into<StdError>,
-            Future: Send,
-            ResponseBody: http_body::Body<Data = Bytes, Error: Into<StdError> + Send>
-                              + Send
-                              + 'static,
-        > + Send
-        + 'static
-{
-}
 
 /// A game the client can stream to daemons.
 pub trait Protocol: Send + Sync + 'static {
@@ -75,24 +45,12 @@ pub trait Protocol: Send + Sync + 'static {
     /// Results in a response.
     fn results(response: &Self::Response) -> usize;
 
-    /// Opens the game's streaming call on `transport`, with the request's metadata and
-    /// extensions as given.
-    fn open_on<T: Conduit>(
-        transport: T,
-        requests: tonic::Request<ReceiverStream<Self::Request>>,
-    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
-
     /// Opens the game's streaming call on `channel`, with the bearer token.
     fn open(
         channel: Channel,
         bearer: AddBearer,
         requests: ReceiverStream<Self::Request>,
-    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>> {
-        Self::open_on(
-            InterceptedService::new(channel, bearer),
-            tonic::Request::new(requests),
-        )
-    }
+    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
 
     /// A response checked against the chunk it answers (`sent` items) and the analysis the run
     /// asked for.
@@ -128,12 +86,14 @@ impl Protocol for DealProtocol {
         response.results.len()
     }
 
-    fn open_on<T: Conduit>(
-        transport: T,
-        requests: tonic::Request<ReceiverStream<SolveRequest>>,
+    fn open(
+        channel: Channel,
+        bearer: AddBearer,
+        requests: ReceiverStream<SolveRequest>,
     ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
         Box::pin(async move {
-            let mut client = SolverClient::new(transport).max_decoding_message_size(usize::MAX);
+            let mut client = SolverClient::with_interceptor(channel, bearer)
+                .max_decoding_message_size(usize::MAX);
             Ok(client.solve_stream(requests).await?.into_inner())
         })
     }
@@ -171,12 +131,14 @@ impl Protocol for RpsProtocol {
         response.results.len()
     }
 
-    fn open_on<T: Conduit>(
-        transport: T,
-        requests: tonic::Request<ReceiverStream<SolveRpsStreamRequest>>,
+    fn open(
+        channel: Channel,
+        bearer: AddBearer,
+        requests: ReceiverStream<SolveRpsStreamRequest>,
     ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
         Box::pin(async move {
-            let mut client = RpsServiceClient::new(transport).max_decoding_message_size(usize::MAX);
+            let mut client = RpsServiceClient::with_interceptor(channel, bearer)
+                .max_decoding_message_size(usize::MAX);
             Ok(client.solve_rps_stream(requests).await?.into_inner())
         })
     }

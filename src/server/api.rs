@@ -4,8 +4,9 @@
 //! `error:` lines included; `POST /v1/rps` likewise for FZU 2145 case files and `patience rps`.
 //!
 //! It is a translation, as grpc-gateway makes one, but in process (`translate.rs`): the body is
-//! read with the CLI's readers ([`crate::items`]), its items go in `SolveStream`
-//! (`SolveRpsStream`) requests through the daemon's own gRPC route, and the answers come back as
+//! read with the CLI's readers ([`crate::items`]), the call is entered in the call layer as a
+//! `SolveStream` (`SolveRpsStream`) call (the token, its cap, its series), its items go in that
+//! rpc's requests to the service directly, never encoded, and the answers come back as
 //! [`crate::render`] lines. So the token, the call caps, the deal budget (memory stays flat
 //! whatever the body's size), the stall timeout, the drain, the logs and the metrics hold for it
 //! as they hold for gRPC, by construction.
@@ -35,9 +36,13 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 use tonic::body::Body;
 
+use tonic::transport::server::TcpConnectInfo;
+
+use super::call::Calls;
 use super::front::{Route, plain};
 use crate::reason::Said;
 use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
+use crate::service::SolverService;
 use crate::solver::Options;
 use translate::{ApiCall, Endpoint, Failure};
 
@@ -51,20 +56,29 @@ pub struct ApiSettings {
     pub max_in_flight: usize,
 }
 
-/// The API as a route of the front. `grpc` is the daemon's gRPC route, framing included.
-pub fn route(grpc: Route, settings: ApiSettings) -> Route {
-    let api = Arc::new((grpc, settings));
+/// The API as a route of the front: its calls are entered in `calls` as calls of their rpc, and
+/// made on `service` directly.
+pub fn route(calls: Calls, service: SolverService, settings: ApiSettings) -> Route {
+    let api = Arc::new(Api {
+        calls,
+        service,
+        settings,
+    });
     Route::new(tower::service_fn(move |request: http::Request<Body>| {
         let api = api.clone();
-        async move { Ok::<_, Infallible>(answer(&api.0, &api.1, request).await) }
+        async move { Ok::<_, Infallible>(answer(&api, request).await) }
     }))
 }
 
-async fn answer(
-    grpc: &Route,
-    settings: &ApiSettings,
-    request: http::Request<Body>,
-) -> http::Response<Body> {
+/// What every call of the API shares.
+struct Api {
+    calls: Calls,
+    service: SolverService,
+    settings: ApiSettings,
+}
+
+async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body> {
+    let settings = &api.settings;
     let game = match request.uri().path() {
         "/v1/rps" => Endpoint::Rps,
         _ => Endpoint::Deals,
@@ -105,9 +119,13 @@ async fn answer(
     };
     let (parts, body) = request.into_parts();
     let call = ApiCall {
-        grpc: grpc.clone(),
+        calls: api.calls.clone(),
+        service: api.service.clone(),
         authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
-        extensions: parts.extensions,
+        peer: parts
+            .extensions
+            .get::<TcpConnectInfo>()
+            .and_then(|info| info.remote_addr),
         render,
         batch: game.batch().min(settings.max_items_per_request).max(1),
         max_queued: settings.max_in_flight.saturating_mul(2).max(1024),

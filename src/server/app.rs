@@ -1,9 +1,9 @@
 //! What every request passes through on its way to a service, outermost first: the count of
 //! requests that are no gRPC call (`http_metrics.rs`); the front, which routes by protocol
-//! (`front.rs`), the plain HTTP API's requests through their translation to gRPC (`api.rs`); each
-//! gRPC call's life (`call.rs`: for the solving services the token check, then admission, so a call
-//! without the token takes no cap; counted; framed with `frames.rs`; routed to its service by its
-//! path); the services, tonic's servers.
+//! (`front.rs`); the plain HTTP API's requests (`api.rs`: entered in the call layer, made on the
+//! service directly); each gRPC call's life (`call.rs`: for the solving services the token check,
+//! then admission, so a call without the token takes no cap; counted; framed with `frames.rs`;
+//! routed to its service by its path); the services, tonic's servers.
 
 use tonic::server::NamedService;
 use tonic_health::pb::health_server::{Health, HealthServer};
@@ -56,7 +56,7 @@ pub fn build(
         Served::new(
             RpsServiceServer::<SolverService>::NAME,
             Route::new(
-                RpsServiceServer::new(service)
+                RpsServiceServer::new(service.clone())
                     .max_decoding_message_size(limit)
                     .max_encoding_message_size(usize::MAX),
             ),
@@ -99,15 +99,18 @@ pub fn build(
         },
     )?;
     let grpc_paths: Vec<String> = grpc.paths().map(str::to_string).collect();
-    let grpc = Route::new(grpc);
-    // The plain HTTP API calls SolveStream through the same route, so its calls count there too.
+    // The plain HTTP API's calls are entered in the same layer, as calls of SolveStream
+    // (SolveRpsStream): the same token, caps, drain and series; then made on the service
+    // directly, their messages never encoded.
     let api = super::api::route(
         grpc.clone(),
+        service,
         ApiSettings {
             max_items_per_request: config.limits.max_deals_per_request,
             max_in_flight: config.limits.max_in_flight,
         },
     );
+    let grpc = Route::new(grpc);
     let page = config.ui.then(super::ui::route);
     let front = Front::new(grpc, api, page, &config.cors_allow_origins);
     Ok(HttpMetrics::new(front, metrics, grpc_paths))

@@ -27,11 +27,15 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use futures::StreamExt as _;
 use http::HeaderValue;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 use tonic::body::Body;
 use tonic::transport::server::TcpConnectInfo;
@@ -42,7 +46,7 @@ use super::front::Route;
 use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
-use crate::service::{Admission, Admitted, CallKind, ServiceKinds, service_kinds};
+use crate::service::{Admission, Admitted, CallKind, Inbound, ServiceKinds, service_kinds};
 use life::{Life, ReceivedBody, SentBody};
 
 mod life;
@@ -232,20 +236,52 @@ impl Calls {
         request: &http::Request<Body>,
         kind: CallKind,
         token: bool,
-    ) -> Result<(Option<Encoding>, Option<Admitted>), tonic::Status> {
+    ) -> Result<(Option<Encoding>, Admitted), tonic::Status> {
         let encoding = Encoding::of_request(request.headers().get("grpc-encoding"))
             .map_err(|reason| reason.status())?;
         let peer = request
             .extensions()
             .get::<TcpConnectInfo>()
             .and_then(|info| info.remote_addr);
+        let authorization = request.headers().get(http::header::AUTHORIZATION);
+        Ok((encoding, self.pass(authorization, peer, kind, token)?))
+    }
+
+    /// The token, where the service needs one, then a place under the call's cap.
+    fn pass(
+        &self,
+        authorization: Option<&HeaderValue>,
+        peer: Option<SocketAddr>,
+        kind: CallKind,
+        token: bool,
+    ) -> Result<Admitted, tonic::Status> {
         if token {
-            self.gate
-                .bearer
-                .check(request.headers().get(http::header::AUTHORIZATION), peer)?;
+            self.gate.bearer.check(authorization, peer)?;
         }
-        let admitted = self.gate.admission.admit(kind, peer)?;
-        Ok((encoding, Some(admitted)))
+        self.gate.admission.admit(kind, peer)
+    }
+
+    /// Opens a call of the method at `path` made in process (the plain HTTP API's), with the
+    /// same token check, admission and series as a call on the wire; its messages never meet the
+    /// framing. Refused, the call is counted and ended with the status it gets.
+    pub fn enter(
+        &self,
+        path: &str,
+        authorization: Option<&HeaderValue>,
+        peer: Option<SocketAddr>,
+    ) -> Result<InProcess, tonic::Status> {
+        let method = self.methods.get(path);
+        let mut life = Life::start(method.counters);
+        match self.pass(authorization, peer, method.kind, method.token) {
+            Ok(admitted) => {
+                life.admitted = Some(admitted);
+                Ok(InProcess { life })
+            }
+            Err(status) => {
+                life.end(status.code());
+                Err(status)
+            }
+        }
     }
 
     /// The paths of the methods counted by name (`/package.Service/Method`).
@@ -287,7 +323,7 @@ impl Service<http::Request<Body>> for Calls {
         };
         let incoming = match self.admit(&request, method.kind, method.token) {
             Ok((encoding, admitted)) => {
-                life.admitted = admitted;
+                life.admitted = Some(admitted);
                 encoding
             }
             Err(status) => return refused(life, status),
@@ -339,6 +375,35 @@ impl Service<http::Request<Body>> for Calls {
                 })
             }))
         })
+    }
+}
+
+/// A call made in process, owned as [`Calls`] owns one on the wire: counted as started when it
+/// is entered, its messages counted as they pass, ended once (as `Canceled` if dropped before
+/// [`InProcess::end`]), its place under its cap given back when it is dropped.
+#[derive(Debug)]
+pub struct InProcess {
+    life: Life,
+}
+
+impl InProcess {
+    /// The call's requests as its service reads them, each counted as received when read.
+    pub fn inbound<T: Send + 'static>(&self, requests: mpsc::Receiver<T>) -> Inbound<T> {
+        let counters = self.life.counters.clone();
+        Box::pin(ReceiverStream::new(requests).map(move |request| {
+            counters.received(1);
+            Ok(request)
+        }))
+    }
+
+    /// A response message taken from the service.
+    pub fn sent(&self) {
+        self.life.counters.sent(1);
+    }
+
+    /// The call's status, once it is known.
+    pub fn end(&mut self, code: Code) {
+        self.life.end(code);
     }
 }
 

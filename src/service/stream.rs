@@ -11,8 +11,9 @@
 //!    when tonic takes the response.
 //!
 //! So items read but not yet handed to the transport never exceed `--max-in-flight`, whether the
-//! workers or the client's reading are the bottleneck. Beside the pipeline, [`Interrupts`] waits for what can
-//! end the call from outside: the client leaving, its deadline, the drain, a stall.
+//! workers or the client's reading are the bottleneck. Beside the pipeline, [`Interrupts`] holds
+//! what can end the call from outside: the client leaving, its deadline, the drain, a stall. One
+//! loop with one `biased` select waits for all of it, in the order [`CallEvent`] gives.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -25,15 +26,15 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::{AcquireError, Semaphore};
 use tokio::time::Sleep;
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Status};
 
-use super::SolverService;
 use super::admission::Held;
 use super::end::{CallEnd, Finished};
 use super::game::Game;
 use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
 use super::start::{Answered, Started};
+use super::{Inbound, SolverService};
 use crate::reason::Reason;
 
 /// How far the call has read its client's requests.
@@ -53,7 +54,7 @@ enum Reading {
 /// Runs one streaming call to its end and logs one line about it.
 pub(super) async fn run<G: Game>(
     service: SolverService,
-    inbound: Streaming<G::StreamRequest>,
+    inbound: Inbound<G::StreamRequest>,
     out: Outbox<G::Response>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
@@ -67,7 +68,7 @@ pub(super) async fn run<G: Game>(
 struct StreamCall<G: Game> {
     service: SolverService,
     started: Instant,
-    inbound: Streaming<G::StreamRequest>,
+    inbound: Inbound<G::StreamRequest>,
     reading: Reading,
     pipeline: Pipeline<G>,
     out: Outbox<G::Response>,
@@ -92,7 +93,7 @@ enum CallEvent<G: Game> {
 impl<G: Game> StreamCall<G> {
     fn new(
         service: SolverService,
-        inbound: Streaming<G::StreamRequest>,
+        inbound: Inbound<G::StreamRequest>,
         out: Outbox<G::Response>,
         deadline: Option<tokio::time::Instant>,
     ) -> StreamCall<G> {
@@ -125,12 +126,21 @@ impl<G: Game> StreamCall<G> {
                 return self.conclude().await;
             }
             let reading = matches!(self.reading, Reading::Open);
+            let interrupts = &mut self.interrupts;
+            // The drain's cut is armed once, when the drain begins, while the call still reads.
+            let arm = reading && interrupts.cut.is_none() && interrupts.cut_after.is_some();
+            // One loop, one select: the arms are the call's events in the order it handles them
+            // when several are ready (see `CallEvent`).
             let event = tokio::select! {
                 biased;
                 () = self.out.closed() => return CallEnd::CancelledByClient,
-                interrupt = self.interrupts.next(&self.out, reading) => CallEvent::<G>::Interrupted(interrupt),
+                () = fired(interrupts.deadline.as_mut()) => CallEvent::<G>::Interrupted(Interrupt::Deadline),
+                () = interrupts.lifecycle.reached(Phase::Aborting) => CallEvent::Interrupted(Interrupt::Abort),
+                () = stalled(&mut interrupts.stall, &self.out) => CallEvent::Interrupted(Interrupt::Stalled),
+                () = interrupts.lifecycle.reached(Phase::Draining), if arm => CallEvent::Interrupted(Interrupt::DrainBegan),
+                () = fired(interrupts.cut.as_mut()), if reading => CallEvent::Interrupted(Interrupt::StopReading),
                 step = self.pipeline.next() => CallEvent::Stage(step),
-                message = self.inbound.message(), if reading && self.pipeline.has_room() => {
+                message = self.inbound.next().map(Option::transpose), if reading && self.pipeline.has_room() => {
                     CallEvent::Read(message)
                 }
             };
@@ -228,6 +238,11 @@ impl<G: Game> StreamCall<G> {
     fn interrupted(&mut self, interrupt: Interrupt) -> Result<(), CallEnd> {
         let resume_index = self.answered;
         let end = match interrupt {
+            Interrupt::DrainBegan => {
+                let after = self.interrupts.cut_after.unwrap_or_default();
+                self.interrupts.cut = Some(Box::pin(tokio::time::sleep(after)));
+                return Ok(());
+            }
             Interrupt::StopReading => {
                 self.reading = Reading::CutShort;
                 return Ok(());
@@ -432,11 +447,13 @@ enum Interrupt {
     Deadline,
     Abort,
     Stalled,
+    /// The drain has begun: a client still sending has `--drain-cut-after` to finish.
+    DrainBegan,
     /// `--drain-cut-after` has passed since the drain began: stop reading.
     StopReading,
 }
 
-/// Waits for an [`Interrupt`].
+/// What can interrupt the call from outside its own work, as the call's loop waits for it.
 struct Interrupts {
     /// Fires at the client's deadline, if it gave one. tonic enforces `grpc-timeout` only until
     /// the handler returns, not on a streaming body, so the call enforces its own.
@@ -448,27 +465,6 @@ struct Interrupts {
     /// Armed when the drain begins, with `cut_after`: a client still sending then has that long
     /// to finish.
     cut: Option<Pin<Box<Sleep>>>,
-}
-
-impl Interrupts {
-    /// The next interrupt: the deadline, the drain's abort, a stall; and while the call still
-    /// reads, the drain cut.
-    async fn next<R>(&mut self, out: &Outbox<R>, reading: bool) -> Interrupt {
-        loop {
-            let arm = reading && self.cut.is_none() && self.cut_after.is_some();
-            tokio::select! {
-                biased;
-                () = fired(self.deadline.as_mut()) => return Interrupt::Deadline,
-                () = self.lifecycle.reached(Phase::Aborting) => return Interrupt::Abort,
-                () = stalled(&mut self.stall, out) => return Interrupt::Stalled,
-                () = self.lifecycle.reached(Phase::Draining), if arm => {
-                    let after = self.cut_after.unwrap_or_default();
-                    self.cut = Some(Box::pin(tokio::time::sleep(after)));
-                }
-                () = fired(self.cut.as_mut()), if reading => return Interrupt::StopReading,
-            }
-        }
-    }
 }
 
 /// Completes when `watch` sees the client of `out` stall; never without a watch.

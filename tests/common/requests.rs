@@ -67,6 +67,21 @@ pub async fn stream_all(
     Ok(responses)
 }
 
+/// Reads a stream that must end with an error: the results that came before it, and the status.
+/// Panics if the stream ends as if complete.
+pub async fn results_until_status(
+    responses: &mut tonic::Streaming<SolveResponse>,
+) -> (usize, tonic::Status) {
+    let mut results = 0;
+    loop {
+        match responses.message().await {
+            Ok(Some(r)) => results += r.results.len(),
+            Ok(None) => panic!("the stream ended as if complete after {results} results"),
+            Err(status) => return (results, status),
+        }
+    }
+}
+
 /// The probability of a result; panics if it is anything else.
 pub fn probability(r: &proto::Result) -> f64 {
     match &r.outcome {

@@ -1,40 +1,40 @@
-//! One call of the plain HTTP API, translated to a gRPC stream and back. Three parts run at once:
+//! One call of the plain HTTP API, made on the service in process and printed through the
+//! ordered pipeline ([`crate::ordered`]) into the HTTP body, as `patience client` prints into
+//! standard output. The call is entered in the call layer first (token, cap, series), as a call
+//! of its rpc on the wire is. Then four parts run at once:
 //! - the **reader**, on a blocking thread: the body through the game's reader, in batches cut as
 //!   `solve` cuts them (full, or when nothing more has arrived: someone typing deals into
-//!   `curl -T -` sees each answer at once);
-//! - the **feeder**: each batch's slots (a good item, or a bad one's message) into the call's
-//!   queue, then its good items in one request to the daemon's own gRPC route;
-//! - the **answerer**: each response's results into lines, taking slots off the queue in input
-//!   order, so that a bad item's `error:` line comes in its place, as `solve` prints it.
+//!   `curl -T -` sees each answer at once), each batch a piece for the printer and a chunk of its
+//!   good items ([`Chunk::of`], as `patience client` makes them);
+//! - the **feeder**: each chunk's request to the service, its reply queued for the answerer;
+//! - the **answerer**: each response checked ([`Protocol::check`]) and handed to its chunk's
+//!   reply, in order;
+//! - the **printer**: [`ordered::drain`] into [`HttpLines`], bad items' `error:` lines in their
+//!   places.
 //!
-//! Everything between is bounded: the reader waits for the feeder, the feeder for the service's
-//! budget (its requests are read only within `--max-in-flight`) and for room in the queue, and
-//! the answerer for the client to take the lines. So a call holds what its budget allows, however
-//! large its body.
-//!
-//! The games are `patience client`'s ([`Protocol`]): the same requests from the same items, the
-//! same rpc opened (here on the daemon's own route), and the same checked [`Answer`]s, which print
-//! as `solve` prints the engine's.
+//! Everything between is bounded: the reader waits for room among the pieces and for the feeder,
+//! the feeder for the service's budget (its requests are read only within `--max-in-flight`),
+//! and the printer for the client to take the lines. So a call holds what its budget allows,
+//! however large its body.
 
-use std::collections::VecDeque;
 use std::io::{self, BufReader, Read};
+use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use futures::{Stream, TryStreamExt as _};
+use futures::{Stream, StreamExt as _, TryStreamExt as _};
 use http::HeaderValue;
-use tokio::sync::{Notify, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
-use tonic::metadata::MetadataValue;
-use tonic::{Status, Streaming};
+use tonic::{Code, Status};
 
-use crate::client::{Answer, DealProtocol, Protocol, RpsProtocol};
+use crate::client::{Answer, Answers, Chunk, DealProtocol, Protocol, RpsProtocol};
 use crate::items::{Items, Step};
-use crate::render::{JsonAnalysis, OutputFormat, Render};
-use crate::server::front::Route;
+use crate::ordered::{self, Drained, Piece, Stopped};
+use crate::render::{OutputFormat, Render};
+use crate::server::call::{Calls, InProcess};
+use crate::service::{GameStream, Inbound, SolverService};
 use crate::solver::Options;
 
 /// Large enough that a big upload is batched well; the reader still holds one line at a time.
@@ -69,6 +69,14 @@ impl Endpoint {
         }
     }
 
+    /// The rpc a call of the path is, counted and admitted as.
+    pub fn rpc(self) -> &'static str {
+        match self {
+            Endpoint::Deals => "/patience.v1.Solver/SolveStream",
+            Endpoint::Rps => "/patience.v1.RpsService/SolveRpsStream",
+        }
+    }
+
     /// Items per request: as `patience client` sends deals; cases, as `rps` batches them.
     pub fn batch(self) -> usize {
         match self {
@@ -93,25 +101,46 @@ pub enum Failure {
 
 /// What a call needs from its HTTP request.
 pub struct ApiCall {
-    pub grpc: Route,
-    /// Passed on as is: the gRPC route checks the token.
+    /// Where the call is admitted and counted, as a call of its rpc.
+    pub calls: Calls,
+    pub service: SolverService,
+    /// The request's, checked as a gRPC call's is.
     pub authorization: Option<HeaderValue>,
-    /// The connection's (its peer, for the logs).
-    pub extensions: http::Extensions,
+    /// Who called, for the logs and the refusals.
+    pub peer: Option<SocketAddr>,
     pub render: Render,
     pub batch: usize,
-    /// Slots the queue may hold before the feeder waits.
+    /// Items (and bad items' messages) read ahead of the printer, at most about.
     pub max_queued: usize,
     pub gzip: bool,
 }
+
+/// How a game's stream is opened on the service, in process.
+type OpenStream<G> = fn(
+    &SolverService,
+    Inbound<<G as Protocol>::Request>,
+    Option<SocketAddr>,
+) -> GameStream<<G as Protocol>::Response>;
 
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
 pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<Bytes, Failure>> {
     let (lines, receiver) = mpsc::channel(4);
     let reader = body_reader(body, call.gzip);
     match game {
-        Endpoint::Deals => start::<DealProtocol>(call, reader, lines),
-        Endpoint::Rps => start::<RpsProtocol>(call, reader, lines),
+        Endpoint::Deals => start::<DealProtocol>(
+            game,
+            call,
+            reader,
+            lines,
+            SolverService::solve_stream_in_process,
+        ),
+        Endpoint::Rps => start::<RpsProtocol>(
+            game,
+            call,
+            reader,
+            lines,
+            SolverService::solve_rps_stream_in_process,
+        ),
     }
     receiver
 }
@@ -136,161 +165,153 @@ fn body_reader(body: Body, gzip: bool) -> impl FnOnce() -> BodyReader + Send + '
     }
 }
 
-/// A batch of the body, in input order: items, or bad items' messages.
-type Batch<T> = Vec<Result<T, String>>;
-
-/// What the reader hands the feeder.
-enum Parsed<T> {
-    Batch(Batch<T>),
-    /// The body cannot be read on; nothing follows.
-    Unreadable(String),
-}
-
 fn start<G: Protocol>(
+    game: Endpoint,
     call: ApiCall,
     body: impl FnOnce() -> BodyReader + Send + 'static,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
+    open: OpenStream<G>,
 ) {
-    let (parsed, batches) = mpsc::channel(2);
-    let batch = call.batch;
-    tokio::task::spawn_blocking(move || read::<G::Reader<BodyReader>>(body(), batch, &parsed));
-    tokio::spawn(translate::<G>(call, batches, lines));
+    // Refused before the body is read at all.
+    let entered = match call
+        .calls
+        .enter(game.rpc(), call.authorization.as_ref(), call.peer)
+    {
+        Ok(entered) => entered,
+        Err(status) => {
+            let _ = lines.try_send(Err(Failure::ApiCall(status)));
+            return;
+        }
+    };
+    let (pieces_tx, pieces) = mpsc::channel(call.max_queued / call.batch.max(1) + 1);
+    let (submit, chunks) = mpsc::channel(1);
+    let (batch, render) = (call.batch, call.render);
+    // JSON lines carry `winnable` and `states` even when nothing more is asked.
+    let analysis = (render.format == OutputFormat::Json).then(|| render.asked.into());
+    tokio::task::spawn_blocking(move || read::<G>(body(), batch, analysis, &pieces_tx, &submit));
+    tokio::spawn(translate::<G>(call, entered, open, pieces, chunks, lines));
 }
 
-/// The reader: see the module's doc. Stops when the feeder has gone.
-fn read<R: Items<BodyReader>>(
+/// The reader: see the module's doc. Stops when the printer or the feeder has gone.
+fn read<G: Protocol>(
     body: BodyReader,
     max: usize,
-    parsed: &mpsc::Sender<Parsed<R::Item>>,
+    analysis: Option<crate::proto::AnalysisOptions>,
+    pieces: &mpsc::Sender<Piece<Answer>>,
+    submit: &mpsc::Sender<Chunk<G>>,
 ) {
-    let mut items = R::over(body);
+    let send = |batch: Vec<_>| {
+        let (piece, chunk) = Chunk::<G>::of(batch, 0, analysis);
+        pieces.blocking_send(piece).is_ok()
+            && chunk.is_none_or(|chunk| submit.blocking_send(chunk).is_ok())
+    };
+    let mut items = G::Reader::over(body);
     let mut batch = Vec::with_capacity(max);
     while let Some(step) = items.step() {
         match step {
             Step::Item(item) => batch.push(Ok(item)),
             Step::Bad(message) => batch.push(Err(message)),
             Step::Failed(message) => {
-                if !batch.is_empty() && parsed.blocking_send(Parsed::Batch(batch)).is_err() {
-                    return;
+                if batch.is_empty() || send(batch) {
+                    let _ = pieces.blocking_send(Piece::Unreadable(message));
                 }
-                let _ = parsed.blocking_send(Parsed::Unreadable(message));
                 return;
             }
         }
         if (batch.len() >= max || items.input().buffer().is_empty())
-            && parsed
-                .blocking_send(Parsed::Batch(std::mem::take(&mut batch)))
-                .is_err()
+            && !send(std::mem::replace(&mut batch, Vec::with_capacity(max)))
         {
             return;
         }
     }
     if !batch.is_empty() {
-        let _ = parsed.blocking_send(Parsed::Batch(batch));
-    }
-}
-
-/// An item's place in the output.
-enum Spot {
-    /// Sent to the service: its line is the next result.
-    Sent,
-    /// A bad item: its `error:` line, in its place.
-    Bad(String),
-    /// The body broke off here.
-    Unreadable(String),
-}
-
-/// The slots of items read and not yet printed, in input order, shared by the feeder (which
-/// pushes a batch's slots before sending its request, so that any result finds its slot) and the
-/// answerer.
-struct Queue {
-    slots: Mutex<VecDeque<Spot>>,
-    /// Told when slots were pushed (bad ones may be printable at once).
-    pushed: Notify,
-    /// Told when slots were taken (the feeder may have waited for room).
-    taken: Notify,
-    max: usize,
-}
-
-impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Spot>> {
-        // Nothing panics while holding it; were it poisoned, the slots are still whole.
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+        send(batch);
     }
 }
 
 async fn translate<G: Protocol>(
     call: ApiCall,
-    batches: mpsc::Receiver<Parsed<G::Item>>,
+    mut entered: InProcess,
+    open: OpenStream<G>,
+    mut pieces: mpsc::Receiver<Piece<Answer>>,
+    chunks: mpsc::Receiver<Chunk<G>>,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
 ) {
     let (requests, inbound) = mpsc::channel(1);
-    let mut request = tonic::Request::new(ReceiverStream::new(inbound));
-    *request.extensions_mut() = call.extensions;
-    if let Some(bearer) = call
-        .authorization
-        .as_ref()
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| MetadataValue::try_from(v).ok())
-    {
-        request.metadata_mut().insert("authorization", bearer);
-    }
-    let responses = match G::open_on(call.grpc, request).await {
-        Ok(responses) => responses,
-        Err(status) => {
-            let _ = lines.send(Err(Failure::ApiCall(status))).await;
-            return;
+    let responses = open(&call.service, entered.inbound(inbound), call.peer);
+    let (queued, replies) = mpsc::unbounded_channel();
+    let feeder = tokio::spawn(feed::<G>(chunks, requests, queued));
+    let render = call.render;
+    let mut printer = HttpLines {
+        render,
+        index: 0,
+        out: String::new(),
+        lines: lines.clone(),
+        unreadable: None,
+    };
+    let asked = (render.format == OutputFormat::Json).then_some(render.asked);
+    let mut answering = Box::pin(answer::<G>(responses, replies, &entered, asked));
+    let mut answered = None;
+    let drained = {
+        let draining = ordered::drain(&mut pieces, &mut printer);
+        tokio::pin!(draining);
+        loop {
+            tokio::select! {
+                drained = &mut draining => break drained,
+                ended = &mut answering, if answered.is_none() => answered = Some(ended),
+            }
         }
     };
-    let queue = Arc::new(Queue {
-        slots: Mutex::new(VecDeque::new()),
-        pushed: Notify::new(),
-        taken: Notify::new(),
-        max: call.max_queued,
-    });
-    let render = call.render;
-    let feeder = tokio::spawn(feed::<G>(batches, requests, queue.clone(), render));
-    let answered = answer::<G>(responses, &queue, render, &lines).await;
-    // Once the answers have ended, nothing the feeder still holds can be answered.
+    let ended = match drained {
+        // The client has gone: the call is dropped, as `Canceled`.
+        Err(Stopped::Write(_)) => return feeder.abort(),
+        Err(e @ Stopped::Short) => Err(Failure::Internal(e.to_string())),
+        Ok(drained) => {
+            let answered = match answered {
+                Some(answered) => answered,
+                None => (&mut answering).await,
+            };
+            match (drained, answered) {
+                (Drained::All, Ok(())) => match printer.unreadable.take() {
+                    Some(message) => Err(Failure::Unreadable(message)),
+                    None => Ok(()),
+                },
+                (_, Err(failure)) => Err(failure),
+                (Drained::Lost, Ok(())) => Err(Failure::Internal(
+                    "the service ended the call before answering every item".into(),
+                )),
+            }
+        }
+    };
+    drop(answering);
     feeder.abort();
-    if let Err(failure) = answered {
-        let _ = lines.send(Err(failure)).await;
+    match ended {
+        Ok(()) => entered.end(Code::Ok),
+        Err(failure) => {
+            entered.end(match &failure {
+                Failure::ApiCall(status) => status.code(),
+                Failure::Unreadable(_) => Code::Ok,
+                Failure::Internal(_) => Code::Internal,
+            });
+            let _ = lines.send(Err(failure)).await;
+        }
     }
 }
 
+/// A chunk sent, as the answerer waits for its response: its items, and where its answers go.
+type Queued = (usize, oneshot::Sender<Answers>);
+
 /// The feeder: see the module's doc.
 async fn feed<G: Protocol>(
-    mut batches: mpsc::Receiver<Parsed<G::Item>>,
+    mut chunks: mpsc::Receiver<Chunk<G>>,
     requests: mpsc::Sender<G::Request>,
-    queue: Arc<Queue>,
-    render: Render,
+    queued: mpsc::UnboundedSender<Queued>,
 ) {
-    while let Some(parsed) = batches.recv().await {
-        while queue.lock().len() >= queue.max {
-            queue.taken.notified().await;
-        }
-        let (slots, items) = match parsed {
-            Parsed::Batch(batch) => {
-                let mut slots = Vec::with_capacity(batch.len());
-                let mut items = Vec::with_capacity(batch.len());
-                for entry in batch {
-                    match entry {
-                        Ok(item) => {
-                            slots.push(Spot::Sent);
-                            items.push(item);
-                        }
-                        Err(message) => slots.push(Spot::Bad(message)),
-                    }
-                }
-                (slots, items)
-            }
-            Parsed::Unreadable(message) => (vec![Spot::Unreadable(message)], Vec::new()),
-        };
-        queue.lock().extend(slots);
-        queue.pushed.notify_one();
-        // JSON lines carry `winnable` and `states` even when nothing more is asked.
-        let analysis = (render.format == OutputFormat::Json).then(|| render.asked.into());
-        if !items.is_empty() && requests.send(G::request(&items, analysis)).await.is_err() {
+    while let Some(Chunk { request, reply }) = chunks.recv().await {
+        // Queued first, so that its response finds it.
+        if queued.send((G::items(&request), reply)).is_err()
+            || requests.send(request).await.is_err()
+        {
             // The call has ended; the answerer says how.
             return;
         }
@@ -298,109 +319,84 @@ async fn feed<G: Protocol>(
     // Dropping `requests` ends the call's requests: the service answers the rest and ends.
 }
 
-/// The answerer: see the module's doc. `Ok` when every line was printed, or the client left.
+/// The answerer: see the module's doc. Ends when the service ends the call: `Ok` with every
+/// response handed on.
 async fn answer<G: Protocol>(
-    mut responses: Streaming<G::Response>,
-    queue: &Queue,
-    render: Render,
-    lines: &mpsc::Sender<Result<Bytes, Failure>>,
+    mut responses: GameStream<G::Response>,
+    mut replies: mpsc::UnboundedReceiver<Queued>,
+    entered: &InProcess,
+    asked: Option<Options>,
 ) -> Result<(), Failure> {
-    let mut text = Text {
-        render,
-        index: 0,
-        out: String::new(),
-    };
-    loop {
-        let ended = tokio::select! {
-            message = responses.message() => match message.map_err(Failure::ApiCall)? {
-                Some(response) => {
-                    let results = G::results(&response);
-                    let answers = G::check(response, results, text.asked())
-                        .map_err(|verdict| Failure::Internal(verdict.words().to_string()))?;
-                    for answered in answers {
-                        text.printable(queue);
-                        match queue.lock().pop_front() {
-                            Some(Spot::Sent) => text.answered(answered)?,
-                            _ => {
-                                let what = "the service answered an item it was not sent";
-                                return Err(Failure::Internal(what.into()));
-                            }
-                        }
-                    }
-                    false
-                }
-                None => true,
-            },
-            () = queue.pushed.notified() => false,
+    while let Some(response) = responses.next().await {
+        let response = response.map_err(Failure::ApiCall)?;
+        entered.sent();
+        let Some((sent, reply)) = replies.recv().await else {
+            let what = "the service answered a request it was not sent";
+            return Err(Failure::Internal(what.into()));
         };
-        text.printable(queue);
-        queue.taken.notify_one();
-        if !text.out.is_empty() {
-            let piece = Bytes::from(std::mem::take(&mut text.out));
-            if lines.send(Ok(piece)).await.is_err() {
-                // The client has gone: nobody is left to tell.
-                return Ok(());
-            }
-        }
-        if ended {
-            // The requests have ended, so every slot has been pushed, and printed.
-            return match queue.lock().pop_front() {
-                None => Ok(()),
-                Some(Spot::Unreadable(message)) => Err(Failure::Unreadable(message)),
-                Some(_) => Err(Failure::Internal(
-                    "the service ended the call before answering every item".into(),
-                )),
-            };
-        }
+        let answers = G::check(response, sent, asked)
+            .map_err(|verdict| Failure::Internal(verdict.words().to_string()))?;
+        // The printer may have stopped already: then nobody waits for these.
+        let _ = reply.send(answers);
     }
+    Ok(())
 }
 
-/// The lines being made, and the index of the next (as `solve --format json` counts).
-struct Text {
+/// The HTTP body as the ordered pipeline's sink: the lines `solve` prints, handed to the body at
+/// the end of every batch, so that the call holds one batch of lines at most.
+struct HttpLines {
     render: Render,
+    /// The next line's index (as `solve --format json` counts).
     index: u64,
     out: String,
+    lines: mpsc::Sender<Result<Bytes, Failure>>,
+    /// Where the body broke off: the call's end says it, after every line before it.
+    unreadable: Option<String>,
 }
 
-impl Text {
+impl HttpLines {
     fn line(&mut self, line: &str) {
         self.out.push_str(line);
         self.out.push('\n');
         self.index += 1;
     }
+}
 
-    /// Prints the bad items at the front of the queue, which wait for nothing; stops at a sent
-    /// item (its answer comes from the service) and at the place the body broke off (the call's
-    /// end says it).
-    fn printable(&mut self, queue: &Queue) {
-        let mut slots = queue.lock();
-        while let Some(Spot::Bad(_)) = slots.front() {
-            if let Some(Spot::Bad(message)) = slots.pop_front() {
-                let line = self.render.failed(self.index, &message);
-                self.line(&line);
-            }
-        }
-    }
-
-    /// The analysis each deal's answer must carry: what JSON lines print.
-    fn asked(&self) -> Option<Options> {
-        (self.render.format == OutputFormat::Json).then_some(self.render.asked)
-    }
-
-    fn answered(&mut self, answered: Answer) -> Result<(), Failure> {
-        let line = match answered {
-            Answer::Solved {
-                probability,
-                analysis,
-            } => {
-                let analysis = analysis
-                    .as_ref()
-                    .map(|analysis| JsonAnalysis::from_engine(analysis, self.render.asked));
-                self.render.solved(self.index, probability, analysis)
-            }
-            Answer::Failed(message) => self.render.failed(self.index, &message),
+impl ordered::AnswerSink<Answer> for HttpLines {
+    fn answer(&mut self, answer: Answer) -> io::Result<()> {
+        let line = match answer.printable(self.render.asked) {
+            Ok((probability, analysis)) => self.render.solved(self.index, probability, analysis),
+            Err(message) => self.render.failed(self.index, message),
         };
         self.line(&line);
         Ok(())
+    }
+
+    fn bad(&mut self, message: &str) -> io::Result<()> {
+        let line = self.render.failed(self.index, message);
+        self.line(&line);
+        Ok(())
+    }
+
+    fn advance(&mut self, _items: u64, _at: u64) {}
+
+    fn skipped(&mut self, _items: u64, _bad: u64, _at: u64) {}
+
+    fn unreadable(&mut self, message: &str) {
+        self.unreadable.get_or_insert_with(|| message.to_string());
+    }
+
+    fn flush(&mut self, _waiting: bool) -> impl Future<Output = io::Result<()>> + Send {
+        let piece = (!self.out.is_empty()).then(|| Bytes::from(std::mem::take(&mut self.out)));
+        let lines = &self.lines;
+        async move {
+            match piece {
+                Some(piece) => lines
+                    .send(Ok(piece))
+                    .await
+                    .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client has gone")),
+                None => Ok(()),
+            }
+        }
     }
 }
