@@ -648,3 +648,43 @@ fn a_shard_reports_its_own_items() {
         "{summary:?} in {out:?}"
     );
 }
+
+/// A file that stops being text (a NUL byte) ends there for every shard: the shards' outputs
+/// still join into the whole run's, and the one shard whose range holds that line says so, with
+/// the whole run's words and status 2.
+#[test]
+fn a_file_that_stops_being_text_fails_in_the_one_shard_that_holds_it() {
+    let dir = Scratch::new("shards-not-text");
+    let corpus = text("random1000.in");
+    let mut bytes = corpus.as_bytes()[..20_000].to_vec();
+    bytes.extend(b"AS 9S\0 6C KS\n");
+    bytes.extend(&corpus.as_bytes()[..5_000]);
+    let broken = dir.write("broken.in", bytes);
+    let sample = data("sample.in");
+    let args = ["solve", sample.as_str(), broken.as_str(), sample.as_str()];
+    let all = whole(&args);
+    assert_eq!(all.code(), Some(2), "{all:?}");
+    let said = all.stderr_str().trim().to_string();
+    assert!(said.contains("is not text (a NUL byte"), "{said}");
+    for n in [2, 3, 5] {
+        let (mut joined, mut failed) = (Vec::new(), Vec::new());
+        for k in 0..n {
+            let shard = format!("{k}/{n}");
+            let out = patience()
+                .arg(args[0])
+                .args(&["--shard", &shard])
+                .args(&args[1..])
+                .output();
+            if out.code() == Some(2) {
+                assert_eq!(out.stderr_str().trim(), said);
+                failed.push(k);
+            }
+            joined.extend(out.stdout);
+        }
+        assert!(
+            joined == all.stdout,
+            "{n} shards joined differ from the whole run"
+        );
+        assert_eq!(failed.len(), 1, "{n} shards: one says it, {failed:?} did");
+    }
+}
