@@ -298,6 +298,24 @@ fn merge_writes_the_whole_run_and_refuses_a_missing_cut_or_foreign_part() {
     let absent = dir.join("part-9").display().to_string();
     refused(&[given[0], &absent], &format!("{absent} is missing"));
 
+    // A resume that is refused (other flags) leaves a complete part complete.
+    let out = patience()
+        .args(&[
+            "solve",
+            "--shard",
+            "1/4",
+            "--precision",
+            "9",
+            "--resume",
+            "--output",
+        ])
+        .arg(given[1])
+        .args(&files.iter().map(String::as_str).collect::<Vec<_>>())
+        .output();
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(out.stderr_str().contains("cannot resume"), "{out:?}");
+    assert_eq!(merge(&given, None).stdout, all.stdout);
+
     // A part cut short after its shard ended, as a full disk or a copy gone wrong leaves it.
     let bytes = std::fs::read(given[1]).unwrap();
     std::fs::write(given[1], &bytes[..bytes.len() / 2]).unwrap();

@@ -98,7 +98,7 @@ impl JobRun {
     ///
     /// With `--shard`, the inputs are framed with the game's reader `R` up to the end of the
     /// shard's range first. With `--output`, the file is locked (a second run of it waits for the
-    /// first to end) and its completion record removed before anything in it changes.
+    /// first to end) before anything in it, or its completion record, changes.
     pub fn start<R: Items<Reader>>(
         args: &JobArgs,
         files: &[PathBuf],
@@ -117,7 +117,6 @@ impl JobRun {
             None => (Sink::stdout(), None),
             Some(path) => {
                 lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
-                part::forget(path)?;
                 let mut record = Record::new(
                     unit.noun,
                     render.format,

@@ -19,6 +19,7 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use super::output::ExitStatus;
+pub use super::resume::done_path;
 use super::resume::{self, Record};
 use super::shard::{Range, ShardPlan};
 
@@ -51,11 +52,6 @@ pub fn beside(output: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Where `output`'s completion record lives.
-pub fn done_path(output: &Path) -> PathBuf {
-    beside(output, ".done.json")
-}
-
 /// Takes the lock of `output` for this process's life; when another run holds it, `say`s so and
 /// waits for it to end.
 pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
@@ -80,20 +76,6 @@ pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
     file.lock()
         .with_context(|| format!("cannot lock {}", path.display()))?;
     Ok(file)
-}
-
-/// Removes `output`'s completion record, if any: it is about to change.
-pub fn forget(output: &Path) -> anyhow::Result<()> {
-    let path = done_path(output);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(anyhow::Error::new(e).context(format!(
-            "cannot remove {} before writing {}",
-            path.display(),
-            output.display()
-        ))),
-    }
 }
 
 /// Records `output` complete: the shard of `plan` answered `items` items, `bad` of them bad.

@@ -121,6 +121,27 @@ pub fn record_path(output: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Where `output`'s completion record lives (`--shard`'s parts: `part.rs`).
+pub fn done_path(output: &Path) -> PathBuf {
+    let mut name = output.as_os_str().to_owned();
+    name.push(".done.json");
+    PathBuf::from(name)
+}
+
+/// Removes `output`'s completion record, if any: `output` is about to change.
+fn forget(output: &Path) -> anyhow::Result<()> {
+    let path = done_path(output);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot remove {} before writing {}",
+            path.display(),
+            output.display()
+        ))),
+    }
+}
+
 /// What a run with `--output` goes on from.
 #[derive(Clone, Debug)]
 pub struct Resume {
@@ -131,7 +152,8 @@ pub struct Resume {
 }
 
 /// Opens `output` for this run: created anew with its record, or, with `resume` and a file that
-/// holds answers, checked against its record and kept.
+/// holds answers, checked against its record and kept. Its completion record, if any, is removed
+/// once the run is sure to go on, before anything in it changes; a refused resume leaves both.
 pub fn open(
     output: &Path,
     resume: bool,
@@ -147,6 +169,7 @@ pub fn open(
     };
     let shown = output.display();
     let Some((len, lines)) = kept else {
+        forget(output)?;
         write_record(output, record)?;
         let file =
             AnswerFile::create(output, tell).with_context(|| format!("cannot create {shown}"))?;
@@ -164,6 +187,7 @@ pub fn open(
              --resume) to start again"
         );
     }
+    forget(output)?;
     let file = AnswerFile::resume(output, len, lines, tell)
         .with_context(|| format!("cannot open {shown}"))?;
     let resume = Resume {
