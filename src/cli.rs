@@ -11,6 +11,7 @@ mod batches;
 mod client;
 mod generate;
 mod health;
+mod index;
 mod input;
 mod job;
 mod local;
@@ -84,6 +85,11 @@ pub enum Command {
     /// some item was bad); 2, writing nothing, when a part is missing, incomplete, cut or of
     /// another job, which it names.
     Merge(merge::MergeArgs),
+    /// Index large input files for `--shard`: FILE.index.json beside each holds its items and,
+    /// every 8 MiB, where an item begins, so that a shard skips the files before its range and
+    /// reads only its share of the file it begins in (plus at most 8 MiB) instead of framing
+    /// everything before it. Used only while FILE keeps its size and modification time.
+    Index(index::IndexArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -372,6 +378,7 @@ pub fn main() -> ExitCode {
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
         Command::Merge(args) => merge::run(&args),
+        Command::Index(args) => index::run(&args),
     };
     match result {
         Ok(status) => status.into(),

@@ -52,10 +52,11 @@ pub trait Items<R: BufRead> {
     /// A reader of `input`, which stands at `at.offset` of its file: it reads on from there as one
     /// that read everything before would.
     fn resumed(input: R, at: &Mark) -> Self;
-    /// Frames the steps of `input` in order, calling `seen` with each one's [`Mark`] once it is
-    /// complete, until the input ends or fails or `seen` returns false. Never solves anything, and
-    /// reads as little as the game's framing allows.
-    fn frame(input: R, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()>;
+    /// Frames the steps of `input`, which stands at `from` (a step's mark, or the default for its
+    /// start), in order, calling `seen` with each one's [`Mark`] (offsets from the file's start)
+    /// once it is complete, until the input ends or fails or `seen` returns false. Never solves
+    /// anything, and reads as little as the game's framing allows.
+    fn frame(input: R, from: &Mark, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()>;
     /// The input, to see how far it has been read and whether more is buffered.
     fn input(&self) -> &R;
     fn step(&mut self) -> Option<Step<Self::Item>>;
@@ -69,8 +70,8 @@ impl<R: BufRead> Items<R> for DealReader<R> {
     fn resumed(input: R, at: &Mark) -> Self {
         DealReader::resumed(input, at.line, at.item)
     }
-    fn frame(input: R, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
-        deal::frame::frame(input, seen)
+    fn frame(input: R, from: &Mark, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
+        deal::frame::frame(input, from, seen)
     }
     fn input(&self) -> &R {
         self.get_ref()
@@ -98,8 +99,8 @@ impl<R: BufRead> Items<R> for CaseReader<R> {
     /// A case's length is its `n`, and a line holding one token where a player's was due ends a
     /// case early: framing cases takes the reader itself, which parses the prefix it frames
     /// (about a microsecond a case) but solves nothing (up to a millisecond a case).
-    fn frame(input: R, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
-        let mut reader = CaseReader::new(input);
+    fn frame(input: R, from: &Mark, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
+        let mut reader = CaseReader::resumed(input, from);
         loop {
             let step = reader.next();
             let mark = reader.mark();
@@ -138,14 +139,15 @@ mod tests {
     }
 
     /// A reader started at any step's mark reads the same rest as one that read everything
-    /// before it: what a shard's first reader relies on.
+    /// before it (what a shard's first reader relies on), and framing from it frames the same rest
+    /// (what framing from an index's mark relies on).
     fn resumes_at_every_mark<T: std::fmt::Debug, I: Items<&'static [u8], Item = T>>(
         text: &'static str,
     ) {
         let bytes = text.as_bytes();
         let whole = steps(I::over(bytes));
         let mut marks = Vec::new();
-        I::frame(bytes, &mut |framed| {
+        I::frame(bytes, &Mark::default(), &mut |framed| {
             marks.push(framed);
             true
         })
@@ -156,6 +158,14 @@ mod tests {
             let offset = usize::try_from(mark.offset).unwrap();
             let rest = steps(I::resumed(&bytes[offset..], mark));
             assert_eq!(rest, whole[i..], "from step {i} ({mark:?}) of {text:?}");
+            // Framing from the mark (what an index starts from) finds the same marks on.
+            let mut framed_on = Vec::new();
+            I::frame(&bytes[offset..], mark, &mut |framed| {
+                framed_on.push(framed);
+                true
+            })
+            .unwrap();
+            assert_eq!(framed_on, marks[i..], "framed from step {i} of {text:?}");
         }
     }
 

@@ -560,7 +560,7 @@ fn the_shards_page_examples_run_as_shown() {
     .unwrap();
     doc_examples("docs/shards.md", "## Running shards")
         .in_dir(dir.path())
-        .at_least(6)
+        .at_least(7)
         .run();
     let manifest = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/shards/job.yaml"),
@@ -705,4 +705,90 @@ fn a_file_that_stops_being_text_fails_in_the_one_shard_that_holds_it() {
         );
         assert_eq!(failed.len(), 1, "{n} shards: one says it, {failed:?} did");
     }
+}
+
+/// `patience index`: shards of indexed files (marks every 4 KiB here) skip the files before their
+/// range and frame the one they begin in from its last mark, and still join into the whole run,
+/// deals and rps cases; an index its file has outgrown is not used; and an index that lies is
+/// believed, which shows that the shards read it (and why it is held to its file's size and
+/// modification time).
+#[test]
+fn an_index_lets_shards_skip_what_comes_before_them() {
+    let dir = Scratch::new("shards-index");
+    let (files, _) = deal_files(&dir);
+    let files: Vec<String> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| dir.write(&format!("f{i}.in"), std::fs::read(f).unwrap()))
+        .collect();
+    let mut args = vec!["index", "--every", "4096"];
+    args.extend(files.iter().map(String::as_str));
+    let out = run(&args);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout_str()
+            .starts_with(&format!("{}: 10 deals, 1 marks in ", files[0])),
+        "{out:?}"
+    );
+    let joins = |args: &[&str], n: usize| {
+        let all = whole(args);
+        let joined: Vec<u8> = (0..n).flat_map(|k| shard(args, k, n).0).collect();
+        (joined, all.stdout)
+    };
+    let mut solve = vec!["solve", "--format", "json"];
+    solve.extend(files.iter().map(String::as_str));
+    for n in 1..=9 {
+        let (joined, all) = joins(&solve, n);
+        assert!(
+            joined == all,
+            "{n} shards of indexed files differ from the whole run"
+        );
+    }
+
+    let cases = [data("rps-sample.in"), data("rps-random120.in")];
+    let cases: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, f)| dir.write(&format!("c{i}.in"), std::fs::read(f).unwrap()))
+        .collect();
+    let out = run(&["index", "--cases", "--every", "300", &cases[0], &cases[1]]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let rps = ["rps", cases[0].as_str(), cases[1].as_str()];
+    for n in 1..=5 {
+        let (joined, all) = joins(&rps, n);
+        assert!(
+            joined == all,
+            "{n} shards of indexed case files differ from the whole run"
+        );
+    }
+
+    // Outgrown: a deal more in the middle file, and its index is not used.
+    let mut grown = std::fs::read(&files[1]).unwrap();
+    grown.extend(text("sample.in").bytes());
+    std::fs::write(&files[1], grown).unwrap();
+    for n in [2, 5] {
+        let (joined, all) = joins(&solve, n);
+        assert!(
+            joined == all,
+            "{n} shards with an outgrown index differ from the whole run"
+        );
+    }
+
+    // A lie: the first file's index says 11 deals where it has 10. Believed, so the second
+    // shard numbers its deals from one further on than the whole run does.
+    let index = format!("{}.index.json", files[0]);
+    let said = std::fs::read_to_string(&index).unwrap();
+    assert!(said.contains("\"steps\":10,"), "{said}");
+    std::fs::write(&index, said.replace("\"steps\":10,", "\"steps\":11,")).unwrap();
+    let all = whole(&solve);
+    let second = String::from_utf8(shard(&solve, 1, 2).0).unwrap();
+    let first = second.lines().next().unwrap().to_string();
+    let at = all.stdout_str().lines().position(|l| {
+        l.split_once(',').map(|(_, rest)| rest) == first.split_once(',').map(|(_, rest)| rest)
+    });
+    let at = at.expect("the shard's first deal is in the whole run");
+    assert!(
+        first.starts_with(&format!("{{\"index\":{},", at + 1)),
+        "{first}"
+    );
 }

@@ -108,7 +108,7 @@ impl JobRun {
         let inputs = Input::from_args(files);
         let plan = args
             .shard
-            .map(|shard| shard::plan::<R>(&inputs, shard))
+            .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun))
             .transpose()?;
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
+use super::index;
 use super::input::{Input, Reader};
 use crate::items::{Framed, Items, Mark};
 
@@ -93,8 +94,14 @@ pub struct ShardPlan {
 }
 
 /// Frames `inputs` up to the end of `shard`'s range with the game's framing `R` and plans what
-/// the shard reads. The inputs must be regular files: their sizes set the ranges.
-pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<ShardPlan> {
+/// the shard reads; a file with an index for `answers` (`patience index`) is skipped or framed
+/// from its last mark before the range. The inputs must be regular files: their sizes set the
+/// ranges.
+pub fn plan<R: Items<Reader>>(
+    inputs: &[Input],
+    shard: Shard,
+    answers: &str,
+) -> anyhow::Result<ShardPlan> {
     let mut sizes = Vec::with_capacity(inputs.len());
     for input in inputs {
         let Input::File(path) = input else {
@@ -119,12 +126,31 @@ pub fn plan<R: Items<Reader>>(inputs: &[Input], shard: Shard) -> anyhow::Result<
         if base >= end {
             break;
         }
+        let index = match input {
+            Input::File(path) => index::load(path, answers),
+            Input::Stdin => None,
+        };
+        let from = match &index {
+            // A file wholly before the range: its items are counted, not framed. (Strictly
+            // before: a case file's last step may begin at its end.)
+            Some(index) if base + sizes[i] < start => {
+                first += index.steps;
+                base += sizes[i];
+                continue;
+            }
+            Some(index) => {
+                let (mark, steps) = index.before(start.saturating_sub(base));
+                first += steps;
+                mark
+            }
+            None => Mark::default(),
+        };
         let reader = input
-            .open()
+            .open_at(from.offset)
             .with_context(|| format!("cannot open {}", input.name()))?;
         let mut segment: Option<Segment> = None;
         let mut past = false;
-        R::frame(reader, &mut |framed| {
+        R::frame(reader, &from, &mut |framed| {
             let (mark, item) = match framed {
                 Framed::Item(mark) => (mark, true),
                 Framed::Failed(mark) => (mark, false),

@@ -110,13 +110,18 @@ fn not_text(line: &[u8]) -> bool {
     line.contains(&0) || (!line.is_ascii() && std::str::from_utf8(line).is_err())
 }
 
-/// Frames the deals of `input` (see the module docs), calling `seen` with each step's mark once
-/// the step is complete, until the input ends or fails, or `seen` returns false.
-pub fn frame(mut input: impl Read, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
+/// Frames the deals of `input` (see the module docs), which stands at `from` (a step's mark, or
+/// the default for its start), calling `seen` with each step's mark once the step is complete,
+/// until the input ends or fails, or `seen` returns false.
+pub fn frame(
+    mut input: impl Read,
+    from: &Mark,
+    seen: &mut dyn FnMut(Framed) -> bool,
+) -> io::Result<()> {
     let mut framer = Framer {
         seen,
-        lines: 0,
-        deals: 0,
+        lines: from.line,
+        deals: from.item,
         open: None,
         left: 0,
     };
@@ -124,7 +129,7 @@ pub fn frame(mut input: impl Read, seen: &mut dyn FnMut(Framed) -> bool) -> io::
     // A line begun in an earlier chunk, and where it starts.
     let mut carry: Vec<u8> = Vec::new();
     let mut carry_start = 0u64;
-    let mut at = 0u64;
+    let mut at = from.offset;
     loop {
         let n = match input.read(&mut chunk) {
             Ok(0) => break,
@@ -229,7 +234,7 @@ mod tests {
 
     fn framed(text: &[u8]) -> Vec<Framed> {
         let mut marks = Vec::new();
-        frame(text, &mut |f| {
+        frame(text, &Mark::default(), &mut |f| {
             marks.push(f);
             true
         })

@@ -141,9 +141,11 @@ pub struct CaseReader<R> {
     /// Cases begun so far.
     case_no: u64,
     done: bool,
-    /// Steps taken, and where the last one's first line is, for framing ([`CaseReader::mark`]).
+    /// Steps taken, and where the last one's first line is, for framing ([`CaseReader::mark`]);
+    /// where reading began.
     steps: u64,
     first: Mark,
+    origin: Mark,
 }
 
 impl<R: BufRead> CaseReader<R> {
@@ -162,15 +164,16 @@ impl<R: BufRead> CaseReader<R> {
             done: false,
             steps: 0,
             first: Mark::default(),
+            origin: *at,
         }
     }
 
-    /// Where the last step began, for a reader that read from the start of its file: the first
-    /// step at the start, and each later one at its first line (a line held from the case before
-    /// included), or at the end of the input for a case that finds none.
+    /// Where the last step began: the first step of a file at its start, and each later one at
+    /// its first line (a line held from the case before included), or at the end of the input
+    /// for a case that finds none; offsets from the file's start.
     pub fn mark(&self) -> Mark {
         match self.steps {
-            0 | 1 => Mark::default(),
+            0 | 1 if self.origin == Mark::default() => Mark::default(),
             _ => self.first,
         }
     }
@@ -178,7 +181,7 @@ impl<R: BufRead> CaseReader<R> {
     /// The mark of a step whose first line is the current one (or the end), `cases` before it.
     fn here(&self, cases: u64) -> Mark {
         Mark {
-            offset: self.lines.start(),
+            offset: self.origin.offset + self.lines.start(),
             line: self.lines.before(),
             item: cases,
             count: self.count,

@@ -1,0 +1,192 @@
+//! `patience index`: a prior pass over large input files, so that `--shard` need not frame them.
+//!
+//! Without an index, shard K frames every byte before its range to number its items: the last
+//! shard reads the whole input. `FILE.index.json` holds FILE's steps (answer lines) and, every
+//! `--every` bytes (8 MiB), the mark of the first step at or past it (`crate::items::Mark`) with
+//! the steps before it. A shard then skips a file wholly before its range (it adds the file's
+//! steps) and starts framing the file its range begins in at the last mark before the range, so
+//! it reads its share and at most `--every` bytes more. An index is used only while FILE has the
+//! size and modification time recorded in it, and only for the game it was made for; a file
+//! that stops being text is not indexed (its shards frame it, and the one whose range holds the
+//! line says why).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use super::input::{Input, Reader};
+use super::output::ExitStatus;
+use super::resume;
+use super::values::{NO_MAX, whole};
+use crate::deal::DealReader;
+use crate::items::{Framed, Items, Mark};
+use crate::rps::CaseReader;
+
+/// The index's layout; another version is not used.
+const VERSION: u32 = 1;
+
+/// Flags of `patience index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The files are rock-paper-scissors case files (as `patience rps` reads), not deal files.
+    #[arg(long)]
+    pub cases: bool,
+    /// Bytes between two marks: a shard reads at most this much past its share.
+    #[arg(long, default_value_t = 8 << 20, value_parser = whole::<u64>(1, NO_MAX))]
+    pub every: u64,
+    /// The files to index; each gets FILE.index.json beside it.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// A mark, with the steps of the file before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Indexed {
+    pub offset: u64,
+    pub line: u64,
+    pub item: u64,
+    pub count: Option<u64>,
+    pub steps: u64,
+}
+
+/// What `FILE.index.json` holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Index {
+    pub version: u32,
+    /// `deals` or `cases`.
+    pub answers: String,
+    /// FILE as it was indexed.
+    pub size: u64,
+    pub modified: (u64, u32),
+    /// FILE's steps in all, and the marks in file order (the first step's first).
+    pub steps: u64,
+    pub marks: Vec<Indexed>,
+}
+
+impl Index {
+    /// The last mark at or before byte `offset` of the file, with the steps before it (the file's
+    /// start when there is none).
+    pub fn before(&self, offset: u64) -> (Mark, u64) {
+        let at = self.marks.partition_point(|m| m.offset <= offset);
+        match at.checked_sub(1).and_then(|i| self.marks.get(i)) {
+            None => (Mark::default(), 0),
+            Some(m) => {
+                let mark = Mark {
+                    offset: m.offset,
+                    line: m.line,
+                    item: m.item,
+                    count: m.count,
+                };
+                (mark, m.steps)
+            }
+        }
+    }
+}
+
+/// Where `file`'s index lives.
+fn index_path(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".index.json");
+    PathBuf::from(name)
+}
+
+/// `file`'s size and modification time, as an index records them.
+fn stamp(file: &Path) -> anyhow::Result<(u64, (u64, u32))> {
+    let meta =
+        std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+        .map_or((0, 0), |d| (d.as_secs(), d.subsec_nanos()));
+    Ok((meta.len(), modified))
+}
+
+/// `file`'s index for `answers`, if it has one that fits the file as it is now.
+pub fn load(file: &Path, answers: &str) -> Option<Index> {
+    let text = std::fs::read_to_string(index_path(file)).ok()?;
+    let index: Index = serde_json::from_str(&text).ok()?;
+    let (size, modified) = stamp(file).ok()?;
+    (index.version == VERSION
+        && index.answers == answers
+        && index.size == size
+        && index.modified == modified)
+        .then_some(index)
+}
+
+pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
+    for file in &args.files {
+        let index = match args.cases {
+            false => index::<DealReader<Reader>>(file, "deals", args.every)?,
+            true => index::<CaseReader<Reader>>(file, "cases", args.every)?,
+        };
+        let mut text = serde_json::to_string(&index).context("cannot write the index")?;
+        text.push('\n');
+        let path = index_path(file);
+        resume::write_atomically(&path, &text)?;
+        writeln!(
+            std::io::stdout().lock(),
+            "{}: {} {}, {} marks in {}",
+            file.display(),
+            index.steps,
+            index.answers,
+            index.marks.len(),
+            path.display()
+        )
+        .context("cannot write to standard output")?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+/// Frames `file` with the game's framing `R` into its index.
+fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> anyhow::Result<Index> {
+    let shown = file.display();
+    let (size, modified) = stamp(file)?;
+    let reader = Input::File(file.to_path_buf())
+        .open()
+        .with_context(|| format!("cannot open {shown}"))?;
+    let (mut steps, mut next, mut marks, mut failed) = (0u64, 0u64, Vec::new(), None);
+    R::frame(reader, &Mark::default(), &mut |framed| {
+        let mark = match framed {
+            Framed::Item(mark) => mark,
+            Framed::Failed(mark) => {
+                failed = Some(mark.offset);
+                return false;
+            }
+        };
+        if mark.offset >= next {
+            marks.push(Indexed {
+                offset: mark.offset,
+                line: mark.line,
+                item: mark.item,
+                count: mark.count,
+                steps,
+            });
+            next = (mark.offset / every + 1).saturating_mul(every);
+        }
+        steps += 1;
+        true
+    })
+    .with_context(|| format!("cannot read {shown}"))?;
+    if let Some(at) = failed {
+        bail!(
+            "cannot index {shown}: it stops being a file of {answers} in the step at byte {at} \
+             (`patience solve` on it says why); its shards frame it instead"
+        );
+    }
+    if stamp(file)? != (size, modified) {
+        bail!("cannot index {shown}: it changed while it was read");
+    }
+    Ok(Index {
+        version: VERSION,
+        answers: answers.to_string(),
+        size,
+        modified,
+        steps,
+        marks,
+    })
+}
