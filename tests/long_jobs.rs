@@ -710,12 +710,7 @@ fn shape(line: &str) -> String {
 /// data at hand.
 #[test]
 fn the_long_jobs_page_examples_run_as_shown() {
-    let dir = Scratch::new("long-jobs-doc");
-    std::os::unix::fs::symlink(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
-        dir.join("tests"),
-    )
-    .unwrap();
+    let dir = Scratch::for_docs("long-jobs-doc");
     doc_examples("docs/long-jobs.md", "## Resuming")
         .in_dir(dir.path())
         .at_least(5)
@@ -725,12 +720,7 @@ fn the_long_jobs_page_examples_run_as_shown() {
         .at_least(2)
         .run();
     // The README's own directory: its file has the page's name.
-    let readme = Scratch::new("long-jobs-readme");
-    std::os::unix::fs::symlink(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
-        readme.join("tests"),
-    )
-    .unwrap();
+    let readme = Scratch::for_docs("long-jobs-readme");
     doc_examples("README.md", "## Long jobs")
         .in_dir(readme.path())
         .at_least(4)

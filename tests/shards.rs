@@ -51,14 +51,19 @@ fn whole(args: &[&str]) -> crate::common::Output {
     run(args)
 }
 
-/// `args` with `--shard k/n` after the command, run; its output and exit status.
-fn shard(args: &[&str], k: usize, n: usize) -> (Vec<u8>, Option<i32>) {
+/// `args` with `--shard k/n` after the command, run.
+fn shard_output(args: &[&str], k: usize, n: usize) -> crate::common::Output {
     let shard = format!("{k}/{n}");
-    let out = patience()
+    patience()
         .arg(args[0])
         .args(&["--shard", &shard])
         .args(&args[1..])
-        .output();
+        .output()
+}
+
+/// `args` with `--shard k/n` after the command, run; its output and exit status.
+fn shard(args: &[&str], k: usize, n: usize) -> (Vec<u8>, Option<i32>) {
+    let out = shard_output(args, k, n);
     let code = out.code();
     (out.stdout, code)
 }
@@ -552,12 +557,7 @@ fn the_indexed_job_runs_as_its_pods_would_and_its_merge_joins_them() {
 /// the pods' command as deploy/kubernetes/shards/job.yaml has it.
 #[test]
 fn the_shards_page_examples_run_as_shown() {
-    let dir = Scratch::new("shards-doc");
-    std::os::unix::fs::symlink(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
-        dir.join("tests"),
-    )
-    .unwrap();
+    let dir = Scratch::for_docs("shards-doc");
     doc_examples("docs/shards.md", "## Running shards")
         .in_dir(dir.path())
         .at_least(7)
@@ -687,12 +687,7 @@ fn a_file_that_stops_being_text_fails_in_the_one_shard_that_holds_it() {
     for n in [2, 3, 5] {
         let (mut joined, mut failed) = (Vec::new(), Vec::new());
         for k in 0..n {
-            let shard = format!("{k}/{n}");
-            let out = patience()
-                .arg(args[0])
-                .args(&["--shard", &shard])
-                .args(&args[1..])
-                .output();
+            let out = shard_output(&args, k, n);
             if out.code() == Some(2) {
                 assert_eq!(out.stderr_str().trim(), said);
                 failed.push(k);

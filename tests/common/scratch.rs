@@ -25,6 +25,18 @@ impl Scratch {
         Scratch(dir)
     }
 
+    /// A new directory holding the repository's `tests/` (as a link), where a page's `$` examples
+    /// run with the test data at the paths they name.
+    pub fn for_docs(name: &str) -> Scratch {
+        let dir = Scratch::new(name);
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+            dir.join("tests"),
+        )
+        .expect("link the repository's tests/ into the scratch directory");
+        dir
+    }
+
     pub fn path(&self) -> &Path {
         &self.0
     }
