@@ -48,13 +48,8 @@ impl<R: BufRead> Lines<R> {
     pub(crate) fn advance(&mut self) -> io::Result<bool> {
         loop {
             self.line.clear();
-            let limit = MAX_LINE_BYTES as u64 + 1;
             self.start = self.read;
-            let n = self
-                .input
-                .by_ref()
-                .take(limit)
-                .read_until(b'\n', &mut self.line)?;
+            let n = self.next_line()?;
             if n == 0 {
                 return Ok(false);
             }
@@ -86,6 +81,26 @@ impl<R: BufRead> Lines<R> {
                 return Ok(true);
             }
         }
+    }
+
+    /// Reads the next line, its line ending included, into `self.line`; its length (0 at the end
+    /// of the input). A line whole in the input's buffer (nearly every line of a file) is copied
+    /// out of it at once; one that spans a refill, or is too long, goes through `read_until`,
+    /// which stops one byte past the limit for [`Lines::advance`] to refuse.
+    fn next_line(&mut self) -> io::Result<usize> {
+        let buffered = self.input.fill_buf()?;
+        if let Some(end) = memchr::memchr(b'\n', buffered)
+            && end < MAX_LINE_BYTES
+        {
+            self.line.extend_from_slice(&buffered[..=end]);
+            self.input.consume(end + 1);
+            return Ok(end + 1);
+        }
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        self.input
+            .by_ref()
+            .take(limit)
+            .read_until(b'\n', &mut self.line)
     }
 
     /// The current line's bytes, with its line ending.
@@ -120,7 +135,7 @@ impl<R: BufRead> Lines<R> {
 /// What makes `line` not text, if anything: a NUL byte (never in a text file, always in a binary
 /// one) or bytes that are not UTF-8. Lines are nearly always ASCII, which is checked first.
 fn not_text(line: &[u8]) -> Option<String> {
-    if let Some(at) = line.iter().position(|&b| b == 0) {
+    if let Some(at) = memchr::memchr(0, line) {
         return Some(format!("a NUL byte at byte {}", at + 1));
     }
     if line.is_ascii() {

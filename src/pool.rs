@@ -197,7 +197,7 @@ impl Pool {
     where
         I: Send + 'static,
         T: Send + 'static,
-        F: Fn(&mut Engines, I) -> T + Send + 'static,
+        F: FnMut(&mut Engines, I) -> T + Send + 'static,
     {
         let (job, ticket) = batch(items, f);
         self.queue.send(job).await.map_err(|_| PoolError::Closed)?;
@@ -213,7 +213,7 @@ impl Pool {
     where
         I: Send + 'static,
         T: Send + 'static,
-        F: Fn(&mut Engines, I) -> T + Send + 'static,
+        F: FnMut(&mut Engines, I) -> T + Send + 'static,
     {
         let (job, ticket) = batch(items, f);
         self.queue
@@ -253,11 +253,11 @@ where
     (job, Ticket { rx })
 }
 
-fn batch<I, T, F>(items: Vec<I>, f: F) -> (Job, BatchTicket<T>)
+fn batch<I, T, F>(items: Vec<I>, mut f: F) -> (Job, BatchTicket<T>)
 where
     I: Send + 'static,
     T: Send + 'static,
-    F: Fn(&mut Engines, I) -> T + Send + 'static,
+    F: FnMut(&mut Engines, I) -> T + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |solver, stats| {

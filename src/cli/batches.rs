@@ -27,6 +27,40 @@ pub enum Batched<T = Deal> {
 /// How often a long skip says how far it is, in items.
 pub const SKIP_REPORT: u64 = 1 << 16;
 
+/// How many items a batch holds at most: a fixed number (a client's items per request message),
+/// or one that starts small and doubles with each batch up to a ceiling (the in-process pool's
+/// jobs). Each pool job costs a queue hop and a wake-up or two (several microseconds here), so a
+/// long input wants large jobs; a short one wants small ones, or its few jobs leave workers idle.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchSize {
+    next: usize,
+    max: usize,
+}
+
+impl BatchSize {
+    /// Every batch holds up to `n` items.
+    pub const fn fixed(n: usize) -> BatchSize {
+        BatchSize::growing(n, n)
+    }
+
+    /// The first batch holds up to `first` items, each next one twice as many, up to `max`.
+    pub const fn growing(first: usize, max: usize) -> BatchSize {
+        let max = if max == 0 { 1 } else { max };
+        let next = if first == 0 { 1 } else { first };
+        BatchSize {
+            next: if next > max { max } else { next },
+            max,
+        }
+    }
+
+    /// The size of the next batch.
+    fn take(&mut self) -> usize {
+        let size = self.next;
+        self.next = (size * 2).min(self.max);
+        size
+    }
+}
+
 /// Items still to skip, and those skipped but not yet said.
 struct Skip {
     left: u64,
@@ -63,16 +97,16 @@ pub struct ToRead {
 }
 
 /// Reads every input in order (a shard: its segments) with the game's reader `R` and calls `emit`
-/// with batches of at most `max` entries, after the first `reading.skip` entries, which are read
+/// with batches of the sizes `sizes` gives, after the first `reading.skip` entries, which are read
 /// the same way and only counted (a resume: their answers are in the output already). A batch is
 /// also cut short whenever the input has nothing more buffered, so that someone typing items sees
 /// each answer without waiting for a full batch. Stops early when `emit` returns false.
 pub fn read_items<R: Items<Reader>>(
     reading: &ToRead,
-    max: usize,
+    mut sizes: BatchSize,
     mut emit: impl FnMut(Batched<R::Item>) -> bool,
 ) {
-    let max = max.max(1);
+    let mut max = sizes.take();
     let mut skip = Skip {
         left: reading.skip,
         items: 0,
@@ -167,13 +201,12 @@ pub fn read_items<R: Items<Reader>>(
                 }
             }
             let dry = items.input().buffer().is_empty();
-            if (batch.len() >= max || dry)
-                && !emit(Batched::Batch(
-                    std::mem::replace(&mut batch, Vec::with_capacity(max)),
-                    done + consumed(items.input()),
-                ))
-            {
-                return;
+            if batch.len() >= max || dry {
+                max = sizes.take();
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(max));
+                if !emit(Batched::Batch(full, done + consumed(items.input()))) {
+                    return;
+                }
             }
         }
         let end = done + consumed(items.input());
@@ -185,5 +218,26 @@ pub fn read_items<R: Items<Reader>>(
     // The inputs ended before the skip did: say how far it got (the printer refuses the resume).
     if skip.items > 0 {
         emit(skip.said(done));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchSize;
+
+    fn sizes(mut s: BatchSize, n: usize) -> Vec<usize> {
+        (0..n).map(|_| s.take()).collect()
+    }
+
+    #[test]
+    fn a_growing_size_doubles_up_to_its_ceiling_and_a_fixed_one_stays() {
+        assert_eq!(
+            sizes(BatchSize::growing(16, 256), 7),
+            [16, 32, 64, 128, 256, 256, 256]
+        );
+        assert_eq!(sizes(BatchSize::growing(16, 100), 5), [16, 32, 64, 100, 100]);
+        assert_eq!(sizes(BatchSize::fixed(256), 3), [256, 256, 256]);
+        assert_eq!(sizes(BatchSize::growing(0, 0), 2), [1, 1]);
+        assert_eq!(sizes(BatchSize::growing(50, 10), 2), [10, 10]);
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 
-use super::batches::{Batched, ToRead, read_items};
+use super::batches::{BatchSize, Batched, ToRead, read_items};
 use super::input::Reader;
 use super::job::JobRun;
 use super::output::{ExitStatus, Printer, Printing, Render};
@@ -260,7 +260,7 @@ fn read<G: Protocol>(
     pieces: &mpsc::Sender<Piece<Answer>>,
     submit: &mpsc::Sender<Chunk<G>>,
 ) {
-    read_items::<G::Reader<Reader>>(reading, batch, |event| {
+    read_items::<G::Reader<Reader>>(reading, BatchSize::fixed(batch), |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
             Batched::Skipped { items, bad, at } => {

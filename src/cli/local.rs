@@ -10,7 +10,7 @@ use std::thread;
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
 
-use super::batches::{Batched, Entry, Items, ToRead, read_items};
+use super::batches::{BatchSize, Batched, Entry, Items, ToRead, read_items};
 use super::input::Reader;
 use super::output::{ExitStatus, Printer, Printing};
 use crate::ordered::{self, Drained, Piece, Stopped};
@@ -21,13 +21,13 @@ use crate::pool::{Engines, Pool};
 pub type ItemResult<A> = Result<A, String>;
 
 /// Reads every item of `reading` with the game's reader `R`, the first `reading.skip` only to
-/// count them (a resume), solves the rest on `pool` with `solve` (`batch` items per job) and prints each
+/// count them (a resume), solves the rest on `pool` with `solve` (jobs of `batch` items) and prints each
 /// answer in input order with `print`, through the ordered pipeline ([`crate::ordered`]). A bad
 /// item travels with its batch to the pool, which hands its message back as its answer.
 pub fn run<'p, R, A>(
     reading: &ToRead,
     pool: &Pool,
-    batch: usize,
+    batch: BatchSize,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
     printer: Printer<'p>,
     print: impl FnMut(&mut Printer<'p>, ItemResult<A>) -> io::Result<()>,

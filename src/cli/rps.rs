@@ -6,6 +6,7 @@
 use anyhow::Context as _;
 
 use super::RpsArgs;
+use super::batches::BatchSize;
 use super::input::Reader;
 use super::job::JobRun;
 use super::local;
@@ -18,7 +19,7 @@ use crate::rps::{Case, CaseReader};
 /// few nanoseconds, so batches are smaller than `solve`'s: big enough that a file of small cases
 /// does not pay a queue hop per case, small enough that a run of large ones spreads over every
 /// worker.
-const BATCH: usize = 16;
+const BATCH: BatchSize = BatchSize::fixed(16);
 
 /// Solves the cases in this process (`rps` without `--addr`; with it, `client::run_rps`).
 pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {

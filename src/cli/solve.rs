@@ -4,6 +4,7 @@
 use anyhow::Context as _;
 
 use super::SolveArgs;
+use super::batches::BatchSize;
 use super::input::Reader;
 use super::job::JobRun;
 use super::local;
@@ -12,9 +13,12 @@ use super::progress::Unit;
 use crate::deal::DealReader;
 use crate::pool::{Engines, Pool, default_workers};
 
-/// Deals per pool job: enough to make the per-job cost (a queue hop and a wake-up) negligible
-/// against ~20 µs of solving per deal, small enough to keep every worker busy.
-const BATCH: usize = 32;
+/// Deals per pool job: 16 at first, so that a short file still spreads over every worker, then
+/// doubling up to 256, where the per-job cost (a queue hop and a wake-up or two, several
+/// microseconds each on a VM) is a few thousandths of the job's ~3 ms of solving. Measured
+/// (docs/performance.md): jobs of 32 throughout cost `solve --workers 1` some 4% of its time in
+/// waking the printer alone.
+const BATCH: BatchSize = BatchSize::growing(16, 256);
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
     let options = args.analysis.options()?;

@@ -3,7 +3,6 @@
 //! workers together, in jobs of [`Limits::batch`](super::Limits::batch) items, so that one-item
 //! messages do not cost one worker wake-up each.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -49,23 +48,28 @@ impl SolverService {
         }
 
         let mut batches = Vec::new();
+        let job = job_size(valid.len(), self.pool.workers(), self.limits.batch);
         let mut rest = valid.into_iter().peekable();
         while rest.peek().is_some() {
-            let (places, items): (Vec<ResultAt>, Vec<G::Work>) =
-                rest.by_ref().take(self.limits.batch.max(1)).unzip();
+            let (places, items): (Vec<ResultAt>, Vec<G::Work>) = rest.by_ref().take(job).unzip();
             let metrics = self.metrics.clone();
             let queued = Instant::now();
-            let waited = AtomicBool::new(false);
+            // When the item before this one ended: the next one starts then. One clock read per
+            // item instead of two.
+            let mut last: Option<Instant> = None;
             let ticket = self
                 .pool
                 .submit_batch(items, move |engines: &mut Engines, work: G::Work| {
                     // The batch's wait in the queue, measured once, when its first item starts.
-                    if !waited.swap(true, Ordering::Relaxed) {
-                        metrics.queue_wait(queued.elapsed());
-                    }
-                    let started = Instant::now();
+                    let started = *last.get_or_insert_with(|| {
+                        let now = Instant::now();
+                        metrics.queue_wait(now.saturating_duration_since(queued));
+                        now
+                    });
                     let solved = G::solve(engines, work);
-                    metrics.solve_time(G::LABEL, started.elapsed());
+                    let ended = Instant::now();
+                    metrics.solve_time(G::LABEL, ended.saturating_duration_since(started));
+                    last = Some(ended);
                     solved
                 })
                 .await
@@ -97,5 +101,38 @@ impl SolverService {
             answers
         }
         .boxed())
+    }
+}
+
+/// The most items one pool job takes: past this the per-job cost (a queue hop, a wake-up of the
+/// call's task) is a thousandth of the job, and a longer job only delays the call's first answer.
+const MAX_JOB: usize = 256;
+
+/// Items per pool job for a group of `items`: the group spread over every worker, each job at
+/// least `least` items (the `Limits::batch` floor, so one-item messages grouped together do not
+/// cost a job each) and at most [`MAX_JOB`]. A 256-deal message on two workers is two jobs of 128,
+/// where jobs of 32 cost eight wake-ups.
+fn job_size(items: usize, workers: usize, least: usize) -> usize {
+    items
+        .div_ceil(workers.max(1))
+        .clamp(least.max(1), MAX_JOB.max(least))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_size;
+
+    #[test]
+    fn a_group_is_spread_over_the_workers_in_jobs_between_the_floor_and_the_ceiling() {
+        // A 256-deal message on two workers: two jobs.
+        assert_eq!(job_size(256, 2, 32), 128);
+        // Small groups are not cut below the floor.
+        assert_eq!(job_size(40, 4, 32), 32);
+        assert_eq!(job_size(1, 8, 32), 32);
+        // Large groups on one worker: jobs of the ceiling.
+        assert_eq!(job_size(10_000, 1, 32), 256);
+        // A floor above the ceiling wins (it is what the operator asked for).
+        assert_eq!(job_size(10_000, 1, 500), 500);
+        assert_eq!(job_size(10, 0, 0), 10);
     }
 }
