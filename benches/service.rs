@@ -596,6 +596,7 @@ fn main() {
             mode.wire(n)
         );
     }
+    judged(&deals, o.runs, &solve, &modes, n);
     match http_difference {
         None => println!(
             "HTTP /v1/solve output byte-identical to patience solve: yes ({http_identical} of {} runs)",
@@ -731,5 +732,50 @@ fn main() {
     );
     for line in warnings.iter().take(5) {
         println!("  {line}");
+    }
+}
+
+/// The figures issue 34 judges the layers around the engine by, from this run: the daemon's CPU
+/// per deal against the engine's alone (`SolveStream` with 256 deals per message, and plain HTTP;
+/// target 1.05x or less), the binary client's CPU per deal as a share of what the daemon spends
+/// solving the same deals (target 0.05 or less), and the client's rate as a share of in-process
+/// `solve` (target 0.92 or more). The engine's figure is one solver in this process on the same
+/// deals, the median of the runs.
+fn judged(deals: &[Deal], runs: usize, solve: &Mode, modes: &[Mode], n: usize) {
+    let mut solver = Solver::new();
+    let engine = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                for d in deals {
+                    std::hint::black_box(solver.solve(d));
+                }
+                1e6 * start.elapsed().as_secs_f64() / deals.len() as f64
+            })
+            .collect(),
+    );
+    let find = |prefix: &str| modes.iter().find(|m| m.name.starts_with(prefix));
+    println!("engine alone, one thread, same deals: {engine:.2} us/deal (median of {runs})");
+    let stream = format!("tonic SolveStream, {BATCH} deals/message");
+    let by = [modes.iter().find(|m| m.name == stream), find("HTTP POST")];
+    for m in by.into_iter().flatten() {
+        let daemon = m.cpu_us_per_deal(m.daemon_cpu, n);
+        println!(
+            "  daemon CPU per deal, {}: {daemon:.2} us = {:.3}x the engine's (target: 1.05x or less)",
+            m.name,
+            daemon / engine
+        );
+    }
+    if let Some(client) = find("patience client") {
+        let (own, daemon) = (
+            client.cpu_us_per_deal(client.client_cpu, n),
+            client.cpu_us_per_deal(client.daemon_cpu, n),
+        );
+        let rate = median(client.rates.clone()) / median(solve.rates.clone());
+        println!(
+            "  patience client: CPU {own:.2} us/deal = {:.3} of the daemon's {daemon:.2} (target: 0.05 or less); \
+             rate {rate:.3} of in-process solve (target: 0.92 or more)",
+            own / daemon
+        );
     }
 }

@@ -235,7 +235,10 @@ mod tests {
             sizes(BatchSize::growing(16, 256), 7),
             [16, 32, 64, 128, 256, 256, 256]
         );
-        assert_eq!(sizes(BatchSize::growing(16, 100), 5), [16, 32, 64, 100, 100]);
+        assert_eq!(
+            sizes(BatchSize::growing(16, 100), 5),
+            [16, 32, 64, 100, 100]
+        );
         assert_eq!(sizes(BatchSize::fixed(256), 3), [256, 256, 256]);
         assert_eq!(sizes(BatchSize::growing(0, 0), 2), [1, 1]);
         assert_eq!(sizes(BatchSize::growing(50, 10), 2), [10, 10]);
