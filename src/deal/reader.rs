@@ -81,6 +81,14 @@ impl<R: BufRead> DealReader<R> {
     }
 
     fn read_deal(&mut self) -> Result<Option<Deal>, DealFileError> {
+        // Nearly every deal of a file is in the judge's own layout: take it whole when it is.
+        if let Some(deal) = self
+            .lines
+            .take_block(JUDGE_DEAL_BYTES, PILES as u64, judge_layout)?
+        {
+            self.deal_no += 1;
+            return Ok(Some(deal));
+        }
         if !self.lines.advance()? {
             return Ok(None);
         }
@@ -172,6 +180,30 @@ impl<R: BufRead> DealReader<R> {
             bad(line, error)
         })
     }
+}
+
+/// A deal in the judge's layout: nine lines of four cards, `AS 9S 6C KS` and a line feed each.
+const JUDGE_DEAL_BYTES: usize = PILES * JUDGE_PILE_BYTES;
+const JUDGE_PILE_BYTES: usize = 3 * PILE_HEIGHT;
+
+/// The deal `block` holds when it is a valid deal in exactly the judge's layout (single spaces,
+/// line feeds, no blank line); `None` for anything else, bad deals included, which the reader
+/// then reads line by line to say what is wrong and where.
+fn judge_layout(block: &[u8]) -> Option<Deal> {
+    let mut piles = [[Card::ALL[0]; PILE_HEIGHT]; PILES];
+    for (pile, line) in piles.iter_mut().zip(block.chunks_exact(JUDGE_PILE_BYTES)) {
+        let [a, b, b' ', c, d, b' ', e, f, b' ', g, h, b'\n'] = *line else {
+            return None;
+        };
+        *pile = [
+            Card::from_bytes(a, b)?,
+            Card::from_bytes(c, d)?,
+            Card::from_bytes(e, f)?,
+            Card::from_bytes(g, h)?,
+        ];
+    }
+    (block.len() == JUDGE_DEAL_BYTES).then_some(())?;
+    Deal::new(piles).ok()
 }
 
 /// The whitespace `str::split_whitespace` splits ASCII text on (tab, line feed, vertical tab,
@@ -294,6 +326,51 @@ mod tests {
         let got = read(&SAMPLE.repeat(3));
         assert_eq!(got.len(), 3);
         assert!(got.iter().all(|r| r.is_ok()));
+    }
+
+    /// Deals in the judge's layout are taken nine lines at once; the numbering of deals and lines
+    /// after them is what reading line by line gives (counted by hand: deals 1-3 are lines 1-27,
+    /// deal 4 lines 28-36, its fourth pile line 31).
+    #[test]
+    fn deals_taken_whole_leave_the_numbering_of_what_follows_as_it_was() {
+        let typo = SAMPLE.replacen("QS TS JS 9H", "QS TS JS 9X", 1);
+        let got = read(&format!("{SAMPLE}{SAMPLE}{SAMPLE}{typo}{SAMPLE}"));
+        assert_eq!(got.len(), 5);
+        assert!(got[..3].iter().chain(&got[4..]).all(Result::is_ok));
+        let error = got[3].as_ref().unwrap_err();
+        assert!(error.starts_with("deal 4 (line 31): pile 4"), "{error}");
+        // A duplicate card in the judge's layout is found by the line-by-line reader, on the
+        // line of its second copy (pile 2's first card is also pile 1's).
+        let twice = SAMPLE.replacen("JC QH AC KH", "AS QH AC KH", 1);
+        let got = read(&format!("{SAMPLE}{twice}"));
+        let error = got[1].as_ref().unwrap_err();
+        assert!(error.starts_with("deal 2 (line 11)"), "{error}");
+    }
+
+    /// The whole-deal reading and the line-by-line one agree, deal for deal and error for error:
+    /// the same random deals and damaged ones in the judge's layout, and with every line ending
+    /// in CRLF (which the whole-deal reading never takes).
+    #[test]
+    fn reading_whole_deals_agrees_with_reading_line_by_line() {
+        let mut rng = fastrand::Rng::with_seed(34);
+        let mut text = String::new();
+        for i in 0..300 {
+            let mut deal = Deal::shuffled(&mut rng).to_string();
+            match i % 7 {
+                // A repeated card, a bad card, a short pile, a blank line inside.
+                1 => deal = deal.replacen(&deal[3..5].to_string(), &deal[0..2].to_string(), 1),
+                2 => deal.replace_range(6..8, "1S"),
+                3 => deal.replace_range(9..11, "  "),
+                4 => deal.insert(12, '\n'),
+                _ => {}
+            }
+            text.push_str(&deal);
+        }
+        let whole = read(&text);
+        let by_line = read(&text.replace('\n', "\r\n"));
+        assert_eq!(whole.len(), by_line.len());
+        assert!(whole.iter().filter(|r| r.is_err()).count() > 100);
+        assert_eq!(whole, by_line);
     }
 
     #[test]
