@@ -358,7 +358,7 @@ mod tests {
             let mut deal = Deal::shuffled(&mut rng).to_string();
             match i % 7 {
                 // A repeated card, a bad card, a short pile, a blank line inside.
-                1 => deal = deal.replacen(&deal[3..5].to_string(), &deal[0..2].to_string(), 1),
+                1 => deal = deal.replacen(&deal[3..5].to_string(), &deal[0..2], 1),
                 2 => deal.replace_range(6..8, "1S"),
                 3 => deal.replace_range(9..11, "  "),
                 4 => deal.insert(12, '\n'),
