@@ -26,7 +26,17 @@ pub enum OutputFormat {
 
 /// One output line (without its newline) for a probability.
 pub fn probability_line(p: f64, precision: u8) -> String {
-    format!("{:.*}", usize::from(precision), p)
+    Probability(p, precision).to_string()
+}
+
+/// A probability as its line shows it, with `.1` decimals: written straight into an output by
+/// [`Render::write_solved`], or made a line by [`probability_line`].
+struct Probability(f64, u8);
+
+impl std::fmt::Display for Probability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.*}", usize::from(self.1), self.0)
+    }
 }
 
 /// One output line (without its newline) for a deal that could not be solved.
@@ -139,6 +149,22 @@ impl Render {
                 error: None,
                 analysis,
             }),
+        }
+    }
+
+    /// Writes [`Render::solved`]'s line and its newline into `out`: in plain text, without making
+    /// a `String` of each line first (a printer writes one per item, in the hot loop of `solve`
+    /// and `client`).
+    pub fn write_solved(
+        &self,
+        out: &mut impl std::io::Write,
+        index: u64,
+        p: f64,
+        analysis: Option<JsonAnalysis>,
+    ) -> std::io::Result<()> {
+        match self.format {
+            OutputFormat::Text => writeln!(out, "{}", Probability(p, self.precision)),
+            OutputFormat::Json => writeln!(out, "{}", self.solved(index, p, analysis)),
         }
     }
 

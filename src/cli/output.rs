@@ -71,8 +71,11 @@ impl<'a> Printer<'a> {
 
     /// The next item's line: its probability (and, in JSON, its analysis).
     pub fn solved(&mut self, p: f64, analysis: Option<JsonAnalysis>) -> io::Result<()> {
-        let line = self.render.solved(self.index, p, analysis);
-        self.line(&line)
+        let written = self
+            .render
+            .write_solved(&mut self.out, self.index, p, analysis);
+        self.index += 1;
+        written
     }
 
     /// The next item's `error:` line; the run will end with [`ExitStatus::BadInput`].
