@@ -140,6 +140,7 @@ impl Tracing {
             .with_tracked_inactivity(false)
             .with_threads(false)
             .with_location(false)
+            .with_target(false)
             .with_filter(Targets::new().with_target("patience", tracing::Level::INFO))
     }
 
@@ -159,7 +160,7 @@ fn resource() -> Resource {
     let detected = Resource::builder().build();
     let named = detected
         .get(&opentelemetry::Key::from_static_str("service.name"))
-        .is_some_and(|name| name.as_str() != "unknown_service");
+        .is_some_and(|name| !name.as_str().starts_with("unknown_service"));
     let version = KeyValue::new("service.version", env!("CARGO_PKG_VERSION"));
     if named {
         Resource::builder().with_attribute(version).build()

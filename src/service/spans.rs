@@ -12,11 +12,11 @@ pub(super) async fn admission<F: Future>(wait: F, items: usize) -> F::Output {
     if let Some(done) = wait.as_mut().now_or_never() {
         return done;
     }
-    let span = tracing::info_span!(target: "patience::service", "admission", items);
+    let span = tracing::info_span!(target: "patience::service", "admission", items = items as i64);
     wait.instrument(span).await
 }
 
 /// The span of a batch of `items` being solved: from its queueing on the pool to its last result.
 pub(super) fn solve(items: usize) -> tracing::Span {
-    tracing::info_span!(target: "patience::service", "solve", items)
+    tracing::info_span!(target: "patience::service", "solve", items = items as i64)
 }

@@ -20,11 +20,11 @@ pub fn record_ids(span: &tracing::Span, parent: Context) {
     let caller = parent.span().span_context().clone();
     if span.set_parent(parent).is_ok() {
         if let Some((trace_id, span_id)) = ids(span) {
-            span.record("trace_id", trace_id.as_str());
-            span.record("span_id", span_id.as_str());
+            span.record("trace_id", tracing::field::display(trace_id));
+            span.record("span_id", tracing::field::display(span_id));
         }
     } else if caller.is_valid() {
-        span.record("trace_id", caller.trace_id().to_string().as_str());
+        span.record("trace_id", tracing::field::display(caller.trace_id()));
     }
 }
 
