@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::common::{
     self, Collector, DEAD, Daemon, LOG_LIMIT, assert_answers, attribute, corpus, data, metric,
-    otel_python, probability, request, run, scrape, traced_call, wait_until_blocking,
+    otel_python, patience, probability, request, run, scrape, traced_call, wait_until_blocking,
 };
 
 /// The W3C specification's example `traceparent`.
@@ -216,6 +216,65 @@ fn the_plain_http_api_joins_the_callers_trace() {
     assert_eq!(span["name"], "patience.v1.Solver/SolveStream");
     assert_eq!(attribute(&span, "http.request.method"), "POST");
     assert_eq!(attribute(&span, "url.path"), "/v1/solve");
+}
+
+/// One `patience client` run over two daemons is one trace: the run's span is its root, each call
+/// to a daemon a client span under it naming the daemon, and each daemon's span of a call a child
+/// of the client's span of that call.
+#[test]
+fn one_client_run_over_two_daemons_is_one_trace() {
+    let Some(python) = otel_python() else { return };
+    let collector = Collector::start(&python);
+    let vars = export_to(&collector.endpoint);
+    let a = Daemon::start_with(&[], &env(&vars), None);
+    let b = Daemon::start_with(&[], &env(&vars), None);
+    let random = data("random1000.in");
+    let mut client = patience();
+    client.args(&[
+        "client", "--addr", &a.addr, "--addr", &b.addr, "--batch", "10", &random,
+    ]);
+    for (key, value) in &vars {
+        client.env(key, value);
+    }
+    let out = client.output();
+    assert_eq!(out.status.code(), Some(0));
+    let reference = std::fs::read_to_string(data("random1000.out6")).unwrap();
+    let expected: Vec<f64> = reference.lines().map(|l| l.parse().unwrap()).collect();
+    assert_answers(&String::from_utf8_lossy(&out.stdout), &expected, 6, 5e-7);
+
+    let run = collector.wait_for("the client's run span", |s| s["name"] == "patience client");
+    assert_eq!(run["parent_span_id"], "", "the root: {run}");
+    let trace = run["trace_id"].as_str().unwrap().to_string();
+    let ports = [i64::from(a.socket.port()), i64::from(b.socket.port())];
+    let of_trace = |kind: i64| -> Vec<Value> {
+        collector
+            .spans()
+            .into_iter()
+            .filter(|s| s["trace_id"] == trace.as_str() && s["kind"] == kind)
+            .collect()
+    };
+    let both = |spans: &[Value]| {
+        ports
+            .iter()
+            .all(|&p| spans.iter().any(|s| attribute(s, "server.port") == p))
+    };
+    // Client spans (kind 3) to both daemons, and server spans (kind 2) from both.
+    wait_until_blocking(LOG_LIMIT, "calls to and spans from both daemons", || {
+        both(&of_trace(3)) && both(&of_trace(2))
+    });
+    let calls = of_trace(3);
+    for call in &calls {
+        assert_eq!(call["parent_span_id"], run["span_id"], "{call}");
+        assert_eq!(call["name"], "patience.v1.Solver/SolveStream");
+    }
+    for served in of_trace(2) {
+        assert!(
+            calls
+                .iter()
+                .any(|c| c["span_id"] == served["parent_span_id"]),
+            "a daemon's span whose parent is no call of the run: {served}"
+        );
+    }
 }
 
 /// `POST PATH` over HTTP/1.1 with the W3C example's `traceparent`: the whole answer as text.
