@@ -52,7 +52,7 @@ pub enum TraceError {
 
 /// What the environment says about export.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Settings {
+pub enum ExportSettings {
     Off,
     /// Export to this endpoint (the variable it came from is the exporter's to read again).
     Otlp {
@@ -60,9 +60,9 @@ pub enum Settings {
     },
 }
 
-impl Settings {
+impl ExportSettings {
     /// Reads the standard variables through `var` (the process's environment, or a test's map).
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Settings, TraceError> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<ExportSettings, TraceError> {
         let set = |name: &str| {
             var(name)
                 .map(|v| v.trim().to_string())
@@ -71,12 +71,12 @@ impl Settings {
         if set("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
             || set("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
         {
-            return Ok(Settings::Off);
+            return Ok(ExportSettings::Off);
         }
         let Some(endpoint) = set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .or_else(|| set("OTEL_EXPORTER_OTLP_ENDPOINT"))
         else {
-            return Ok(Settings::Off);
+            return Ok(ExportSettings::Off);
         };
         for variable in [
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
@@ -89,11 +89,11 @@ impl Settings {
                 break;
             }
         }
-        Ok(Settings::Otlp { endpoint })
+        Ok(ExportSettings::Otlp { endpoint })
     }
 
-    pub fn from_env() -> Result<Settings, TraceError> {
-        Settings::from_vars(|name| std::env::var(name).ok())
+    pub fn from_env() -> Result<ExportSettings, TraceError> {
+        ExportSettings::from_vars(|name| std::env::var(name).ok())
     }
 }
 
@@ -106,10 +106,10 @@ pub struct Tracing {
 }
 
 impl Tracing {
-    /// Starts export as [`Settings::from_env`] says, or `None` when it is off. Spans the
+    /// Starts export as [`ExportSettings::from_env`] says, or `None` when it is off. Spans the
     /// exporter cannot take or deliver are counted in `dropped`.
     pub fn from_env(dropped: DroppedSpans) -> Result<Option<Tracing>, TraceError> {
-        let Settings::Otlp { endpoint } = Settings::from_env()? else {
+        let ExportSettings::Otlp { endpoint } = ExportSettings::from_env()? else {
             return Ok(None);
         };
         let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -177,23 +177,23 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn settings(vars: &[(&str, &str)]) -> Result<Settings, TraceError> {
+    fn settings(vars: &[(&str, &str)]) -> Result<ExportSettings, TraceError> {
         let vars: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Settings::from_vars(|name| vars.get(name).cloned())
+        ExportSettings::from_vars(|name| vars.get(name).cloned())
     }
 
     /// On only with an endpoint; the specific variable wins; the switches turn it off.
     #[test]
     fn export_is_on_only_with_an_endpoint() {
-        assert_eq!(settings(&[]).unwrap(), Settings::Off);
+        assert_eq!(settings(&[]).unwrap(), ExportSettings::Off);
         assert_eq!(
             settings(&[("OTEL_SERVICE_NAME", "x")]).unwrap(),
-            Settings::Off
+            ExportSettings::Off
         );
-        let on = |e: &str| Settings::Otlp {
+        let on = |e: &str| ExportSettings::Otlp {
             endpoint: e.to_string(),
         };
         assert_eq!(
@@ -214,7 +214,7 @@ mod tests {
         ] {
             assert_eq!(
                 settings(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4317"), off]).unwrap(),
-                Settings::Off
+                ExportSettings::Off
             );
         }
         assert_eq!(

@@ -198,24 +198,49 @@ async fn the_last_spans_go_out_within_the_drain() {
     assert_eq!(span["parent_span_id"], "b7ad6b7169203331");
 }
 
-/// A request the daemon's plain HTTP API serves joins the caller's trace as a gRPC call does.
+/// A request to the daemon's plain HTTP API, and a gRPC-Web call (as a browser makes it over
+/// HTTP/1.1), join their callers' traces as a gRPC call does.
 #[test]
-fn the_plain_http_api_joins_the_callers_trace() {
+fn plain_http_and_grpc_web_calls_join_the_callers_trace() {
     let Some(python) = otel_python() else { return };
     let collector = Collector::start(&python);
     let vars = export_to(&collector.endpoint);
     let daemon = Daemon::start_with(&[], &env(&vars), None);
+    let addr = daemon.socket.to_string();
+    let server_span = |trace: &str| {
+        collector.wait_for("the call's span", |s| {
+            s["trace_id"] == trace && s["kind"] == 2
+        })
+    };
+
     let sample = std::fs::read(data("sample.in")).unwrap();
-    let answer = http_post(&daemon.socket.to_string(), "/v1/solve", &sample);
+    let answer = http_post(&addr, "/v1/solve", "", TRACEPARENT, &sample);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("0.589314\n"), "{answer}");
-    let span = collector.wait_for("the API call's span", |s| {
-        s["trace_id"] == TRACE_ID && s["kind"] == 2
-    });
+    let span = server_span(TRACE_ID);
     assert_eq!(span["parent_span_id"], "b7ad6b7169203331");
     assert_eq!(span["name"], "patience.v1.Solver/SolveStream");
     assert_eq!(attribute(&span, "http.request.method"), "POST");
     assert_eq!(attribute(&span, "url.path"), "/v1/solve");
+
+    let (deals, _) = corpus("extra12");
+    let message = request(&deals[..1], 0).encode_to_vec();
+    let mut framed = vec![0];
+    framed.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    framed.extend(message);
+    let web_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let answer = http_post(
+        &addr,
+        "/patience.v1.Solver/Solve",
+        "content-type: application/grpc-web+proto\r\nx-grpc-web: 1\r\n",
+        &format!("00-{web_trace}-00f067aa0ba902b7-01"),
+        &framed,
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let span = server_span(web_trace);
+    assert_eq!(span["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(span["name"], "patience.v1.Solver/Solve");
+    assert_eq!(attribute(&span, "rpc.grpc.status_code"), 0);
 }
 
 /// One `patience client` run over two daemons is one trace: the run's span is its root, each call
@@ -277,8 +302,9 @@ fn one_client_run_over_two_daemons_is_one_trace() {
     }
 }
 
-/// `POST PATH` over HTTP/1.1 with the W3C example's `traceparent`: the whole answer as text.
-fn http_post(addr: &str, path: &str, body: &[u8]) -> String {
+/// `POST PATH` over HTTP/1.1 with `headers` (each line ending in CRLF) and `traceparent`: the
+/// whole answer, as text as far as it is.
+fn http_post(addr: &str, path: &str, headers: &str, traceparent: &str, body: &[u8]) -> String {
     use std::io::{Read as _, Write as _};
     let mut socket = std::net::TcpStream::connect(addr).unwrap();
     socket
@@ -286,13 +312,13 @@ fn http_post(addr: &str, path: &str, body: &[u8]) -> String {
         .unwrap();
     write!(
         socket,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ntraceparent: {TRACEPARENT}\r\n\
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\n{headers}traceparent: {traceparent}\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     )
     .unwrap();
     socket.write_all(body).unwrap();
-    let mut answer = String::new();
-    socket.read_to_string(&mut answer).unwrap();
-    answer
+    let mut answer = Vec::new();
+    socket.read_to_end(&mut answer).unwrap();
+    String::from_utf8_lossy(&answer).into_owned()
 }

@@ -37,8 +37,8 @@ impl DroppedSpans {
     }
 
     /// The exporter, counted, and the gate to put in front of the batch processor that drives it.
-    pub(super) fn wrap<E: SpanExporter>(self, exporter: E) -> (Counted<E>, Gate) {
-        let shared = Arc::new(Shared {
+    pub(super) fn wrap<E: SpanExporter>(self, exporter: E) -> (Counted<E>, QueueGate) {
+        let shared = Arc::new(ExportQueue {
             pending: AtomicUsize::new(0),
             max: queue_size(),
             dropped: self,
@@ -47,7 +47,7 @@ impl DroppedSpans {
             inner: exporter,
             shared: shared.clone(),
         };
-        (counted, Gate { shared })
+        (counted, QueueGate { shared })
     }
 
     /// Says once in the log that spans are being dropped; the metric counts the rest.
@@ -71,7 +71,7 @@ fn queue_size() -> usize {
 }
 
 #[derive(Debug)]
-struct Shared {
+struct ExportQueue {
     /// Spans let in and not yet through an export, delivered or not.
     pending: AtomicUsize,
     max: usize,
@@ -80,11 +80,11 @@ struct Shared {
 
 /// Builds the processor wrapper once the processor exists.
 #[derive(Debug)]
-pub(super) struct Gate {
-    shared: Arc<Shared>,
+pub(super) struct QueueGate {
+    shared: Arc<ExportQueue>,
 }
 
-impl Gate {
+impl QueueGate {
     pub(super) fn around<P: SpanProcessor>(self, inner: P) -> Gated<P> {
         Gated {
             inner,
@@ -97,7 +97,7 @@ impl Gate {
 #[derive(Debug)]
 pub(super) struct Gated<P> {
     inner: P,
-    shared: Arc<Shared>,
+    shared: Arc<ExportQueue>,
 }
 
 impl<P: SpanProcessor> SpanProcessor for Gated<P> {
@@ -134,7 +134,7 @@ impl<P: SpanProcessor> SpanProcessor for Gated<P> {
 #[derive(Debug)]
 pub(super) struct Counted<E> {
     inner: E,
-    shared: Arc<Shared>,
+    shared: Arc<ExportQueue>,
 }
 
 impl<E: SpanExporter> SpanExporter for Counted<E> {
