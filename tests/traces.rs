@@ -11,8 +11,9 @@ use prost::Message as _;
 use serde_json::Value;
 
 use crate::common::{
-    self, Collector, DEAD, Daemon, LOG_LIMIT, assert_answers, attribute, corpus, data, metric,
-    otel_python, patience, probability, request, run, scrape, traced_call, wait_until_blocking,
+    self, Collector, DEAD, Daemon, LOG_LIMIT, Scratch, assert_answers, attribute, corpus, data,
+    metric, otel_python, patience, probability, request, run, scrape, traced_call,
+    wait_until_blocking,
 };
 
 /// The W3C specification's example `traceparent`.
@@ -300,6 +301,28 @@ fn one_client_run_over_two_daemons_is_one_trace() {
             "a daemon's span whose parent is no call of the run: {served}"
         );
     }
+}
+
+/// A call a daemon refuses ends the client's span of it with the error: the status code and
+/// the error status, with the daemon's message.
+#[test]
+fn a_refused_call_ends_the_clients_span_with_its_error() {
+    let Some(python) = otel_python() else { return };
+    let collector = Collector::start(&python);
+    let scratch = Scratch::new("traces-refused");
+    let token = scratch.write("token", "s3cret-token-for-traces\n");
+    let vars = export_to(&collector.endpoint);
+    let daemon = Daemon::start_with(&["--auth-token-file", &token], &env(&vars), None);
+    let mut client = patience();
+    client.args(&["client", "--addr", &daemon.addr, &data("sample.in")]);
+    for (key, value) in &vars {
+        client.env(key, value);
+    }
+    let out = client.output();
+    assert_eq!(out.status.code(), Some(2), "refused without the token");
+    let call = collector.wait_for("the client's span of the refused call", |s| s["kind"] == 3);
+    assert_eq!(attribute(&call, "rpc.grpc.status_code"), 16, "{call}");
+    assert_eq!(call["status"], 2, "the error status: {call}");
 }
 
 /// `POST PATH` over HTTP/1.1 with `headers` (each line ending in CRLF) and `traceparent`: the

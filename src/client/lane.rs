@@ -266,15 +266,16 @@ impl<G: Protocol> Lane<G> {
         )
         .instrument(span.clone())
         .await
+        .inspect_err(|status| ended::<G::Response>(&span, Some(&Err(status.clone()))))
         .map_err(|s| match verdict(&s) {
             Verdict::Failed(reason) => Verdict::Failed(format!("{refused}: {reason}")),
             other => other,
         })?;
-        // The span ends when the call's responses are done with.
+        // The span takes the call's status, and ends when the call's responses are done with.
         let responses: CallResponses<G> =
             Box::pin(responses.map(Some).chain(stream::once(async { None })).map(
                 move |response| {
-                    let _open = &span;
+                    ended(&span, response.as_ref());
                     response
                 },
             ));
@@ -453,5 +454,20 @@ impl<G: Protocol> Lane<G> {
                 "its request queue was full (a bug in this client)".into(),
             )),
         }
+    }
+}
+
+/// Says on a call's span how the call ended, once it has: its status's code, and for an error
+/// the span's error status with the message.
+fn ended<R>(span: &tracing::Span, response: Option<&Result<R, Status>>) {
+    match response {
+        Some(Err(status)) => {
+            span.set_attribute("rpc.grpc.status_code", status.code() as i64);
+            span.set_status(opentelemetry::trace::Status::error(
+                status.message().to_string(),
+            ));
+        }
+        None => span.set_attribute("rpc.grpc.status_code", 0),
+        Some(Ok(_)) => {}
     }
 }
