@@ -19,6 +19,8 @@
 //!     and of the client (from /proc), which tells per-message overhead from machine noise, and
 //!     the bytes on the wire per deal both ways (the in-bench client's connection counts them,
 //!     HTTP/2 framing included; curl reports its own), which shows what compression saves;
+//! - what OpenTelemetry tracing costs the 256-deal `SolveStream`: off, on with every call
+//!   sampled, and on with the collector down, side by side (`tracing_cost.rs`);
 //! - latency of one-deal unary `Solve` calls on the idle daemon (sequential, one connection),
 //!   beside the engine alone and a solver pool in this process on the same deals, and the same
 //!   calls with a deal the server refuses before its solver pool (the bare gRPC round trip).
@@ -26,6 +28,8 @@
 //! Rounds alternate between the throughput modes so that drift affects them alike.
 
 mod support;
+#[path = "service/tracing_cost.rs"]
+mod tracing_cost;
 
 use std::io::Write;
 use std::path::Path;
@@ -370,6 +374,34 @@ impl Mode {
     }
 }
 
+/// `patience solve`'s answers to `input`, as numbers.
+fn reference_probabilities(
+    input: &Path,
+    workers: usize,
+    timeout: Duration,
+    dir: &TempDir,
+) -> Vec<f64> {
+    let out = dir.join("reference.out");
+    run_to_file(
+        Command::new(env!("CARGO_BIN_EXE_patience"))
+            .args([
+                "solve",
+                "--precision",
+                "15",
+                "--workers",
+                &workers.to_string(),
+            ])
+            .arg(input),
+        &out,
+        timeout,
+    );
+    std::fs::read_to_string(&out)
+        .expect("read the reference")
+        .lines()
+        .map(|l| l.parse().expect("a probability"))
+        .collect()
+}
+
 fn main() {
     let o = options();
     let exe = env!("CARGO_BIN_EXE_patience");
@@ -391,6 +423,13 @@ fn main() {
     // Hang protection only: generous next to the ~0.5 s a run takes.
     let run_timeout = Duration::from_secs(60) + Duration::from_millis(5 * n as u64);
     let ticks = clock_ticks();
+
+    tracing_cost::compare(
+        o.workers,
+        &messages(&cards, BATCH),
+        &reference_probabilities(&input, o.workers, run_timeout, &dir),
+        o.runs,
+    );
 
     let mut daemon = start_daemon(o.workers);
     println!(

@@ -27,6 +27,7 @@ mod serve;
 mod shard;
 mod sink;
 mod solve;
+mod traced;
 mod values;
 
 use values::{

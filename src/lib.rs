@@ -49,5 +49,6 @@ pub mod server;
 pub mod service;
 pub mod solver;
 mod token;
+pub mod trace;
 pub mod wire;
 mod x509;

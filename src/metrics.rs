@@ -111,6 +111,7 @@ pub struct Metrics {
     accept_pauses: Family<ReasonLabels, Counter>,
     calls_refused: Family<ReasonLabels, Counter>,
     calls_cut: Family<ReasonLabels, Counter>,
+    spans_dropped: Family<ReasonLabels, Counter>,
     limits: Family<LimitLabels, Gauge>,
     limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
     operations: operations::OperationsGauges,
@@ -247,6 +248,18 @@ impl Metrics {
              its results for --stall-timeout; those waiting were dropped)",
             calls_cut.clone(),
         );
+        let spans_dropped = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "trace_spans_dropped",
+            "Trace spans never delivered to the OpenTelemetry collector, by reason: queue_full (the \
+             export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full: the collector is slow or never \
+             answers), export_failed (the collector is down or refused them); solving never waits \
+             for either",
+            spans_dropped.clone(),
+        );
+        for reason in ["queue_full", "export_failed"] {
+            drop(spans_dropped.get_or_create(&ReasonLabels { reason }));
+        }
         let limits = Family::<LimitLabels, Gauge>::default();
         registry.register(
             "limit",
@@ -285,6 +298,7 @@ impl Metrics {
             accept_pauses,
             calls_refused,
             calls_cut,
+            spans_dropped,
             limits,
             limit_seconds,
             operations,
@@ -292,6 +306,13 @@ impl Metrics {
             http,
             refusal_log: Arc::default(),
         }
+    }
+
+    /// The counter of trace spans dropped for `reason` (`queue_full`, `export_failed`).
+    pub fn spans_dropped(&self, reason: &'static str) -> Counter {
+        self.spans_dropped
+            .get_or_create(&ReasonLabels { reason })
+            .clone()
     }
 
     /// A connection opened (`1`) or closed (`-1`).

@@ -16,7 +16,8 @@
 //! - `deadline.rs`: a call's deadline from its `grpc-timeout` header;
 //! - `start.rs`: splitting requests and putting their items on the pool in batches;
 //! - `stream.rs`: one streaming call, read to sent, in one task; `outbox.rs`: its way out to
-//!   tonic, and the stall watch; `end.rs`: how a call ended, and its log line.
+//!   tonic, and the stall watch; `end.rs`: how a call ended, and its log line;
+//! - `spans.rs`: the trace spans of what takes a call's time (admission waits, batches).
 //!
 //! Every limit that counts deals counts rps cases alike: `--max-deals-per-request`,
 //! `--max-in-flight`, `--max-deals-in-flight`.
@@ -43,6 +44,7 @@ use std::time::Instant;
 
 use futures::Stream;
 use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument as _;
 
 mod admission;
 mod deadline;
@@ -53,6 +55,7 @@ mod lifecycle;
 mod limits;
 mod outbox;
 mod rps;
+mod spans;
 mod start;
 mod stream;
 
@@ -111,24 +114,35 @@ impl SolverService {
     ) -> Result<Response<GameStream<G::StreamResponse>>, Status> {
         let peer = request.remote_addr();
         let deadline = deadline(request.metadata())?;
+        // The call's span, which the call layer opened; none for a call made around it (tests).
+        let span = request
+            .extensions()
+            .get::<tracing::Span>()
+            .cloned()
+            .unwrap_or_else(tracing::Span::current);
         let inbound = Box::pin(request.into_inner());
-        Ok(Response::new(self.stream::<G>(inbound, peer, deadline)))
+        Ok(Response::new(
+            self.stream::<G>(inbound, peer, deadline, span),
+        ))
     }
 
     /// A streaming call of game `G` on any stream of requests: its task runs until the call
-    /// ends, however it ends. The wire's calls come through [`Self::open_stream`]; the plain HTTP
-    /// API's come here directly, with their messages as they are, never encoded.
+    /// ends, however it ends, under the call's `span`. The wire's calls come through
+    /// [`Self::open_stream`]; the plain HTTP API's come here directly, with their messages as
+    /// they are, never encoded.
     fn stream<G: Game>(
         &self,
         inbound: Inbound<G::StreamRequest>,
         peer: Option<SocketAddr>,
         deadline: Option<tokio::time::Instant>,
+        span: tracing::Span,
     ) -> GameStream<G::StreamResponse> {
         let (out, responses) = outbox::channel(self.limits.max_in_flight, G::results, G::to_stream);
         // Counted before the client has its response headers, so whoever sees the call open sees
         // it counted; the call's task gives it back at its end.
         self.metrics.streams(1);
-        tokio::spawn(stream::run::<G>(self.clone(), inbound, out, peer, deadline));
+        let call = stream::run::<G>(self.clone(), inbound, out, peer, deadline);
+        tokio::spawn(call.instrument(span));
         Box::pin(responses)
     }
 
@@ -138,8 +152,9 @@ impl SolverService {
         &self,
         inbound: Inbound<SolveRequest>,
         peer: Option<SocketAddr>,
+        span: tracing::Span,
     ) -> ResponseStream {
-        self.stream::<Deals>(inbound, peer, None)
+        self.stream::<Deals>(inbound, peer, None, span)
     }
 
     /// `SolveRpsStream` in process: the plain HTTP API's cases, as
@@ -148,8 +163,9 @@ impl SolverService {
         &self,
         inbound: Inbound<SolveRpsStreamRequest>,
         peer: Option<SocketAddr>,
+        span: tracing::Span,
     ) -> GameStream<SolveRpsStreamResponse> {
-        self.stream::<Rps>(inbound, peer, None)
+        self.stream::<Rps>(inbound, peer, None, span)
     }
 
     /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
@@ -196,15 +212,14 @@ impl SolverService {
         let _in_flight = InFlight::new(&self.metrics, items);
         let work = async {
             // Held until the response is returned, like a stream's budget.
-            let _held = self.admission.hold(items).await;
-            self.start::<G>(vec![(request, 0)])
-                .await?
-                .await
-                .pop()
-                .ok_or_else(|| {
-                    let detail = "no response was produced".to_string();
-                    Reason::Internal { detail }.status()
-                })
+            let _held = spans::admission(self.admission.hold(items), items).await;
+            let solving = spans::solve(items);
+            let solved =
+                async { Ok::<_, Status>(self.start::<G>(vec![(request, 0)]).await?.await) };
+            solved.instrument(solving).await?.pop().ok_or_else(|| {
+                let detail = "no response was produced".to_string();
+                Reason::Internal { detail }.status()
+            })
         };
         // Past the deadline the work is dropped, and with it the pool tickets.
         match deadline {

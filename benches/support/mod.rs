@@ -40,6 +40,12 @@ mod scratch;
 // The one polling loop of the tests, which the daemon, command and proxy harnesses wait with.
 #[path = "../../tests/common/wait.rs"]
 mod wait;
+// OpenTelemetry's OTLP receiver of the tests (from PyPI), for the service bench's tracing rows.
+#[path = "../../tests/common/otlp.rs"]
+mod otlp;
+
+pub use daemon::DEAD;
+pub use otlp::{Collector, otel_python};
 
 pub use delay::DelayProxy;
 pub use proxy::{Proxy, ProxyKind};

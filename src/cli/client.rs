@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use super::batches::{BatchSize, Batched, ToRead, read_items};
 use super::input::Reader;
@@ -25,6 +26,7 @@ use super::output::{ExitStatus, Printer, Printing, Render};
 use super::progress::Unit;
 use super::report;
 use super::sink::Sink;
+use super::traced;
 use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
@@ -140,10 +142,15 @@ fn on_runtime(run: impl Future<Output = anyhow::Result<ExitStatus>>) -> anyhow::
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let tracing = traced::start(&runtime)?;
     // The reader may be blocked reading standard input (a terminal, a pipe kept open) when the
     // run ends early; it is a plain thread, so nothing waits for it: the process is about to
     // exit.
-    runtime.block_on(run)
+    let ended = runtime.block_on(run.instrument(traced::run_span()));
+    if let Some(tracing) = tracing {
+        runtime.block_on(traced::flush(tracing));
+    }
+    ended
 }
 
 /// Opens the output, streams the inputs, and ends with the summary (the daemons' shares in it).
@@ -183,7 +190,7 @@ async fn stream<G: Protocol>(
     let (events_tx, mut events) = mpsc::unbounded_channel();
     // Its own task: the printer blocks its task while standard output is full, and the session
     // must go on meanwhile (a daemon coming back, another failing).
-    let mut session = tokio::spawn(client::run(config, submissions, events_tx));
+    let mut session = tokio::spawn(client::run(config, submissions, events_tx).in_current_span());
     let telling = {
         let progress = progress.clone();
         async move {

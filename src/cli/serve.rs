@@ -1,19 +1,43 @@
-//! `patience serve`: logging, binding, signals; the daemon itself is [`crate::server`].
+//! `patience serve`: logging and trace export, binding, signals; the daemon itself is
+//! [`crate::server`].
 
 use std::io::IsTerminal as _;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 use super::output::ExitStatus;
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
+use crate::metrics::Metrics;
 use crate::server::{self, ServerConfig, TlsIdentity};
 use crate::service::Limits;
+use crate::trace::{DroppedSpans, Tracing};
+
+/// What the last spans' export may take when the drain itself took none of its timeout.
+const MIN_FLUSH: Duration = Duration::from_secs(1);
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
-    init_logging(args.log_format)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("patience-io")
+        .build()
+        .context("cannot start the async runtime")?;
+    let metrics = Metrics::new();
+    // The exporter's connection lives on the runtime, so it is built there.
+    let tracing = runtime.block_on(async {
+        let dropped = DroppedSpans::new(
+            metrics.spans_dropped("queue_full"),
+            metrics.spans_dropped("export_failed"),
+        );
+        Tracing::from_env(dropped).context("cannot set up trace export")
+    })?;
+    init_logging(args.log_format, tracing.as_ref())?;
     let open_files = raise_open_file_limit();
     let config = ServerConfig {
         workers: args
@@ -53,13 +77,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         compress_min_bytes: args.compress_min_bytes.0,
         cors_allow_origins: server::CorsOrigins(args.cors_allow_origins.clone()),
         ui: !args.no_ui,
+        metrics,
         ..ServerConfig::default()
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("patience-io")
-        .build()
-        .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let listener = TcpListener::bind(args.addr)
             .await
@@ -104,10 +124,28 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
                 LogFormat::Text => "text",
                 LogFormat::Json => "json",
             },
+            traces = tracing.as_ref().map_or("off", |t| t.endpoint()),
             version = env!("CARGO_PKG_VERSION"),
             "listening on {bound}"
         );
-        server::run_bound(listener, metrics_listener, config, shutdown_signal()).await?;
+        let signalled = Arc::new(OnceLock::new());
+        let shutdown = {
+            let signalled = signalled.clone();
+            async move {
+                shutdown_signal().await;
+                let _ = signalled.set(Instant::now());
+            }
+        };
+        let drain_timeout = config.drain_timeout;
+        let served = server::run_bound(listener, metrics_listener, config, shutdown).await;
+        if let Some(tracing) = tracing {
+            // The last spans go out within what is left of the drain timeout (at least
+            // `MIN_FLUSH`); the exporter's connection needs the runtime, so it runs beside it.
+            let took = signalled.get().map_or(Duration::ZERO, Instant::elapsed);
+            let budget = drain_timeout.saturating_sub(took).max(MIN_FLUSH);
+            let _ = tokio::task::spawn_blocking(move || tracing.shutdown(budget)).await;
+        }
+        served?;
         tracing::info!("stopped");
         Ok(ExitStatus::Ok)
     })
@@ -132,7 +170,7 @@ fn tls_identity(args: &ServeArgs) -> anyhow::Result<Option<TlsIdentity>> {
 }
 
 /// A duration for the start line: seconds, or `off`.
-fn shown(d: Option<std::time::Duration>) -> String {
+fn shown(d: Option<Duration>) -> String {
     d.map_or_else(|| "off".to_string(), |d| format!("{}s", d.as_secs_f64()))
 }
 
@@ -154,7 +192,10 @@ fn raise_open_file_limit() -> u64 {
     }
 }
 
-fn init_logging(format: LogFormat) -> anyhow::Result<()> {
+/// Logs to standard error, filtered by `RUST_LOG`; with trace export on, the spans go to the
+/// exporter too, whatever `RUST_LOG` says. Lines logged under a call's span carry its `trace_id`
+/// and `span_id`: in the text line's span prefix, and in a JSON line's `span` object.
+fn init_logging(format: LogFormat, tracing: Option<&Tracing>) -> anyhow::Result<()> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // The start line (with the bound address, which a caller of port 0 needs) and the stop line
     // show whatever RUST_LOG says about the rest, unless it names this module itself.
@@ -166,15 +207,18 @@ fn init_logging(format: LogFormat) -> anyhow::Result<()> {
             Err(_) => filter,
         }
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    let result = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    let fmt = match format {
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt.json().flatten_event(true).with_filter(filter).boxed(),
     };
-    result.map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+    tracing_subscriber::registry()
+        .with(fmt)
+        .with(tracing.map(Tracing::layer))
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
 }
 
 /// Completes on the first SIGTERM or SIGINT.

@@ -9,8 +9,10 @@ use std::io::BufRead;
 
 use futures::future::BoxFuture;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::Extensions;
+use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
-use tonic::{Status, Streaming};
+use tonic::{Request, Status, Streaming};
 
 use super::answers::{self, Answers};
 use super::status::Verdict;
@@ -34,6 +36,8 @@ pub trait Protocol: Send + Sync + 'static {
     /// One chunk, as sent (and resent) to a daemon.
     type Request: prost::Message + Clone + Send + Sync + std::fmt::Debug + 'static;
     type Response: Send + 'static;
+    /// The streaming call, as `package.Service/Method`.
+    const RPC: &'static str;
 
     /// A chunk of items as its request; `analysis`, what every deal asks for beside its
     /// probability (the second game has none).
@@ -45,11 +49,13 @@ pub trait Protocol: Send + Sync + 'static {
     /// Results in a response.
     fn results(response: &Self::Response) -> usize;
 
-    /// Opens the game's streaming call on `channel`, with the bearer token.
+    /// Opens the game's streaming call on `channel`, with the bearer token and `metadata` (the
+    /// call's trace context).
     fn open(
         channel: Channel,
         bearer: AddBearer,
         requests: ReceiverStream<Self::Request>,
+        metadata: MetadataMap,
     ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
 
     /// A response checked against the chunk it answers (`sent` items) and the analysis the run
@@ -70,6 +76,7 @@ impl Protocol for DealProtocol {
     type Reader<R: BufRead> = DealReader<R>;
     type Request = SolveRequest;
     type Response = SolveResponse;
+    const RPC: &'static str = "patience.v1.Solver/SolveStream";
 
     fn request(deals: &[Deal], analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
         SolveRequest {
@@ -90,11 +97,13 @@ impl Protocol for DealProtocol {
         channel: Channel,
         bearer: AddBearer,
         requests: ReceiverStream<SolveRequest>,
+        metadata: MetadataMap,
     ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
         Box::pin(async move {
             let mut client = SolverClient::with_interceptor(channel, bearer)
                 .max_decoding_message_size(usize::MAX);
-            Ok(client.solve_stream(requests).await?.into_inner())
+            let request = Request::from_parts(metadata, Extensions::default(), requests);
+            Ok(client.solve_stream(request).await?.into_inner())
         })
     }
 
@@ -116,6 +125,7 @@ impl Protocol for RpsProtocol {
     type Reader<R: BufRead> = CaseReader<R>;
     type Request = SolveRpsStreamRequest;
     type Response = SolveRpsStreamResponse;
+    const RPC: &'static str = "patience.v1.RpsService/SolveRpsStream";
 
     fn request(cases: &[Case], _: Option<proto::AnalysisOptions>) -> SolveRpsStreamRequest {
         SolveRpsStreamRequest {
@@ -135,11 +145,13 @@ impl Protocol for RpsProtocol {
         channel: Channel,
         bearer: AddBearer,
         requests: ReceiverStream<SolveRpsStreamRequest>,
+        metadata: MetadataMap,
     ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
         Box::pin(async move {
             let mut client = RpsServiceClient::with_interceptor(channel, bearer)
                 .max_decoding_message_size(usize::MAX);
-            Ok(client.solve_rps_stream(requests).await?.into_inner())
+            let request = Request::from_parts(metadata, Extensions::default(), requests);
+            Ok(client.solve_rps_stream(request).await?.into_inner())
         })
     }
 

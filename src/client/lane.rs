@@ -19,7 +19,10 @@ use tokio_stream::StreamMap;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
+use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::answers::Answers;
 use super::dispatch::{FailureKind, LaneId, Seq};
@@ -252,23 +255,62 @@ impl<G: Protocol> Lane<G> {
     /// Opens one streaming call on a connection; `refused` says so if it is refused.
     async fn open_on(&self, channel: Channel, refused: &str) -> Result<Call<G>, Verdict> {
         let (requests, receiver) = mpsc::channel::<G::Request>(self.window.max(1));
+        let span = self.call_span();
+        let mut metadata = MetadataMap::new();
+        crate::trace::inject_metadata(&span, &mut metadata);
         let responses = G::open(
             channel.clone(),
             self.bearer.clone(),
             ReceiverStream::new(receiver),
+            metadata,
         )
+        .instrument(span.clone())
         .await
+        .inspect_err(|status| ended::<G::Response>(&span, Some(&Err(status.clone()))))
         .map_err(|s| match verdict(&s) {
             Verdict::Failed(reason) => Verdict::Failed(format!("{refused}: {reason}")),
             other => other,
         })?;
+        // The span takes the call's status, and ends when the call's responses are done with.
         let responses: CallResponses<G> =
-            Box::pin(responses.map(Some).chain(stream::once(async { None })));
+            Box::pin(responses.map(Some).chain(stream::once(async { None })).map(
+                move |response| {
+                    ended(&span, response.as_ref());
+                    response
+                },
+            ));
         Ok(Call {
             channel,
             requests,
             responses,
         })
+    }
+
+    /// The span of a call to the daemon: a client span, child of the run's, whose context the
+    /// call carries; which daemon (its address) and which of the run's lanes.
+    fn call_span(&self) -> tracing::Span {
+        let span = tracing::info_span!(
+            target: "patience::client",
+            "call",
+            otel.name = G::RPC,
+            otel.kind = "client",
+        );
+        if span.is_disabled() {
+            return span;
+        }
+        let (service, method) = G::RPC.split_once('/').unwrap_or((G::RPC, ""));
+        span.set_attribute("rpc.system", "grpc");
+        span.set_attribute("rpc.service", service);
+        span.set_attribute("rpc.method", method);
+        let uri = self.endpoint.uri();
+        if let Some(host) = uri.host() {
+            span.set_attribute("server.address", host.to_string());
+        }
+        if let Some(port) = uri.port_u16() {
+            span.set_attribute("server.port", i64::from(port));
+        }
+        span.set_attribute("patience.client.lane", self.id as i64);
+        span
     }
 
     /// One connection: opens it and a call unless one is open already, then sends the inbox's
@@ -412,5 +454,20 @@ impl<G: Protocol> Lane<G> {
                 "its request queue was full (a bug in this client)".into(),
             )),
         }
+    }
+}
+
+/// Says on a call's span how the call ended, once it has: its status's code, and for an error
+/// the span's error status with the message.
+fn ended<R>(span: &tracing::Span, response: Option<&Result<R, Status>>) {
+    match response {
+        Some(Err(status)) => {
+            span.set_attribute("rpc.grpc.status_code", status.code() as i64);
+            span.set_status(opentelemetry::trace::Status::error(
+                status.message().to_string(),
+            ));
+        }
+        None => span.set_attribute("rpc.grpc.status_code", 0),
+        Some(Ok(_)) => {}
     }
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::answers::{Answer, Answers};
 use super::connect::{Daemon, Target};
@@ -149,6 +150,18 @@ pub async fn run<G: Protocol>(
     };
     let ended = session.drive(submissions, reports).await;
     let tally = std::mem::take(&mut session.tally);
+    // The run's span (the caller's, current here) says what was sent twice.
+    let span = tracing::Span::current();
+    for (key, sent) in [
+        ("patience.client.resent_requests", tally.resent),
+        ("patience.client.hedged_requests", tally.hedged),
+    ] {
+        span.set_attribute(key, i64::try_from(sent.requests).unwrap_or(i64::MAX));
+    }
+    span.set_attribute(
+        "patience.client.items",
+        i64::try_from(tally.items()).unwrap_or(i64::MAX),
+    );
     let _ = session.events.send(Event::Done(tally));
     ended
 }

@@ -121,7 +121,7 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
     let call = ApiCall {
         calls: api.calls.clone(),
         service: api.service.clone(),
-        authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+        headers: parts.headers,
         peer: parts
             .extensions
             .get::<TcpConnectInfo>()

@@ -5,7 +5,8 @@
 //! `http_metrics.rs` counts it.
 //!
 //! Per call, once each:
-//! - **at the request**: the call counts as started (`grpc_server_started_total`); a
+//! - **at the request**: the call counts as started (`grpc_server_started_total`) and its span
+//!   opens (`span.rs`), a child of the caller's when the request carries W3C trace context; a
 //!   `grpc-encoding` the server does not take is refused; for a solving service, a call without
 //!   the token (`--auth-token-file`) is refused, before it takes any cap; then admission
 //!   (`service/admission.rs`) gives the call its place under its cap, or its refusal, and the
@@ -18,8 +19,11 @@
 //! - **at the end**: the status in the trailers ends the call (`grpc_server_handled_total` and the
 //!   handling time); a body that fails ends it with its error's code; a response dropped before its
 //!   status was sent (the client cancelled, its deadline passed or its connection went) ends it as
-//!   `Canceled`; the call's place under its cap (and in the drain's count) is given back with
-//!   the life, when the transport is done with the response.
+//!   `Canceled`; the status ends the call's span too; the call's place under its cap (and in the
+//!   drain's count) is given back with the life, when the transport is done with the response.
+//!
+//! The service's work for the call runs under its span: the handler's future here, and a
+//! streaming call's task, which finds the span in the request's extensions.
 //!
 //! The framing is read once each way, here. Methods are labelled by name only when the
 //! descriptors of the services served name them: any other path counts as service and method
@@ -40,6 +44,7 @@ use tonic::Code;
 use tonic::body::Body;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Service, ServiceExt as _};
+use tracing::Instrument as _;
 
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
 use super::front::Route;
@@ -48,8 +53,10 @@ use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
 use crate::service::{Admission, Admitted, CallKind, Inbound, ServiceKinds, service_kinds};
 use life::{Life, ReceivedBody, SentBody};
+use span::Origin;
 
 mod life;
+mod span;
 
 /// How the server frames gRPC messages: `--max-message-bytes`, and response compression.
 #[derive(Clone, Copy, Debug)]
@@ -113,6 +120,8 @@ pub struct Gate {
 #[derive(Clone)]
 struct Method {
     counters: MethodCounters,
+    /// `package.Service/Method` when the descriptors know it, else `unknown`: the span's name.
+    name: Arc<str>,
     kind: CallKind,
     token: bool,
     /// `None`: no service of that name is served, and the call is answered UNIMPLEMENTED here.
@@ -133,6 +142,7 @@ struct MethodTable {
     by_path: HashMap<String, Method>,
     by_service: HashMap<&'static str, ServiceRules>,
     unknown: MethodCounters,
+    unknown_name: Arc<str>,
 }
 
 impl std::fmt::Debug for MethodTable {
@@ -156,12 +166,14 @@ impl MethodTable {
         match self.by_service.get(service) {
             Some(rules) => Method {
                 counters: self.unknown.clone(),
+                name: self.unknown_name.clone(),
                 kind: rules.kind,
                 token: rules.token,
                 route: Some(rules.route.clone()),
             },
             None => Method {
                 counters: self.unknown.clone(),
+                name: self.unknown_name.clone(),
                 kind: CallKind::Free,
                 token: false,
                 route: None,
@@ -204,6 +216,7 @@ impl Calls {
                 let path = format!("/{name}/{method}");
                 let method = Method {
                     counters: metrics.grpc_method(grpc_type, name, &method),
+                    name: format!("{name}/{method}").into(),
                     kind: served
                         .kinds
                         .methods
@@ -222,6 +235,7 @@ impl Calls {
                 by_path,
                 by_service,
                 unknown,
+                unknown_name: "unknown".into(),
             }),
             settings,
             gate,
@@ -261,24 +275,33 @@ impl Calls {
         self.gate.admission.admit(kind, peer)
     }
 
-    /// Opens a call of the method at `path` made in process (the plain HTTP API's), with the
-    /// same token check, admission and series as a call on the wire; its messages never meet the
-    /// framing. Refused, the call is counted and ended with the status it gets.
+    /// Opens a call of the method at `path` made in process (the plain HTTP API's, for a request
+    /// to `url_path` with `headers`), with the same token check, admission, series and span as a
+    /// call on the wire; its messages never meet the framing. Refused, the call is counted and
+    /// ended with the status it gets.
     pub fn enter(
         &self,
         path: &str,
-        authorization: Option<&HeaderValue>,
+        url_path: &str,
+        headers: &http::HeaderMap,
         peer: Option<SocketAddr>,
     ) -> Result<InProcess, tonic::Status> {
         let method = self.methods.get(path);
-        let mut life = Life::start(method.counters);
+        let origin = Origin {
+            peer,
+            local: None,
+            http: Some(("POST", url_path)),
+        };
+        let span = span::open(&method.name, crate::trace::extract(headers), &origin);
+        let mut life = Life::start(method.counters, span);
+        let authorization = headers.get(http::header::AUTHORIZATION);
         match self.pass(authorization, peer, method.kind, method.token) {
             Ok(admitted) => {
                 life.admitted = Some(admitted);
                 Ok(InProcess { life })
             }
             Err(status) => {
-                life.end(status.code());
+                life.end_with(status.code(), Some(status.message()));
                 Err(status)
             }
         }
@@ -316,7 +339,20 @@ impl Service<http::Request<Body>> for Calls {
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
         let method = self.methods.get(request.uri().path());
-        let mut life = Life::start(method.counters);
+        let connection = request.extensions().get::<TcpConnectInfo>();
+        let origin = Origin {
+            peer: connection.and_then(|info| info.remote_addr),
+            local: connection.and_then(|info| info.local_addr),
+            http: None,
+        };
+        let span = span::open(
+            &method.name,
+            crate::trace::extract(request.headers()),
+            &origin,
+        );
+        // A streaming call's task takes it from here (`service::SolverService`).
+        request.extensions_mut().insert(span.clone());
+        let mut life = Life::start(method.counters, span.clone());
         // A service not served is answered as tonic's router answers it.
         let Some(route) = method.route else {
             return refused(life, tonic::Status::unimplemented(""));
@@ -348,33 +384,40 @@ impl Service<http::Request<Body>> for Calls {
             })
         });
         let response = route.oneshot(request);
-        Box::pin(async move {
-            let mut response = response.await?;
-            advertise(&mut response);
-            response.extensions_mut().insert(CountedAsGrpc);
-            if let Some(code) = header_status(&response) {
-                // Trailers-only: refused, or failed before any message.
-                life.end(code);
-                return Ok(response);
+        Box::pin(
+            async move {
+                let mut response = response.await?;
+                advertise(&mut response);
+                response.extensions_mut().insert(CountedAsGrpc);
+                if let Some(code) = header_status(&response) {
+                    // Trailers-only: refused, or failed before any message.
+                    let message = response
+                        .headers()
+                        .get("grpc-message")
+                        .and_then(|v| v.to_str().ok());
+                    life.end_with(code, message);
+                    return Ok(response);
+                }
+                let grpc = response
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .is_some_and(|t| t.as_bytes().starts_with(b"application/grpc"));
+                let compress = compress.filter(|_| grpc);
+                if let Some((encoding, _)) = compress {
+                    response
+                        .headers_mut()
+                        .insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
+                }
+                Ok(response.map(|body| {
+                    Body::new(SentBody {
+                        body,
+                        frames: Outgoing::new(compress),
+                        life,
+                    })
+                }))
             }
-            let grpc = response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .is_some_and(|t| t.as_bytes().starts_with(b"application/grpc"));
-            let compress = compress.filter(|_| grpc);
-            if let Some((encoding, _)) = compress {
-                response
-                    .headers_mut()
-                    .insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
-            }
-            Ok(response.map(|body| {
-                Body::new(SentBody {
-                    body,
-                    frames: Outgoing::new(compress),
-                    life,
-                })
-            }))
-        })
+            .instrument(span),
+        )
     }
 }
 
@@ -405,6 +448,11 @@ impl InProcess {
     pub fn end(&mut self, code: Code) {
         self.life.end(code);
     }
+
+    /// The call's span, for the work done for it.
+    pub fn span(&self) -> tracing::Span {
+        self.life.span.clone()
+    }
 }
 
 /// A call refused before its service saw it: a trailers-only response, its status ending the life.
@@ -412,10 +460,14 @@ fn refused(
     mut life: Life,
     status: tonic::Status,
 ) -> Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>> {
+    let message = status.message().to_string();
     let mut response = status.into_http::<Body>();
     advertise(&mut response);
     response.extensions_mut().insert(CountedAsGrpc);
-    life.end(header_status(&response).unwrap_or(Code::Unknown));
+    life.end_with(
+        header_status(&response).unwrap_or(Code::Unknown),
+        Some(&message),
+    );
     Box::pin(std::future::ready(Ok(response)))
 }
 

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use tonic::Status;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 /// How a call ended, as its log line says. Operators and tests look for these words in the
 /// logs, so [`CallEnd::as_str`] keeps them exactly.
@@ -71,8 +72,14 @@ pub(super) struct Finished<'a> {
 
 impl Finished<'_> {
     /// Logs the call's one line (target `patience::service`, whichever module ends the call, so
-    /// log filters for it keep working).
+    /// log filters for it keep working), and says the same on the call's span, which is current.
     pub fn log(self) {
+        let span = tracing::Span::current();
+        span.set_attribute("patience.game", self.game);
+        span.set_attribute("patience.items.received", to_i64(self.received));
+        span.set_attribute("patience.items.answered", to_i64(self.answered));
+        span.set_attribute("patience.items.errors", to_i64(self.errors));
+        span.set_attribute("patience.call.end", self.end.as_str());
         let peer = self
             .peer
             .map_or_else(|| "unknown".to_string(), |p| p.to_string());
@@ -91,6 +98,10 @@ impl Finished<'_> {
             "call finished"
         );
     }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// `elapsed` in milliseconds, to the microsecond: a whole number of microseconds divided by a

@@ -27,6 +27,7 @@ use futures::stream::{FuturesOrdered, StreamExt};
 use tokio::sync::{AcquireError, Semaphore};
 use tokio::time::Sleep;
 use tonic::{Code, Status};
+use tracing::Instrument as _;
 
 use super::admission::Held;
 use super::end::{CallEnd, Finished};
@@ -34,7 +35,7 @@ use super::game::Game;
 use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
 use super::start::{Answered, Started};
-use super::{Inbound, SolverService};
+use super::{Inbound, SolverService, spans};
 use crate::reason::Reason;
 
 /// How far the call has read its client's requests.
@@ -147,8 +148,8 @@ impl<G: Game> StreamCall<G> {
             let handled = match event {
                 CallEvent::Interrupted(interrupt) => self.interrupted(interrupt),
                 CallEvent::Stage(Stage::Solved(group)) => self.send(group).await,
-                CallEvent::Stage(Stage::Queued(started, held)) => {
-                    self.queued(started, held);
+                CallEvent::Stage(Stage::Queued(started, held, span)) => {
+                    self.queued(started, held, span);
                     Ok(())
                 }
                 CallEvent::Stage(Stage::Admitted(held)) => self.admitted(held),
@@ -172,6 +173,7 @@ impl<G: Game> StreamCall<G> {
                         self.pipeline.max_in_flight,
                         items,
                     );
+                    let budget = spans::admission(budget, items).in_current_span();
                     self.pipeline.waiting = Some((request, budget.boxed()));
                 }
                 Err(status) => self.reading = Reading::Failed(status),
@@ -206,11 +208,13 @@ impl<G: Game> StreamCall<G> {
     /// A group of requests is on the pool (its responses join the ones being solved), or could
     /// not be put there: then nothing more is read, and the call ends with why after the
     /// responses before it.
-    fn queued(&mut self, started: Started<G::Response>, held: Vec<Held>) {
+    fn queued(&mut self, started: Started<G::Response>, held: Vec<Held>, span: tracing::Span) {
         match started {
             Ok(solving) => {
                 let solving = solving.map(|done| done.into_iter().zip(held).collect());
-                self.pipeline.solving.push_back(solving.boxed());
+                self.pipeline
+                    .solving
+                    .push_back(solving.instrument(span).boxed());
                 self.pipeline.queue_next(&self.service);
             }
             Err(status) => {
@@ -339,8 +343,8 @@ impl<G: Game> StreamCall<G> {
 /// the loop, so it keeps its place in the server-wide queue.
 type Waiting<R> = (R, BoxFuture<'static, Result<Held, AcquireError>>);
 
-/// A group of requests being queued on the pool, with the budget they hold.
-type Queueing<R> = BoxFuture<'static, (Started<R>, Vec<Held>)>;
+/// A group of requests being queued on the pool, with the budget they hold and their span.
+type Queueing<R> = BoxFuture<'static, (Started<R>, Vec<Held>, tracing::Span)>;
 
 /// A group of requests being solved: their responses, in order, with the budget they hold.
 type Solving<R> = BoxFuture<'static, Vec<(Answered<R>, Held)>>;
@@ -366,8 +370,8 @@ struct Pipeline<G: Game> {
 enum Stage<R> {
     /// The oldest group being solved is finished.
     Solved(Vec<(Answered<R>, Held)>),
-    /// A group is on the pool, or could not be put there.
-    Queued(Started<R>, Vec<Held>),
+    /// A group is on the pool, or could not be put there (with the span of its solving).
+    Queued(Started<R>, Vec<Held>, tracing::Span),
     /// The waiting request has its budget (or the budget was closed).
     Admitted(Result<Held, AcquireError>),
 }
@@ -403,9 +407,9 @@ impl<G: Game> Pipeline<G> {
         tokio::select! {
             biased;
             Some(group) = self.solving.next() => Stage::Solved(group),
-            (started, held) = fired(self.queueing.as_mut()) => {
+            (started, held, span) = fired(self.queueing.as_mut()) => {
                 self.queueing = None;
-                Stage::Queued(started, held)
+                Stage::Queued(started, held, span)
             }
             held = fired(self.waiting.as_mut().map(|(_, budget)| budget)) => {
                 Stage::Admitted(held)
@@ -429,7 +433,9 @@ impl<G: Game> Pipeline<G> {
             held.push(h);
         }
         let service = service.clone();
-        self.queueing = Some(async move { (service.start::<G>(requests).await, held) }.boxed());
+        let span = spans::solve(items);
+        let queueing = async move { service.start::<G>(requests).await }.instrument(span.clone());
+        self.queueing = Some(queueing.map(|started| (started, held, span)).boxed());
     }
 }
 

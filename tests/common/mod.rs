@@ -27,6 +27,8 @@
 //!   polling loop of the tests.
 //! - [`proxy`]: a real nginx or HAProxy in front of daemons, from a configuration template of
 //!   `deploy/proxies/` or the test's own, on a free port ([`Proxy`]).
+//! - [`otlp`]: OpenTelemetry from PyPI (`tests/otel.py`): an OTLP receiver ([`Collector`]) and a
+//!   caller traced with the Python SDK ([`traced_call`]).
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -39,6 +41,7 @@ pub mod cli;
 pub mod daemon;
 pub mod data;
 pub mod delay;
+pub mod otlp;
 pub mod proxy;
 pub mod requests;
 pub mod scratch;
@@ -51,6 +54,7 @@ pub use cli::*;
 pub use daemon::*;
 pub use data::*;
 pub use delay::*;
+pub use otlp::*;
 pub use proxy::*;
 pub use requests::*;
 pub use scratch::*;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::{DaemonHandle, LaneHandle, Session};
 use crate::client::Event;
@@ -70,7 +71,8 @@ impl<G: Protocol> Session<G> {
                 return id;
             }
         };
-        tokio::spawn(lane.run(inbox));
+        // Under the run's span: each call's span is a child of it.
+        tokio::spawn(lane.run(inbox).in_current_span());
         self.lanes.push(LaneHandle {
             group,
             inbox: Some(inbox_tx),

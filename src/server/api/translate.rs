@@ -23,7 +23,6 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt as _, TryStreamExt as _};
-use http::HeaderValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
@@ -104,8 +103,8 @@ pub struct ApiCall {
     /// Where the call is admitted and counted, as a call of its rpc.
     pub calls: Calls,
     pub service: SolverService,
-    /// The request's, checked as a gRPC call's is.
-    pub authorization: Option<HeaderValue>,
+    /// The request's headers: its token, checked as a gRPC call's is, and its trace context.
+    pub headers: http::HeaderMap,
     /// Who called, for the logs and the refusals.
     pub peer: Option<SocketAddr>,
     pub render: Render,
@@ -120,6 +119,7 @@ type OpenStream<G> = fn(
     &SolverService,
     Inbound<<G as Protocol>::Request>,
     Option<SocketAddr>,
+    tracing::Span,
 ) -> GameStream<<G as Protocol>::Response>;
 
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
@@ -175,7 +175,7 @@ fn start<G: Protocol>(
     // Refused before the body is read at all.
     let entered = match call
         .calls
-        .enter(game.rpc(), call.authorization.as_ref(), call.peer)
+        .enter(game.rpc(), game.path(), &call.headers, call.peer)
     {
         Ok(entered) => entered,
         Err(status) => {
@@ -238,7 +238,12 @@ async fn translate<G: Protocol>(
     lines: mpsc::Sender<Result<Bytes, Failure>>,
 ) {
     let (requests, inbound) = mpsc::channel(1);
-    let responses = open(&call.service, entered.inbound(inbound), call.peer);
+    let responses = open(
+        &call.service,
+        entered.inbound(inbound),
+        call.peer,
+        entered.span(),
+    );
     let (queued, replies) = mpsc::unbounded_channel();
     let feeder = tokio::spawn(feed::<G>(chunks, requests, queued));
     let render = call.render;

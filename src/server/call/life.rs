@@ -12,6 +12,7 @@ use tonic::Code;
 use tonic::body::Body;
 
 use super::super::frames::{Incoming, Outgoing};
+use super::span;
 use crate::metrics::MethodCounters;
 use crate::service::Admitted;
 
@@ -19,29 +20,38 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One call, counted as started when it is made and as handled exactly once: when its status is
 /// seen, or as `Canceled` when its response is dropped before that; its place under its cap is
-/// given back when the life ends, dropped with the response.
+/// given back, and its span closed, when the life ends, dropped with the response.
 #[derive(Debug)]
 pub(super) struct Life {
     pub(super) counters: MethodCounters,
     started: Instant,
     ended: bool,
     pub(super) admitted: Option<Admitted>,
+    /// The call's span (`span.rs`), which its service's work runs under.
+    pub(super) span: tracing::Span,
 }
 
 impl Life {
-    pub(super) fn start(counters: MethodCounters) -> Life {
+    pub(super) fn start(counters: MethodCounters, span: tracing::Span) -> Life {
         counters.started();
         Life {
             counters,
             started: Instant::now(),
             ended: false,
             admitted: None,
+            span,
         }
     }
 
     pub(super) fn end(&mut self, code: Code) {
+        self.end_with(code, None);
+    }
+
+    /// Ends the call with its status's code and message (the `grpc-message`, as sent).
+    pub(super) fn end_with(&mut self, code: Code, message: Option<&str>) {
         if !std::mem::replace(&mut self.ended, true) {
             self.counters.handled(code, self.started.elapsed());
+            span::end(&self.span, code, message);
         }
     }
 }
@@ -125,7 +135,7 @@ impl http_body::Body for SentBody {
             let frame = match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
                 Some(Ok(frame)) => frame,
                 Some(Err(status)) => {
-                    this.life.end(status.code());
+                    this.life.end_with(status.code(), Some(status.message()));
                     return Poll::Ready(Some(Err(status)));
                 }
                 None => {
@@ -144,7 +154,7 @@ impl http_body::Body for SentBody {
                     }
                     Err(reason) => {
                         let status = reason.status();
-                        this.life.end(status.code());
+                        this.life.end_with(status.code(), Some(status.message()));
                         return Poll::Ready(Some(Err(status)));
                     }
                 },
@@ -154,7 +164,8 @@ impl http_body::Body for SentBody {
                         let code = trailers
                             .get("grpc-status")
                             .map_or(Code::Unknown, |v| Code::from_bytes(v.as_bytes()));
-                        this.life.end(code);
+                        let message = trailers.get("grpc-message").and_then(|v| v.to_str().ok());
+                        this.life.end_with(code, message);
                     }
                     return Poll::Ready(Some(Ok(trailers)));
                 }
