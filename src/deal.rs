@@ -452,7 +452,10 @@ mod tests {
             let mut text = Deal::shuffled(&mut rng).to_string().replace('\n', " ");
             text.pop();
             match i % 5 {
-                1 => text.replace_range(9..11, &text[0..2].to_string()),
+                1 => {
+                    let first = text[0..2].to_string();
+                    text.replace_range(9..11, &first);
+                }
                 2 => text.replace_range(30..32, "1H"),
                 3 => text.replace_range(2..3, "x"),
                 _ => {}
