@@ -55,7 +55,7 @@ impl Game for Deals {
     ) -> Split<SolveResponse, Work> {
         let options = request.analysis.map(Options::from);
         let mut results = Vec::with_capacity(request.deals.len());
-        let mut valid = Vec::new();
+        let mut valid = Vec::with_capacity(results.capacity());
         let mut errors = 0;
         for (i, deal) in request.deals.into_iter().enumerate() {
             let outcome = match Deal::parse(&deal.cards) {
