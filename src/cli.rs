@@ -9,6 +9,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 mod batches;
 mod client;
+mod compressed;
 mod generate;
 mod health;
 mod index;

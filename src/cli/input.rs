@@ -4,6 +4,8 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::compressed::{self, Codec, decoded};
+
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
 
@@ -62,22 +64,25 @@ impl Input {
     }
 
     /// Opens the input to read from byte `offset` of its file (a shard's first item); standard
-    /// input only from its start.
+    /// input only from its start. Compressed inputs (gzip, zstd: by their first bytes) are read
+    /// decoded, and only from their start.
     pub fn open_at(&self, offset: u64) -> io::Result<Reader> {
         use io::Seek as _;
         let inner: Box<dyn Read + Send> = match self {
-            Input::Stdin if offset == 0 => Box::new(io::stdin()),
+            Input::Stdin if offset == 0 => decoded(Box::new(io::stdin()))?.1,
             Input::Stdin => {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     "standard input cannot be read from the middle",
                 ));
             }
+            Input::File(path) if offset == 0 => decoded(Box::new(File::open(path)?))?.1,
             Input::File(path) => {
                 let mut file = File::open(path)?;
-                if offset > 0 {
-                    file.seek(io::SeekFrom::Start(offset))?;
+                if let Some(codec) = compressed::sniff(&mut file)? {
+                    return Err(from_the_middle(codec));
                 }
+                file.seek(io::SeekFrom::Start(offset))?;
                 Box::new(file)
             }
         };
@@ -87,15 +92,25 @@ impl Input {
         ))
     }
 
-    /// The size of a regular file, known before reading; `None` for standard input, pipes and
-    /// anything that cannot be looked at (reading it will report why).
+    /// The size of a regular file, known before reading; `None` for standard input, pipes,
+    /// compressed files (whose decoded size is not) and anything that cannot be looked at
+    /// (reading it will report why).
     pub fn size(&self) -> Option<u64> {
         match self {
             Input::Stdin => None,
-            Input::File(path) => std::fs::metadata(path)
-                .ok()
-                .filter(|m| m.is_file())
-                .map(|m| m.len()),
+            Input::File(path) => {
+                let size = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+                let codec = compressed::sniff(&mut File::open(path).ok()?).ok()?;
+                codec.is_none().then_some(size)
+            }
+        }
+    }
+
+    /// The compression of a file, by its first bytes.
+    pub fn codec(&self) -> io::Result<Option<Codec>> {
+        match self {
+            Input::Stdin => Ok(None),
+            Input::File(path) => compressed::sniff(&mut File::open(path)?),
         }
     }
 
@@ -114,4 +129,15 @@ impl Input {
             Input::File(path) => format!("{}: ", path.display()),
         }
     }
+}
+
+/// Why a compressed input cannot be read from byte `offset` of its file.
+pub fn from_the_middle(codec: Codec) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "it is {}-compressed, so it can only be read from its start (decompress it to shard it)",
+            codec.name()
+        ),
+    )
 }

@@ -111,6 +111,17 @@ pub fn plan<R: Items<Reader>>(
             );
         };
         sizes.push(size(path)?);
+        if let Some(codec) = input
+            .codec()
+            .with_context(|| format!("cannot read {}", path.display()))?
+        {
+            bail!(
+                "--shard {shard} needs uncompressed inputs: {} is {}-compressed, and a shard reads \
+                 its range from the middle of the file (decompress it first)",
+                path.display(),
+                codec.name()
+            );
+        }
     }
     let total: u64 = sizes.iter().sum();
     let cut = |k: u64| (u128::from(k) * u128::from(total) / u128::from(shard.count)) as u64;

@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::compressed::{Codec, Encoded};
+
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Pending bytes that make a write without waiting for the timer.
@@ -79,7 +81,8 @@ pub struct AnswerFile {
 
 /// The file and the bytes not yet in it, behind the lock the printer and the keeper share.
 struct FileLines {
-    file: File,
+    /// The file, written plain or as compressed members (`--output NAME.gz`, `NAME.zst`).
+    file: Encoded<File>,
     path: PathBuf,
     pending: Vec<u8>,
     /// Resuming: the length of the complete lines kept, to cut the file to before anything is
@@ -109,15 +112,18 @@ impl FileLines {
 
     fn make_cut(&mut self) -> io::Result<()> {
         if let Some(len) = self.cut.take() {
-            self.file.set_len(len)?;
-            self.file.seek(SeekFrom::Start(len))?;
+            let file = self.file.end_member()?;
+            file.set_len(len)?;
+            file.seek(SeekFrom::Start(len))?;
         }
         Ok(())
     }
 
+    /// Closes the compressed member written since the last sync, if any, so that the file
+    /// decodes whole up to here, and syncs.
     fn sync(&mut self) -> io::Result<()> {
         if std::mem::take(&mut self.unsynced) {
-            self.file.sync_data()?;
+            self.file.end_member()?.sync_data()?;
         }
         Ok(())
     }
@@ -144,8 +150,9 @@ impl AnswerFile {
         lines: u64,
         tell: Tell,
     ) -> io::Result<AnswerFile> {
+        let codec = Codec::for_name(&path.to_string_lossy());
         let shared = Arc::new(Mutex::new(FileLines {
-            file,
+            file: Encoded::new(codec, file),
             path: path.to_path_buf(),
             pending: Vec::new(),
             cut,
