@@ -32,4 +32,5 @@ mod rps_daemon;
 mod security;
 mod shards;
 mod solve_cli;
+mod storage;
 mod ui;

@@ -74,11 +74,39 @@ pub fn decoded(
     let reader: Box<dyn Read + Send> = match codec {
         None => whole,
         // Members one after another, as `--output NAME.gz` and `cat a.gz b.gz` write them.
-        Some(Codec::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(whole)),
+        Some(Codec::Gzip) => Box::new(Damage {
+            codec: Codec::Gzip,
+            inner: flate2::read::MultiGzDecoder::new(whole),
+        }),
         // zstd's reader goes on through the frames that follow one another.
-        Some(Codec::Zstd) => Box::new(zstd::stream::read::Decoder::new(whole)?),
+        Some(Codec::Zstd) => Box::new(Damage {
+            codec: Codec::Zstd,
+            inner: zstd::stream::read::Decoder::new(whole)?,
+        }),
     };
     Ok((codec, reader))
+}
+
+/// A decoder whose errors say what failed: the decoders' own words ("incomplete deflate stream")
+/// do not say that the input is compressed, nor which way.
+struct Damage<R> {
+    codec: Codec,
+    inner: R,
+}
+
+impl<R: Read> Read for Damage<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| match e.kind() {
+            io::ErrorKind::Interrupted => e,
+            kind => io::Error::new(
+                kind,
+                format!(
+                    "its {} data is damaged or cut short ({e})",
+                    self.codec.name()
+                ),
+            ),
+        })
+    }
 }
 
 /// Whether `magic` may still be what `head`, the bytes so far, begins.
@@ -188,12 +216,12 @@ fn broken() -> io::Error {
 }
 
 /// A [`BufRead`] that counts the bytes consumed from it.
-struct Tally<R> {
+struct ConsumedCount<R> {
     inner: R,
     consumed: u64,
 }
 
-impl<R: BufRead> Read for Tally<R> {
+impl<R: BufRead> Read for ConsumedCount<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.consumed += n as u64;
@@ -201,7 +229,7 @@ impl<R: BufRead> Read for Tally<R> {
     }
 }
 
-impl<R: BufRead> BufRead for Tally<R> {
+impl<R: BufRead> BufRead for ConsumedCount<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         self.inner.fill_buf()
     }
@@ -216,7 +244,7 @@ impl<R: BufRead> BufRead for Tally<R> {
 /// ending with a newline), and the lines they hold; what follows them (a member cut short by a
 /// killed run) is not counted. `None` when there is nothing to read.
 pub fn complete_members(reader: impl Read, codec: Codec) -> io::Result<Option<(u64, u64)>> {
-    let mut input = Tally {
+    let mut input = ConsumedCount {
         inner: BufReader::with_capacity(1 << 16, reader),
         consumed: 0,
     };
