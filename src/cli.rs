@@ -17,6 +17,7 @@ mod input;
 mod job;
 mod local;
 mod merge;
+mod object;
 mod output;
 mod part;
 mod progress;
@@ -28,6 +29,7 @@ mod serve;
 mod shard;
 mod sink;
 mod solve;
+mod upload;
 mod values;
 
 use values::{

@@ -126,10 +126,15 @@ pub fn sniff(file: &mut File) -> io::Result<Option<Codec>> {
             Err(e) => return Err(e),
         }
     }
-    Ok(MAGICS
+    Ok(sniff_bytes(&head[..len]))
+}
+
+/// The codec whose magic `head`, a file's first bytes, begins with.
+pub fn sniff_bytes(head: &[u8]) -> Option<Codec> {
+    MAGICS
         .iter()
-        .find(|(magic, _)| head[..len].starts_with(magic))
-        .map(|&(_, codec)| codec))
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, codec)| codec)
 }
 
 /// A member (gzip) or frame (zstd) being written.
@@ -203,6 +208,15 @@ impl<W: Write> Encoded<W> {
             self.out = Some(member.finish()?);
         }
         self.out()
+    }
+
+    /// The destination as it is, with what an open member has handed it so far.
+    pub fn inner(&self) -> Option<&W> {
+        match &self.member {
+            Some(Member::Gzip(encoder)) => Some(encoder.get_ref()),
+            Some(Member::Zstd(encoder)) => Some(encoder.get_ref()),
+            None => self.out.as_ref(),
+        }
     }
 
     fn out(&mut self) -> io::Result<&mut W> {

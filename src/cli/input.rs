@@ -5,15 +5,18 @@ use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::compressed::{self, Codec, decoded};
+use super::object::{self, ObjectUrl};
 
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
 
-/// One input: a file, or standard input.
+/// One input: a file, standard input, or an object in S3-compatible storage.
 #[derive(Clone, Debug)]
 pub enum Input {
     Stdin,
     File(PathBuf),
+    /// `s3://BUCKET/KEY`, or the reason the name given is not one.
+    Object(Result<ObjectUrl, String>),
 }
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
@@ -52,6 +55,8 @@ impl Input {
             .map(|p| {
                 if p == Path::new("-") {
                     Input::Stdin
+                } else if let Some(url) = p.to_str().and_then(ObjectUrl::parse) {
+                    Input::Object(url)
                 } else {
                     Input::File(p.clone())
                 }
@@ -85,6 +90,17 @@ impl Input {
                 file.seek(io::SeekFrom::Start(offset))?;
                 Box::new(file)
             }
+            Input::Object(url) => {
+                let url = named(url)?;
+                if offset == 0 {
+                    decoded(Box::new(object::open(url, 0)?))?.1
+                } else {
+                    if let Some(codec) = self.codec()? {
+                        return Err(from_the_middle(codec));
+                    }
+                    Box::new(object::open(url, offset)?)
+                }
+            }
         };
         Ok(BufReader::with_capacity(
             BUFFER,
@@ -103,6 +119,31 @@ impl Input {
                 let codec = compressed::sniff(&mut File::open(path).ok()?).ok()?;
                 codec.is_none().then_some(size)
             }
+            Input::Object(url) => {
+                let size = object::size(url.as_ref().ok()?).ok()?;
+                self.codec().ok()?.is_none().then_some(size)
+            }
+        }
+    }
+
+    /// The size of a file or object, or why it has none (`--shard`'s ranges need it).
+    pub fn exact_size(&self) -> io::Result<u64> {
+        match self {
+            Input::Stdin => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "standard input has no size",
+            )),
+            Input::File(path) => {
+                let meta = std::fs::metadata(path)?;
+                if !meta.is_file() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "it is not a regular file",
+                    ));
+                }
+                Ok(meta.len())
+            }
+            Input::Object(url) => object::size(named(url)?),
         }
     }
 
@@ -111,6 +152,10 @@ impl Input {
         match self {
             Input::Stdin => Ok(None),
             Input::File(path) => compressed::sniff(&mut File::open(path)?),
+            Input::Object(url) => Ok(compressed::sniff_bytes(&object::first_bytes(
+                named(url)?,
+                4,
+            )?)),
         }
     }
 
@@ -119,6 +164,8 @@ impl Input {
         match self {
             Input::Stdin => "-".to_string(),
             Input::File(path) => path.display().to_string(),
+            Input::Object(Ok(url)) => url.to_string(),
+            Input::Object(Err(said)) => said.clone(),
         }
     }
 
@@ -127,6 +174,7 @@ impl Input {
         match self {
             Input::Stdin => String::new(),
             Input::File(path) => format!("{}: ", path.display()),
+            Input::Object(_) => format!("{}: ", self.name()),
         }
     }
 }
@@ -140,4 +188,10 @@ pub fn from_the_middle(codec: Codec) -> io::Error {
             codec.name()
         ),
     )
+}
+
+/// The object an input names, or why its name is not one.
+fn named(url: &Result<ObjectUrl, String>) -> io::Result<&ObjectUrl> {
+    url.as_ref()
+        .map_err(|said| io::Error::new(io::ErrorKind::InvalidInput, said.clone()))
 }

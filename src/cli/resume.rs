@@ -101,7 +101,7 @@ impl Record {
     /// Where `held` (the file's record) and this run differ: what the file was written with,
     /// and what this run has instead. A precision on one side only goes unsaid: the formats
     /// differ then, which says it all.
-    fn differences(&self, held: &Record) -> Option<(String, String)> {
+    pub(super) fn differences(&self, held: &Record) -> Option<(String, String)> {
         let (theirs, ours): (Vec<String>, Vec<String>) = held
             .said()
             .into_iter()

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::compressed::{Codec, Encoded};
+use super::upload::ObjectAnswers;
 
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -29,6 +30,8 @@ const PENDING_MAX: usize = 64 << 10;
 pub enum Sink {
     Stdout(BufWriter<StdoutLock<'static>>),
     File(AnswerFile),
+    /// `--output s3://BUCKET/KEY` (`upload.rs`).
+    Object(Box<ObjectAnswers>),
 }
 
 impl Sink {
@@ -42,6 +45,7 @@ impl Sink {
         match self {
             Sink::Stdout(mut out) => out.flush(),
             Sink::File(file) => file.finish(),
+            Sink::Object(object) => object.finish(),
         }
     }
 }
@@ -51,6 +55,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.write(buf),
             Sink::File(file) => file.write(buf),
+            Sink::Object(object) => object.write(buf).map(|()| buf.len()),
         }
     }
 
@@ -58,6 +63,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.write_all(buf),
             Sink::File(file) => file.write_all(buf),
+            Sink::Object(object) => object.write(buf),
         }
     }
 
@@ -65,6 +71,8 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.flush(),
             Sink::File(file) => file.flush(),
+            // Parts go when they are whole; the record beside the object says what is in.
+            Sink::Object(_) => Ok(()),
         }
     }
 }
