@@ -8,7 +8,9 @@ use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{HANG_LIMIT, Scratch, Typed, data, patience, poll_blocking, run, text};
+use crate::common::{
+    HANG_LIMIT, S3Server, Scratch, Typed, data, patience, poll_blocking, run, text,
+};
 
 /// `bytes` compressed by Debian's gzip.
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -214,4 +216,238 @@ fn compressed_outputs_killed_and_resumed_write_what_one_run_writes() {
             "{name}: not one run's answers"
         );
     }
+}
+
+/// `patience ARGS` configured for `s3`, run to its end.
+fn on(s3: &S3Server, args: &[&str]) -> crate::common::Output {
+    s3.env(patience().args(args)).output()
+}
+
+/// The record beside an object being uploaded: its parts and their lines.
+fn parts_recorded(s3: &S3Server, bucket: &str, key: &str) -> (usize, u64) {
+    let Some(bytes) = s3.get(bucket, &format!("{key}.resume.json")) else {
+        return (0, 0);
+    };
+    let record: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let parts = record["parts"].as_array().unwrap();
+    let lines = parts.iter().map(|p| p["lines"].as_u64().unwrap()).sum();
+    (parts.len(), lines)
+}
+
+#[test]
+fn solve_client_and_shards_read_and_write_objects_as_local_files() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("s3-roundtrip");
+    s3.make_bucket("deals");
+    let plain = std::fs::read(data("random1000.in")).unwrap();
+    let expected = text("random1000.out6");
+    s3.put_file(
+        "deals",
+        "in/random1000.in",
+        Path::new(&data("random1000.in")),
+    );
+    let gz = dir.write("r.gz", gzip(&plain));
+    s3.put_file("deals", "in/random1000.gz", Path::new(&gz));
+    let zst = dir.write("r.zst", zstd(&plain));
+    s3.put_file("deals", "in/random1000.zst", Path::new(&zst));
+    for input in ["in/random1000.in", "in/random1000.gz", "in/random1000.zst"] {
+        let out = on(&s3, &["solve", &format!("s3://deals/{input}")]);
+        assert_eq!(out.code(), Some(0), "{input}: {}", out.stderr_str());
+        assert!(out.stdout_str() == expected, "{input}: not the reference");
+    }
+    // Out to the store: the object is the bytes solve prints, and no upload is left open.
+    let out = on(
+        &s3,
+        &[
+            "solve",
+            "-q",
+            "s3://deals/in/random1000.gz",
+            "--output",
+            "s3://deals/out/solved.txt",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(s3.get("deals", "out/solved.txt").unwrap() == expected.as_bytes());
+    // Compressed on the way out: a gzip object that Python's gzip decodes to the same answers.
+    let out = on(
+        &s3,
+        &[
+            "solve",
+            "-q",
+            "s3://deals/in/random1000.in",
+            "--output",
+            "s3://deals/out/solved.txt.gz",
+            "--upload-part-size",
+            "2000",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    let object = dir.join("solved.txt.gz");
+    std::fs::write(&object, s3.get("deals", "out/solved.txt.gz").unwrap()).unwrap();
+    assert!(gunzip(&object) == expected.as_bytes(), "the gzip object");
+    // The client, with a daemon solving, the same way.
+    let daemon = crate::common::Daemon::start(&[]);
+    let out = on(
+        &s3,
+        &[
+            "client",
+            "-q",
+            "--addr",
+            &daemon.addr,
+            "s3://deals/in/random1000.zst",
+            "--output",
+            "s3://deals/out/client.txt",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(s3.get("deals", "out/client.txt").unwrap() == expected.as_bytes());
+    // Shards of an object read their ranges (ranged GETs) and make the whole.
+    let mut whole = String::new();
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        let out = on(
+            &s3,
+            &["solve", "--shard", &shard, "s3://deals/in/random1000.in"],
+        );
+        assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+        whole.push_str(out.stdout_str());
+    }
+    assert!(whole == expected, "the shards of an object");
+    assert!(s3.uploads("deals").is_empty(), "{:?}", s3.uploads("deals"));
+}
+
+/// An upload killed by SIGKILL twice, with parts committed and lines not yet uploaded, then
+/// resumed: the object appears only at the end, and is one uninterrupted run's bytes.
+#[test]
+fn an_upload_killed_mid_way_resumes_to_one_runs_bytes() {
+    let Some(s3) = S3Server::start() else { return };
+    s3.make_bucket("answers");
+    let deals = text("random1000.in");
+    let lines: Vec<&str> = deals.lines().filter(|l| !l.trim().is_empty()).collect();
+    let items: Vec<String> = lines.chunks(9).map(|d| d.join("\n") + "\n").collect();
+    let expected = text("random1000.out6");
+    for key in ["killed.txt", "killed.txt.zst"] {
+        let url = format!("s3://answers/{key}");
+        // Parts of 1,000 bytes (moto takes parts under S3's 5 MiB): about 111 plain lines each.
+        let args = [
+            "solve",
+            "--output",
+            &url,
+            "--resume",
+            "--upload-part-size",
+            "1000",
+            "-",
+        ];
+        // Compressed, a part holds more lines: fewer parts by the same point.
+        let stops = match key.ends_with(".zst") {
+            true => [(400, 1), (800, 2)],
+            false => [(400, 2), (800, 4)],
+        };
+        for (stop, parts) in stops {
+            let mut typed: Typed = s3.env(patience().args(&args)).typed();
+            typed.type_in(items[..stop].concat().as_bytes());
+            poll_blocking(HANG_LIMIT, || {
+                (parts_recorded(&s3, "answers", key).0 >= parts).then_some(())
+            })
+            .expect("parts uploaded and recorded");
+            typed.child.kill().unwrap();
+            typed.child.wait().unwrap();
+            let (_, kept) = parts_recorded(&s3, "answers", key);
+            assert!(kept < stop as u64, "some answers were not uploaded yet");
+            assert_eq!(
+                s3.get("answers", key),
+                None,
+                "no object before it is complete"
+            );
+        }
+        let last = s3
+            .env(patience().args(&args))
+            .stdin(items.concat())
+            .output();
+        assert_eq!(last.code(), Some(0), "{}", last.stderr_str());
+        let object = s3.get("answers", key).unwrap();
+        let decoded = match key.ends_with(".zst") {
+            true => zstd::decode_all(&object[..]).unwrap(),
+            false => object,
+        };
+        assert!(
+            decoded == expected.as_bytes(),
+            "{key}: not one run's answers"
+        );
+    }
+    assert!(
+        s3.uploads("answers").is_empty(),
+        "{:?}",
+        s3.uploads("answers")
+    );
+}
+
+#[test]
+fn storage_troubles_are_said_in_words_with_status_2() {
+    let Some(s3) = S3Server::start() else { return };
+    s3.make_bucket("deals");
+    let input = data("random1000.in");
+    let said = |args: &[&str], words: &str| {
+        let out = on(&s3, args);
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr_str());
+        assert!(
+            out.stderr_str().contains(words),
+            "{args:?}: {}",
+            out.stderr_str()
+        );
+        out
+    };
+    said(
+        &["solve", "s3://deals/none.in"],
+        "cannot open s3://deals/none.in: no such key: none.in in bucket deals",
+    );
+    said(
+        &["solve", "s3://nobucket/deals.in"],
+        "cannot open s3://nobucket/deals.in: no such bucket: nobucket",
+    );
+    said(
+        &["solve", "s3://ab/deals.in"],
+        "s3://ab/deals.in is not s3://BUCKET/KEY",
+    );
+    said(
+        &["solve", &input, "--output", "s3://nobucket/answers.txt"],
+        "no such bucket: nobucket",
+    );
+    // A resume of other flags is refused, the parts left as they were.
+    let out = on(
+        &s3,
+        &["solve", "-q", &input, "--output", "s3://deals/a.txt"],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    said(
+        &[
+            "solve",
+            &input,
+            "--precision",
+            "9",
+            "--output",
+            "s3://deals/a.txt",
+            "--resume",
+        ],
+        "cannot resume s3://deals/a.txt: it was written with --precision 6",
+    );
+    assert!(s3.get("deals", "a.txt").unwrap() == text("random1000.out6").as_bytes());
+    // An endpoint that does not answer: retried with backoff for --storage-retry-timeout, then
+    // given up on in words.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = s3
+        .env(patience().args(&["solve", "--storage-retry-timeout", "2s", "s3://deals/x.in"]))
+        .env("AWS_ENDPOINT_URL", format!("http://{closed}"))
+        .output();
+    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
+    assert!(
+        out.stderr_str().contains("the store did not answer"),
+        "{}",
+        out.stderr_str()
+    );
+    assert!(started.elapsed() < HANG_LIMIT, "gave up within its bound");
 }

@@ -210,6 +210,16 @@ impl<W: Write> Encoded<W> {
         self.out()
     }
 
+    /// Hands the destination what the open member holds compressed so far (the member stays
+    /// open; a little of the ratio is lost at each flush).
+    pub fn flush_member(&mut self) -> io::Result<()> {
+        match &mut self.member {
+            Some(Member::Gzip(encoder)) => encoder.flush(),
+            Some(Member::Zstd(encoder)) => encoder.flush(),
+            None => Ok(()),
+        }
+    }
+
     /// The destination as it is, with what an open member has handed it so far.
     pub fn inner(&self) -> Option<&W> {
         match &self.member {

@@ -154,8 +154,15 @@ impl Storage {
         &self,
         call: impl Future<Output = T> + Send + 'static,
     ) -> io::Result<T> {
-        futures::executor::block_on(self.runtime.spawn(call))
-            .map_err(|e| io::Error::other(format!("a storage call failed: {e}")))
+        // A plain channel, so that the caller may be anywhere: a plain thread, a task of the
+        // client's runtime, or inside the printer's executor.
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = send.send(call.await);
+        });
+        receive
+            .recv()
+            .map_err(|_| io::Error::other("a storage call ended without an answer"))
     }
 }
 
@@ -240,7 +247,20 @@ pub fn size(url: &ObjectUrl) -> io::Result<u64> {
             let store = storage.store(url)?;
             let path = url.path();
             let size = storage
-                .wait(async move { store.head(&path).await })?
+                .wait(async move {
+                    match store.head(&path).await {
+                        // A HEAD's 404 has no body to say whether the bucket or the key is
+                        // missing: a GET's says.
+                        Err(object_store::Error::NotFound { .. }) => {
+                            let first = GetOptions {
+                                range: Some(GetRange::Bounded(0..1)),
+                                ..GetOptions::default()
+                            };
+                            store.get_opts(&path, first).await.map(|got| got.meta)
+                        }
+                        head => head,
+                    }
+                })?
                 .map(|meta| meta.size)
                 .map_err(|e| {
                     let e = in_words(&e, url);
@@ -288,17 +308,22 @@ pub fn open(url: &ObjectUrl, offset: u64) -> io::Result<ObjectReader> {
     };
     let got = storage.wait(async move { store.get_opts(&path, options).await })?;
     let mut stream = got.map_err(|e| in_words(&e, url))?.into_stream();
-    let (send, receive) = tokio::sync::mpsc::channel(AHEAD);
+    let (send, receive) = std::sync::mpsc::sync_channel(AHEAD);
     let named = url.clone();
-    storage.runtime.spawn(async move {
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| in_words(&e, &named));
-            let failed = chunk.is_err();
-            if send.send(chunk).await.is_err() || failed {
-                return;
+    let handle = storage.runtime.handle().clone();
+    // A thread of its own pulls the body, so that a full channel holds it back without holding
+    // up the runtime's other calls; it ends when the body does or the reader is dropped.
+    std::thread::Builder::new()
+        .name("storage-get".into())
+        .spawn(move || {
+            while let Some(chunk) = handle.block_on(stream.next()) {
+                let chunk = chunk.map_err(|e| in_words(&e, &named));
+                let failed = chunk.is_err();
+                if send.send(chunk).is_err() || failed {
+                    return;
+                }
             }
-        }
-    });
+        })?;
     Ok(ObjectReader {
         receive,
         chunk: Bytes::new(),
@@ -321,16 +346,16 @@ pub fn first_bytes(url: &ObjectUrl, len: u64) -> io::Result<Bytes> {
 
 /// The reading end of a streamed GET.
 pub struct ObjectReader {
-    receive: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
+    receive: std::sync::mpsc::Receiver<io::Result<Bytes>>,
     chunk: Bytes,
 }
 
 impl Read for ObjectReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.chunk.is_empty() {
-            match futures::executor::block_on(self.receive.recv()) {
-                Some(chunk) => self.chunk = chunk?,
-                None => return Ok(0),
+            match self.receive.recv() {
+                Ok(chunk) => self.chunk = chunk?,
+                Err(_) => return Ok(0),
             }
         }
         let n = buf.len().min(self.chunk.len());

@@ -57,6 +57,8 @@ pub struct ObjectAnswers {
     /// The next part: complete lines, compressed as asked.
     part: Encoded<Vec<u8>>,
     part_lines: u64,
+    /// Bytes of lines given to the part since the compressor last handed on all it holds.
+    unflushed: usize,
     part_size: usize,
 }
 
@@ -92,6 +94,7 @@ pub fn open(
         pending: Vec::new(),
         part: Encoded::new(codec, Vec::new()),
         part_lines: 0,
+        unflushed: 0,
         part_size,
     };
     match held {
@@ -168,6 +171,13 @@ impl ObjectAnswers {
             let complete: Vec<u8> = self.pending.drain(..=end).collect();
             self.part_lines += memchr::memchr_iter(b'\n', &complete).count() as u64;
             self.part.write_all(&complete)?;
+            self.unflushed += complete.len();
+        }
+        // A compressor may hold a part's worth of lines (zstd's blocks are 128 KiB): flushed
+        // after each part's size of them, the part's size is known for sure.
+        if self.unflushed >= self.part_size {
+            self.part.flush_member()?;
+            self.unflushed = 0;
         }
         if self
             .part
@@ -182,6 +192,7 @@ impl ObjectAnswers {
     /// Uploads the lines gathered as the next part, and records it.
     fn upload_part(&mut self) -> io::Result<()> {
         let bytes = std::mem::take(self.part.end_member()?);
+        self.unflushed = 0;
         let Some(id) = self.state.upload.clone() else {
             return Err(io::Error::other("no upload is going on"));
         };

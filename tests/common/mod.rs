@@ -28,6 +28,9 @@
 //! - [`proxy`]: a real nginx or HAProxy in front of daemons, from a configuration template of
 //!   `deploy/proxies/` or the test's own, on a free port ([`Proxy`]).
 //!
+//! - [`s3`]: a real S3-compatible server (moto) on a loopback port, and boto3 to put and get
+//!   its objects ([`S3Server`]).
+//!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
     dead_code,
@@ -41,6 +44,7 @@ pub mod data;
 pub mod delay;
 pub mod proxy;
 pub mod requests;
+pub mod s3;
 pub mod scratch;
 pub mod server;
 pub mod sniff;
@@ -53,6 +57,7 @@ pub use data::*;
 pub use delay::*;
 pub use proxy::*;
 pub use requests::*;
+pub use s3::*;
 pub use scratch::*;
 pub use server::*;
 pub use sniff::*;
