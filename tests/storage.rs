@@ -451,3 +451,26 @@ fn storage_troubles_are_said_in_words_with_status_2() {
     );
     assert!(started.elapsed() < HANG_LIMIT, "gave up within its bound");
 }
+
+/// A store that checks credentials (moto with authentication on) refuses unknown ones: said as
+/// such, not as a missing key or a permission.
+#[test]
+fn refused_credentials_are_said_as_such() {
+    let Some(s3) = S3Server::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]) else {
+        return;
+    };
+    let out = s3
+        .env(patience().args(&["solve", "s3://deals/deals.in"]))
+        .env("AWS_ACCESS_KEY_ID", "AKIANOBODY")
+        .env("AWS_SECRET_ACCESS_KEY", "wrong")
+        .output();
+    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
+    assert!(
+        out.stderr_str().contains(
+            "cannot open s3://deals/deals.in: the store refused the credentials (check \
+             AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)"
+        ),
+        "{}",
+        out.stderr_str()
+    );
+}

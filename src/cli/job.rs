@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use anyhow::Context as _;
 use clap::Args;
 
 use super::batches::{Items, ToRead};
@@ -119,7 +120,7 @@ impl JobRun {
         unit: Unit,
         render: &Render,
     ) -> anyhow::Result<(JobRun, Sink)> {
-        object::configure(object::Settings {
+        object::configure(object::StorageSettings {
             retry_timeout: args.storage_retry_timeout,
         });
         let inputs = Input::from_args(files);
@@ -155,8 +156,27 @@ impl JobRun {
                     &inputs,
                 );
                 record.shard = None;
-                let (answers, resume) =
-                    upload::open(&url, args.resume, &record, args.upload_part_size)?;
+                let shown = url.to_string();
+                let check = |held: serde_json::Value| -> anyhow::Result<()> {
+                    let held: Record = serde_json::from_value(held).with_context(|| {
+                        format!("cannot resume {shown}: its record is not one patience wrote")
+                    })?;
+                    if let Some((theirs, ours)) = record.differences(&held) {
+                        anyhow::bail!(
+                            "cannot resume {shown}: it was written with {theirs}, where this run \
+                             has {ours}; give the same flags and inputs to go on with it, or \
+                             another --output (or leave out --resume) to start again"
+                        );
+                    }
+                    Ok(())
+                };
+                let value = serde_json::to_value(&record)?;
+                let (answers, kept) =
+                    upload::open(&url, args.resume, value, &check, args.upload_part_size)?;
+                let resume = Resume {
+                    path: shown.clone().into(),
+                    kept,
+                };
                 (Sink::Object(Box::new(answers)), Some(resume))
             }
             Some(path) => {

@@ -72,14 +72,14 @@ impl std::fmt::Display for ObjectUrl {
 
 /// The limits of the store's calls, set once by the command line before anything is read.
 #[derive(Clone, Copy, Debug)]
-pub struct Settings {
+pub struct StorageSettings {
     pub retry_timeout: Duration,
 }
 
-static SETTINGS: OnceLock<Settings> = OnceLock::new();
+static SETTINGS: OnceLock<StorageSettings> = OnceLock::new();
 
 /// Sets the limits of this process's calls to stores (the first setting holds).
-pub fn configure(settings: Settings) {
+pub fn configure(settings: StorageSettings) {
     let _ = SETTINGS.set(settings);
 }
 
@@ -125,7 +125,7 @@ impl Storage {
         if let Some(store) = stores.get(&url.bucket) {
             return Ok(store.clone());
         }
-        let settings = SETTINGS.get().copied().unwrap_or(Settings {
+        let settings = SETTINGS.get().copied().unwrap_or(StorageSettings {
             retry_timeout: RETRY_TIMEOUT,
         });
         let plain_http = std::env::var("AWS_ENDPOINT_URL")
@@ -249,9 +249,14 @@ pub fn size(url: &ObjectUrl) -> io::Result<u64> {
             let size = storage
                 .wait(async move {
                     match store.head(&path).await {
-                        // A HEAD's 404 has no body to say whether the bucket or the key is
-                        // missing: a GET's says.
-                        Err(object_store::Error::NotFound { .. }) => {
+                        // A HEAD's 404 or 403 has no body to say whether the bucket or the key
+                        // is missing, or the credentials or the permissions are wrong: a GET's
+                        // says.
+                        Err(
+                            object_store::Error::NotFound { .. }
+                            | object_store::Error::PermissionDenied { .. }
+                            | object_store::Error::Unauthenticated { .. },
+                        ) => {
                             let first = GetOptions {
                                 range: Some(GetRange::Bounded(0..1)),
                                 ..GetOptions::default()

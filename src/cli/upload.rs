@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use super::compressed::{Codec, Encoded};
 use super::object::{self, ObjectUrl, in_words, storage};
-use super::resume::{Record, Resume};
 
 /// The record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
@@ -33,7 +32,8 @@ pub const PART_SIZE: usize = 8 << 20;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct UploadRecord {
     version: u32,
-    record: Record,
+    /// The run's record, as `FILE.resume.json` holds it (`resume.rs`).
+    record: serde_json::Value,
     /// The multipart upload going on (none once complete).
     upload: Option<String>,
     parts: Vec<UploadedPart>,
@@ -62,14 +62,16 @@ pub struct ObjectAnswers {
     part_size: usize,
 }
 
-/// Opens `url` for this run's answers: a new upload, or with `resume` the one its record names
-/// (refused in words when the record is of other flags or inputs).
+/// Opens `url` for this run's answers: a new upload, or with `resume` the one its record names,
+/// once `check` has found that record's run the same as this one (`record`); with the answers
+/// the committed parts hold.
 pub fn open(
     url: &ObjectUrl,
     resume: bool,
-    record: &Record,
+    record: serde_json::Value,
+    check: &dyn Fn(serde_json::Value) -> anyhow::Result<()>,
     part_size: usize,
-) -> anyhow::Result<(ObjectAnswers, Resume)> {
+) -> anyhow::Result<(ObjectAnswers, u64)> {
     let storage = storage()?;
     let store = storage.store(url)?;
     let record_url = url.beside(".resume.json");
@@ -86,7 +88,7 @@ pub fn open(
         store: store.clone(),
         state: UploadRecord {
             version: VERSION,
-            record: record.clone(),
+            record,
             upload: None,
             parts: Vec::new(),
             complete: false,
@@ -106,13 +108,7 @@ pub fn open(
                     held.version
                 );
             }
-            if let Some((theirs, ours)) = record.differences(&held.record) {
-                bail!(
-                    "cannot resume {url}: it was written with {theirs}, where this run has \
-                     {ours}; give the same flags and inputs to go on with it, or another \
-                     --output (or leave out --resume) to start again"
-                );
-            }
+            check(held.record.clone())?;
             answers.state = held;
         }
         held => {
@@ -137,11 +133,7 @@ pub fn open(
         }
     }
     let kept = answers.state.parts.iter().map(|p| p.lines).sum();
-    let resume = Resume {
-        path: url.to_string().into(),
-        kept,
-    };
-    Ok((answers, resume))
+    Ok((answers, kept))
 }
 
 impl ObjectAnswers {

@@ -33,6 +33,12 @@ impl S3Server {
     /// A new server with no buckets; `None` (said on standard error) when moto is not installed
     /// and `PATIENCE_REQUIRE_S3` is not set.
     pub fn start() -> Option<S3Server> {
+        S3Server::start_with(&[])
+    }
+
+    /// A new server with `env` in its environment (moto's settings, such as
+    /// `INITIAL_NO_AUTH_ACTION_COUNT=0`, which checks every request's credentials).
+    pub fn start_with(env: &[(&str, &str)]) -> Option<S3Server> {
         let venv = venv();
         let server = venv.join("bin/moto_server");
         let python = venv.join("bin/python");
@@ -65,6 +71,7 @@ impl S3Server {
             // has many parts without solving megabytes of answers.
             .env("S3_UPLOAD_PART_MIN_SIZE", "1000")
             .env("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", "16777216")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
