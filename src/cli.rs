@@ -9,6 +9,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 mod batches;
 mod client;
+mod compressed;
 mod generate;
 mod health;
 mod index;
@@ -16,6 +17,7 @@ mod input;
 mod job;
 mod local;
 mod merge;
+mod object;
 mod output;
 mod part;
 mod progress;
@@ -28,6 +30,7 @@ mod shard;
 mod sink;
 mod solve;
 mod traced;
+mod upload;
 mod values;
 
 use values::{

@@ -32,5 +32,6 @@ mod rps_daemon;
 mod security;
 mod shards;
 mod solve_cli;
+mod storage;
 mod traces;
 mod ui;

@@ -142,7 +142,7 @@ pub fn read_items<R: Items<Reader>>(
             Err(e) => {
                 let label = match input {
                     Input::Stdin => "standard input".to_string(),
-                    Input::File(p) => p.display().to_string(),
+                    Input::File(_) | Input::Object(_) => input.name(),
                 };
                 if !emit(Batched::Unreadable(format!("cannot open {label}: {e}"))) {
                     return;

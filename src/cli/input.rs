@@ -4,14 +4,19 @@ use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::compressed::{self, Codec, decoded};
+use super::object::{self, ObjectUrl};
+
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
 
-/// One input: a file, or standard input.
+/// One input: a file, standard input, or an object in S3-compatible storage.
 #[derive(Clone, Debug)]
 pub enum Input {
     Stdin,
     File(PathBuf),
+    /// `s3://BUCKET/KEY`, or the reason the name given is not one.
+    Object(Result<ObjectUrl, String>),
 }
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
@@ -50,6 +55,8 @@ impl Input {
             .map(|p| {
                 if p == Path::new("-") {
                     Input::Stdin
+                } else if let Some(url) = p.to_str().and_then(ObjectUrl::parse) {
+                    Input::Object(url)
                 } else {
                     Input::File(p.clone())
                 }
@@ -62,23 +69,37 @@ impl Input {
     }
 
     /// Opens the input to read from byte `offset` of its file (a shard's first item); standard
-    /// input only from its start.
+    /// input only from its start. Compressed inputs (gzip, zstd: by their first bytes) are read
+    /// decoded, and only from their start.
     pub fn open_at(&self, offset: u64) -> io::Result<Reader> {
         use io::Seek as _;
         let inner: Box<dyn Read + Send> = match self {
-            Input::Stdin if offset == 0 => Box::new(io::stdin()),
+            Input::Stdin if offset == 0 => decoded(Box::new(io::stdin()))?.1,
             Input::Stdin => {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     "standard input cannot be read from the middle",
                 ));
             }
+            Input::File(path) if offset == 0 => decoded(Box::new(File::open(path)?))?.1,
             Input::File(path) => {
                 let mut file = File::open(path)?;
-                if offset > 0 {
-                    file.seek(io::SeekFrom::Start(offset))?;
+                if let Some(codec) = compressed::sniff(&mut file)? {
+                    return Err(from_the_middle(codec));
                 }
+                file.seek(io::SeekFrom::Start(offset))?;
                 Box::new(file)
+            }
+            Input::Object(url) => {
+                let url = named(url)?;
+                if offset == 0 {
+                    decoded(Box::new(object::open(url, 0)?))?.1
+                } else {
+                    if let Some(codec) = self.codec()? {
+                        return Err(from_the_middle(codec));
+                    }
+                    Box::new(object::open(url, offset)?)
+                }
             }
         };
         Ok(BufReader::with_capacity(
@@ -87,15 +108,54 @@ impl Input {
         ))
     }
 
-    /// The size of a regular file, known before reading; `None` for standard input, pipes and
-    /// anything that cannot be looked at (reading it will report why).
+    /// The size of a regular file, known before reading; `None` for standard input, pipes,
+    /// compressed files (whose decoded size is not) and anything that cannot be looked at
+    /// (reading it will report why).
     pub fn size(&self) -> Option<u64> {
         match self {
             Input::Stdin => None,
-            Input::File(path) => std::fs::metadata(path)
-                .ok()
-                .filter(|m| m.is_file())
-                .map(|m| m.len()),
+            Input::File(path) => {
+                let size = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+                let codec = compressed::sniff(&mut File::open(path).ok()?).ok()?;
+                codec.is_none().then_some(size)
+            }
+            Input::Object(url) => {
+                let size = object::size(url.as_ref().ok()?).ok()?;
+                self.codec().ok()?.is_none().then_some(size)
+            }
+        }
+    }
+
+    /// The size of a file or object, or why it has none (`--shard`'s ranges need it).
+    pub fn exact_size(&self) -> io::Result<u64> {
+        match self {
+            Input::Stdin => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "standard input has no size",
+            )),
+            Input::File(path) => {
+                let meta = std::fs::metadata(path)?;
+                if !meta.is_file() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "it is not a regular file",
+                    ));
+                }
+                Ok(meta.len())
+            }
+            Input::Object(url) => object::size(named(url)?),
+        }
+    }
+
+    /// The compression of a file, by its first bytes.
+    pub fn codec(&self) -> io::Result<Option<Codec>> {
+        match self {
+            Input::Stdin => Ok(None),
+            Input::File(path) => compressed::sniff(&mut File::open(path)?),
+            Input::Object(url) => Ok(compressed::sniff_bytes(&object::first_bytes(
+                named(url)?,
+                4,
+            )?)),
         }
     }
 
@@ -104,6 +164,8 @@ impl Input {
         match self {
             Input::Stdin => "-".to_string(),
             Input::File(path) => path.display().to_string(),
+            Input::Object(Ok(url)) => url.to_string(),
+            Input::Object(Err(said)) => said.clone(),
         }
     }
 
@@ -112,6 +174,24 @@ impl Input {
         match self {
             Input::Stdin => String::new(),
             Input::File(path) => format!("{}: ", path.display()),
+            Input::Object(_) => format!("{}: ", self.name()),
         }
     }
+}
+
+/// Why a compressed input cannot be read from byte `offset` of its file.
+pub fn from_the_middle(codec: Codec) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "it is {}-compressed, so it can only be read from its start (decompress it to shard it)",
+            codec.name()
+        ),
+    )
+}
+
+/// The object an input names, or why its name is not one.
+fn named(url: &Result<ObjectUrl, String>) -> io::Result<&ObjectUrl> {
+    url.as_ref()
+        .map_err(|said| io::Error::new(io::ErrorKind::InvalidInput, said.clone()))
 }

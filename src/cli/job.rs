@@ -5,17 +5,20 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use anyhow::Context as _;
 use clap::Args;
 
 use super::batches::{Items, ToRead};
 use super::input::{Input, Reader};
+use super::object::{self, ObjectUrl};
 use super::output::{ExitStatus, Printer, Render};
 use super::part;
 use super::progress::{Progress, Setup, Unit};
 use super::resume::{self, Record, Resume};
 use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
-use super::values::parse_duration;
+use super::upload;
+use super::values::{NO_MAX, parse_duration, whole};
 
 /// What `solve`, `client` and `rps` say about a run's progress, on standard error.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -63,6 +66,18 @@ pub struct JobArgs {
     /// a part: FILE.done.json records it complete, for `patience merge`.
     #[arg(long, env = "PATIENCE_SHARD", value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
+    /// With --output s3://BUCKET/KEY: the size of each uploaded part, in bytes (S3 refuses parts
+    /// under 5 MiB but the last). About this much memory holds the answers not yet uploaded, and
+    /// a run killed loses at most this much of them (--resume goes on from the parts uploaded).
+    #[arg(long, env = "PATIENCE_UPLOAD_PART_SIZE", default_value_t = upload::PART_SIZE,
+          value_name = "BYTES", value_parser = whole::<usize>(1, NO_MAX))]
+    pub upload_part_size: usize,
+    /// How long a call to object storage (s3:// inputs and outputs) is retried, with backoff, when
+    /// the store does not answer, is throttling (SlowDown, 503) or fails on its side (5xx); then
+    /// the run gives up, with status 2.
+    #[arg(long, env = "PATIENCE_STORAGE_RETRY_TIMEOUT", default_value = "60s",
+          value_name = "DURATION", value_parser = parse_duration)]
+    pub storage_retry_timeout: std::time::Duration,
     /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub progress_every: std::time::Duration,
@@ -105,6 +120,9 @@ impl JobRun {
         unit: Unit,
         render: &Render,
     ) -> anyhow::Result<(JobRun, Sink)> {
+        object::configure(object::StorageSettings {
+            retry_timeout: args.storage_retry_timeout,
+        });
         let inputs = Input::from_args(files);
         let plan = args
             .shard
@@ -115,6 +133,52 @@ impl JobRun {
         let mut lock = None;
         let (sink, resume) = match &args.output {
             None => (Sink::stdout(), None),
+            Some(path) if path.to_str().is_some_and(|p| p.starts_with("s3://")) => {
+                let url = ObjectUrl::parse(&path.to_string_lossy())
+                    .unwrap_or_else(|| Err(path.display().to_string()))
+                    .map_err(anyhow::Error::msg)?;
+                if args.shard.is_some() {
+                    anyhow::bail!(
+                        "--shard writes its part to a local file for now (its completion record \
+                         is checked there by `patience merge`): give a local --output"
+                    );
+                }
+                if inputs.iter().any(|input| input.name() == url.to_string()) {
+                    anyhow::bail!(
+                        "--output {url} is also an input: the answers would overwrite it"
+                    );
+                }
+                let mut record = Record::new(
+                    unit.noun,
+                    render.format,
+                    render.precision,
+                    render.asked,
+                    &inputs,
+                );
+                record.shard = None;
+                let shown = url.to_string();
+                let check = |held: serde_json::Value| -> anyhow::Result<()> {
+                    let held: Record = serde_json::from_value(held).with_context(|| {
+                        format!("cannot resume {shown}: its record is not one patience wrote")
+                    })?;
+                    if let Some((theirs, ours)) = record.differences(&held) {
+                        anyhow::bail!(
+                            "cannot resume {shown}: it was written with {theirs}, where this run \
+                             has {ours}; give the same flags and inputs to go on with it, or \
+                             another --output (or leave out --resume) to start again"
+                        );
+                    }
+                    Ok(())
+                };
+                let value = serde_json::to_value(&record)?;
+                let (answers, kept) =
+                    upload::open(&url, args.resume, value, &check, args.upload_part_size)?;
+                let resume = Resume {
+                    path: shown.clone().into(),
+                    kept,
+                };
+                (Sink::Object(Box::new(answers)), Some(resume))
+            }
             Some(path) => {
                 lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
                 let mut record = Record::new(

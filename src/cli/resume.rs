@@ -17,6 +17,7 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use super::OutputFormat;
+use super::compressed::{self, Codec};
 use super::input::Input;
 use super::sink::{AnswerFile, Sink, Tell};
 use crate::solver::Options;
@@ -100,7 +101,7 @@ impl Record {
     /// Where `held` (the file's record) and this run differ: what the file was written with,
     /// and what this run has instead. A precision on one side only goes unsaid: the formats
     /// differ then, which says it all.
-    fn differences(&self, held: &Record) -> Option<(String, String)> {
+    pub(super) fn differences(&self, held: &Record) -> Option<(String, String)> {
         let (theirs, ours): (Vec<String>, Vec<String>) = held
             .said()
             .into_iter()
@@ -217,6 +218,7 @@ fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
 
 /// The length in bytes and the number of FILE's complete lines; `None` when there is no FILE or
 /// nothing in it (a new run).
+/// A compressed FILE (`NAME.gz`, `NAME.zst`) keeps its complete members.
 fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
     let shown = output.display();
     let mut file = match File::open(output) {
@@ -224,6 +226,10 @@ fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
     };
+    if let Some(codec) = Codec::for_name(&output.to_string_lossy()) {
+        return compressed::complete_members(file, codec)
+            .with_context(|| format!("cannot read {shown}"));
+    }
     let mut buffer = vec![0u8; 1 << 20];
     let (mut read, mut len, mut lines) = (0u64, 0u64, 0u64);
     loop {

@@ -16,8 +16,6 @@
 //! `(K+1)/N` of the input's bytes, its range included, and N shards read `(N+1)/2` times the
 //! input: framing is cheap beside solving (docs/shards.md has the figures).
 
-use std::path::PathBuf;
-
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
@@ -104,13 +102,28 @@ pub fn plan<R: Items<Reader>>(
 ) -> anyhow::Result<ShardPlan> {
     let mut sizes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        let Input::File(path) = input else {
+        if let Input::Stdin = input {
             bail!(
                 "--shard {shard} needs its inputs as files: the shards' ranges are set by their \
                  sizes, which standard input does not have (save it to a file first)"
             );
-        };
-        sizes.push(size(path)?);
+        }
+        let name = input.name();
+        sizes.push(
+            input
+                .exact_size()
+                .with_context(|| format!("--shard needs the size of {name}"))?,
+        );
+        if let Some(codec) = input
+            .codec()
+            .with_context(|| format!("cannot read {name}"))?
+        {
+            bail!(
+                "--shard {shard} needs uncompressed inputs: {name} is {}-compressed, and a shard \
+                 reads its range from the middle of the file (decompress it first)",
+                codec.name()
+            );
+        }
     }
     let total: u64 = sizes.iter().sum();
     let cut = |k: u64| (u128::from(k) * u128::from(total) / u128::from(shard.count)) as u64;
@@ -128,7 +141,7 @@ pub fn plan<R: Items<Reader>>(
         }
         let index = match input {
             Input::File(path) => index::load(path, answers),
-            Input::Stdin => None,
+            Input::Stdin | Input::Object(_) => None,
         };
         let from = match &index {
             // A file wholly before the range: its items are counted, not framed. (Strictly
@@ -197,19 +210,6 @@ pub fn plan<R: Items<Reader>>(
         sizes,
         segments,
     })
-}
-
-/// A regular file's size, or why it has none.
-fn size(path: &PathBuf) -> anyhow::Result<u64> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if !meta.is_file() {
-        bail!(
-            "--shard needs regular files (their sizes set the shards' ranges): {} is not one",
-            path.display()
-        );
-    }
-    Ok(meta.len())
 }
 
 #[cfg(test)]

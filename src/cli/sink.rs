@@ -18,6 +18,9 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::compressed::{Codec, Encoded};
+use super::upload::ObjectAnswers;
+
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Pending bytes that make a write without waiting for the timer.
@@ -27,6 +30,8 @@ const PENDING_MAX: usize = 64 << 10;
 pub enum Sink {
     Stdout(BufWriter<StdoutLock<'static>>),
     File(AnswerFile),
+    /// `--output s3://BUCKET/KEY` (`upload.rs`).
+    Object(Box<ObjectAnswers>),
 }
 
 impl Sink {
@@ -40,6 +45,7 @@ impl Sink {
         match self {
             Sink::Stdout(mut out) => out.flush(),
             Sink::File(file) => file.finish(),
+            Sink::Object(object) => object.finish(),
         }
     }
 }
@@ -49,6 +55,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.write(buf),
             Sink::File(file) => file.write(buf),
+            Sink::Object(object) => object.write(buf).map(|()| buf.len()),
         }
     }
 
@@ -56,6 +63,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.write_all(buf),
             Sink::File(file) => file.write_all(buf),
+            Sink::Object(object) => object.write(buf),
         }
     }
 
@@ -63,6 +71,8 @@ impl Write for Sink {
         match self {
             Sink::Stdout(out) => out.flush(),
             Sink::File(file) => file.flush(),
+            // Parts go when they are whole; the record beside the object says what is in.
+            Sink::Object(_) => Ok(()),
         }
     }
 }
@@ -79,7 +89,8 @@ pub struct AnswerFile {
 
 /// The file and the bytes not yet in it, behind the lock the printer and the keeper share.
 struct FileLines {
-    file: File,
+    /// The file, written plain or as compressed members (`--output NAME.gz`, `NAME.zst`).
+    file: Encoded<File>,
     path: PathBuf,
     pending: Vec<u8>,
     /// Resuming: the length of the complete lines kept, to cut the file to before anything is
@@ -109,15 +120,18 @@ impl FileLines {
 
     fn make_cut(&mut self) -> io::Result<()> {
         if let Some(len) = self.cut.take() {
-            self.file.set_len(len)?;
-            self.file.seek(SeekFrom::Start(len))?;
+            let file = self.file.end_member()?;
+            file.set_len(len)?;
+            file.seek(SeekFrom::Start(len))?;
         }
         Ok(())
     }
 
+    /// Closes the compressed member written since the last sync, if any, so that the file
+    /// decodes whole up to here, and syncs.
     fn sync(&mut self) -> io::Result<()> {
         if std::mem::take(&mut self.unsynced) {
-            self.file.sync_data()?;
+            self.file.end_member()?.sync_data()?;
         }
         Ok(())
     }
@@ -144,8 +158,9 @@ impl AnswerFile {
         lines: u64,
         tell: Tell,
     ) -> io::Result<AnswerFile> {
+        let codec = Codec::for_name(&path.to_string_lossy());
         let shared = Arc::new(Mutex::new(FileLines {
-            file,
+            file: Encoded::new(codec, file),
             path: path.to_path_buf(),
             pending: Vec::new(),
             cut,

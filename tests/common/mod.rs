@@ -30,6 +30,9 @@
 //! - [`otlp`]: OpenTelemetry from PyPI (`tests/otel.py`): an OTLP receiver ([`Collector`]) and a
 //!   caller traced with the Python SDK ([`traced_call`]).
 //!
+//! - [`s3`]: a real S3-compatible server (moto) on a loopback port, and boto3 to put and get
+//!   its objects ([`S3Server`]).
+//!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
     dead_code,
@@ -44,6 +47,7 @@ pub mod delay;
 pub mod otlp;
 pub mod proxy;
 pub mod requests;
+pub mod s3;
 pub mod scratch;
 pub mod server;
 pub mod sniff;
@@ -57,6 +61,7 @@ pub use delay::*;
 pub use otlp::*;
 pub use proxy::*;
 pub use requests::*;
+pub use s3::*;
 pub use scratch::*;
 pub use server::*;
 pub use sniff::*;

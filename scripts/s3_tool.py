@@ -1,0 +1,51 @@
+"""What the storage tests do on their S3 server with boto3 (AWS's own client), not with patience:
+make a bucket, put an object, read one back, list keys.
+
+    s3_tool.py ENDPOINT mb BUCKET
+    s3_tool.py ENDPOINT put BUCKET KEY FILE
+    s3_tool.py ENDPOINT get BUCKET KEY      (the bytes on stdout; exit status 3 when missing)
+    s3_tool.py ENDPOINT ls BUCKET           (KEY SIZE lines)
+    s3_tool.py ENDPOINT uploads BUCKET      (the keys of multipart uploads going on)
+"""
+
+import sys
+
+import boto3
+import botocore.exceptions
+
+
+def main():
+    endpoint, command, bucket, *rest = sys.argv[1:]
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    if command == "mb":
+        s3.create_bucket(Bucket=bucket)
+    elif command == "put":
+        key, path = rest
+        s3.upload_file(path, bucket, key)
+    elif command == "get":
+        (key,) = rest
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except botocore.exceptions.ClientError as e:
+            if e.response["Error"]["Code"] == "NoSuchKey":
+                sys.exit(3)
+            raise
+        sys.stdout.buffer.write(body)
+    elif command == "ls":
+        for item in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
+            print(item["Key"], item["Size"])
+    elif command == "uploads":
+        for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+            print(upload["Key"])
+    else:
+        sys.exit(f"unknown command {command}")
+
+
+if __name__ == "__main__":
+    main()

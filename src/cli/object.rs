@@ -1,0 +1,396 @@
+//! Objects in S3 and S3-compatible stores as inputs and outputs, named `s3://BUCKET/KEY` on the
+//! command line and configured as AWS tools are: `AWS_ENDPOINT_URL` (a plain `http://` endpoint is
+//! allowed when it says so), `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+//! `AWS_REGION`. The signing, retries with backoff (throttling, 5xx, an endpoint that does not
+//! answer) and multipart calls are `object_store`'s; this module gives the synchronous reading
+//! side of the command line a [`Read`] over a streamed GET, and says every failure in words.
+//!
+//! The store's calls run on a small runtime of their own (one worker thread), so that they can be
+//! waited for from anywhere: the solve path's plain threads and the client's runtime alike.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, RetryConfig};
+
+/// How long a call is retried (with exponential backoff from 100 ms to 15 s) before the run gives
+/// up on it, unless `--storage-retry-timeout` says otherwise.
+pub const RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Chunks of a GET held ahead of the reader: the download runs ahead of the solving by this much
+/// (and the socket's buffers), and no further.
+const AHEAD: usize = 8;
+
+/// `s3://BUCKET/KEY`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectUrl {
+    pub bucket: String,
+    pub key: String,
+}
+
+impl ObjectUrl {
+    /// The URL `text` names, if it is one (`None`: a local path); an `s3://` name with no bucket
+    /// or key is refused in words.
+    pub fn parse(text: &str) -> Option<Result<ObjectUrl, String>> {
+        let rest = text.strip_prefix("s3://")?;
+        Some(match rest.split_once('/') {
+            Some((bucket, key)) if bucket.len() >= 3 && !key.is_empty() => Ok(ObjectUrl {
+                bucket: bucket.to_string(),
+                key: key.to_string(),
+            }),
+            _ => Err(format!(
+                "{text} is not s3://BUCKET/KEY (a bucket's name has 3 characters or more, and \
+                 the key is the object's name in it)"
+            )),
+        })
+    }
+
+    /// The object beside this one whose key ends with `suffix` (its records).
+    pub fn beside(&self, suffix: &str) -> ObjectUrl {
+        ObjectUrl {
+            bucket: self.bucket.clone(),
+            key: format!("{}{suffix}", self.key),
+        }
+    }
+
+    pub fn path(&self) -> ObjectPath {
+        ObjectPath::from(self.key.as_str())
+    }
+}
+
+impl std::fmt::Display for ObjectUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.key)
+    }
+}
+
+/// The limits of the store's calls, set once by the command line before anything is read.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageSettings {
+    pub retry_timeout: Duration,
+}
+
+static SETTINGS: OnceLock<StorageSettings> = OnceLock::new();
+
+/// Sets the limits of this process's calls to stores (the first setting holds).
+pub fn configure(settings: StorageSettings) {
+    let _ = SETTINGS.set(settings);
+}
+
+/// The runtime the store's calls run on, and a client per bucket.
+pub struct Storage {
+    runtime: tokio::runtime::Runtime,
+    stores: Mutex<HashMap<String, Arc<AmazonS3>>>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").finish_non_exhaustive()
+    }
+}
+
+/// The process's [`Storage`], started on first use.
+pub fn storage() -> io::Result<&'static Storage> {
+    static STORAGE: OnceLock<Storage> = OnceLock::new();
+    if let Some(storage) = STORAGE.get() {
+        return Ok(storage);
+    }
+    // The store's HTTP client takes its TLS from the process's rustls provider: ring, as
+    // tonic's. Installed already (by another caller) is as good.
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("storage")
+        .enable_all()
+        .build()?;
+    let _ = STORAGE.set(Storage {
+        runtime,
+        stores: Mutex::default(),
+    });
+    STORAGE
+        .get()
+        .ok_or_else(|| io::Error::other("the storage runtime did not start"))
+}
+
+impl Storage {
+    /// The client of `bucket`, built from the environment on first use.
+    pub fn store(&self, url: &ObjectUrl) -> io::Result<Arc<AmazonS3>> {
+        let mut stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(store) = stores.get(&url.bucket) {
+            return Ok(store.clone());
+        }
+        let settings = SETTINGS.get().copied().unwrap_or(StorageSettings {
+            retry_timeout: RETRY_TIMEOUT,
+        });
+        let plain_http = std::env::var("AWS_ENDPOINT_URL")
+            .or_else(|_| std::env::var("AWS_ENDPOINT"))
+            .is_ok_and(|endpoint| endpoint.starts_with("http://"));
+        let retry = RetryConfig {
+            retry_timeout: settings.retry_timeout,
+            // The time bounds the retries; the count only keeps a fast failure from looping.
+            max_retries: 100,
+            ..RetryConfig::default()
+        };
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(&url.bucket)
+            .with_allow_http(plain_http)
+            .with_retry(retry);
+        if let Ok(region) = std::env::var("AWS_REGION") {
+            builder = builder.with_region(region);
+        }
+        let store = Arc::new(builder.build().map_err(|e| in_words(&e, url))?);
+        stores.insert(url.bucket.clone(), store.clone());
+        Ok(store)
+    }
+
+    /// Runs `call` on the storage runtime and waits for it, from any thread.
+    pub fn wait<T: Send + 'static>(
+        &self,
+        call: impl Future<Output = T> + Send + 'static,
+    ) -> io::Result<T> {
+        // A plain channel, so that the caller may be anywhere: a plain thread, a task of the
+        // client's runtime, or inside the printer's executor.
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let _ = send.send(call.await);
+        });
+        receive
+            .recv()
+            .map_err(|_| io::Error::other("a storage call ended without an answer"))
+    }
+}
+
+/// What went wrong with `url`, in words, as an `io::Error` of the right kind.
+pub fn in_words(e: &object_store::Error, url: &ObjectUrl) -> io::Error {
+    let detail = full(e);
+    let (kind, said) = match e {
+        object_store::Error::NotFound { .. } if detail.contains("NoSuchBucket") => (
+            io::ErrorKind::NotFound,
+            format!("no such bucket: {}", url.bucket),
+        ),
+        object_store::Error::NotFound { .. } => (
+            io::ErrorKind::NotFound,
+            format!("no such key: {} in bucket {}", url.key, url.bucket),
+        ),
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. }
+            if [
+                "InvalidAccessKeyId",
+                "SignatureDoesNotMatch",
+                "InvalidToken",
+                "ExpiredToken",
+            ]
+            .iter()
+            .any(|code| detail.contains(code)) =>
+        {
+            (
+                io::ErrorKind::PermissionDenied,
+                "the store refused the credentials (check AWS_ACCESS_KEY_ID, \
+                 AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)"
+                    .to_string(),
+            )
+        }
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => (
+            io::ErrorKind::PermissionDenied,
+            "access denied (the credentials are good, but not allowed this)".to_string(),
+        ),
+        _ if detail.contains("retries") || detail.contains("error sending request") => (
+            io::ErrorKind::TimedOut,
+            format!(
+                "the store did not answer (AWS_ENDPOINT_URL={}), and retrying with backoff did not \
+                 help",
+                std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "unset: AWS".to_string())
+            ),
+        ),
+        _ => (io::ErrorKind::Other, "the store failed".to_string()),
+    };
+    io::Error::new(kind, format!("{said} ({detail})"))
+}
+
+/// An error with its sources, on one line.
+fn full(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The size of the object at `url` (a HEAD, once per run: a failure is kept too, so that an
+/// endpoint that does not answer costs the retries' time once, not at each look).
+pub fn size(url: &ObjectUrl) -> io::Result<u64> {
+    type Sizes = Mutex<HashMap<String, Result<u64, (io::ErrorKind, String)>>>;
+    static SIZES: OnceLock<Sizes> = OnceLock::new();
+    let sizes = SIZES.get_or_init(Sizes::default);
+    let known = sizes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&url.to_string())
+        .cloned();
+    let size = match known {
+        Some(size) => size,
+        None => {
+            let storage = storage()?;
+            let store = storage.store(url)?;
+            let path = url.path();
+            let size = storage
+                .wait(async move {
+                    match store.head(&path).await {
+                        // A HEAD's 404 or 403 has no body to say whether the bucket or the key
+                        // is missing, or the credentials or the permissions are wrong: a GET's
+                        // says.
+                        Err(
+                            object_store::Error::NotFound { .. }
+                            | object_store::Error::PermissionDenied { .. }
+                            | object_store::Error::Unauthenticated { .. },
+                        ) => {
+                            let first = GetOptions {
+                                range: Some(GetRange::Bounded(0..1)),
+                                ..GetOptions::default()
+                            };
+                            store.get_opts(&path, first).await.map(|got| got.meta)
+                        }
+                        head => head,
+                    }
+                })?
+                .map(|meta| meta.size)
+                .map_err(|e| {
+                    let e = in_words(&e, url);
+                    (e.kind(), e.to_string())
+                });
+            sizes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(url.to_string(), size.clone());
+            size
+        }
+    };
+    size.map_err(|(kind, said)| io::Error::new(kind, said))
+}
+
+/// The whole body of a small object (a record), or `None` when there is no such key.
+pub fn read_small(url: &ObjectUrl) -> io::Result<Option<Bytes>> {
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    let path = url.path();
+    let got = storage.wait(async move {
+        match store.get(&path).await {
+            Ok(got) => got.bytes().await,
+            Err(e) => Err(e),
+        }
+    })?;
+    match got {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(in_words(&e, url)),
+    }
+}
+
+/// A streamed GET of the object at `url` from byte `offset`, as a [`Read`]: the body is fetched
+/// [`AHEAD`] chunks ahead of the reader, so memory stays flat whatever the object's size.
+pub fn open(url: &ObjectUrl, offset: u64) -> io::Result<ObjectReader> {
+    // Known missing or unreachable already: said at once, without the retries again.
+    size(url)?;
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    let path = url.path();
+    let options = GetOptions {
+        range: (offset > 0).then_some(GetRange::Offset(offset)),
+        ..GetOptions::default()
+    };
+    let got = storage.wait(async move { store.get_opts(&path, options).await })?;
+    let mut stream = got.map_err(|e| in_words(&e, url))?.into_stream();
+    let (send, receive) = std::sync::mpsc::sync_channel(AHEAD);
+    let named = url.clone();
+    let handle = storage.runtime.handle().clone();
+    // A thread of its own pulls the body, so that a full channel holds it back without holding
+    // up the runtime's other calls; it ends when the body does or the reader is dropped.
+    std::thread::Builder::new()
+        .name("storage-get".into())
+        .spawn(move || {
+            while let Some(chunk) = handle.block_on(stream.next()) {
+                let chunk = chunk.map_err(|e| in_words(&e, &named));
+                let failed = chunk.is_err();
+                if send.send(chunk).is_err() || failed {
+                    return;
+                }
+            }
+        })?;
+    Ok(ObjectReader {
+        receive,
+        chunk: Bytes::new(),
+    })
+}
+
+/// The first bytes of the object at `url`, at most `len` (a ranged GET).
+pub fn first_bytes(url: &ObjectUrl, len: u64) -> io::Result<Bytes> {
+    let len = len.min(size(url)?);
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    let path = url.path();
+    storage
+        .wait(async move { store.get_range(&path, 0..len).await })?
+        .map_err(|e| in_words(&e, url))
+}
+
+/// The reading end of a streamed GET.
+pub struct ObjectReader {
+    receive: std::sync::mpsc::Receiver<io::Result<Bytes>>,
+    chunk: Bytes,
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.receive.recv() {
+                Ok(chunk) => self.chunk = chunk?,
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        self.chunk = self.chunk.slice(n..);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_a_bucket_and_a_key() {
+        let url = ObjectUrl::parse("s3://deals/2026/deals.in.zst")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (url.bucket.as_str(), url.key.as_str()),
+            ("deals", "2026/deals.in.zst")
+        );
+        assert_eq!(url.to_string(), "s3://deals/2026/deals.in.zst");
+        assert_eq!(
+            url.beside(".resume.json").key,
+            "2026/deals.in.zst.resume.json"
+        );
+        assert!(ObjectUrl::parse("deals.in").is_none());
+        assert!(ObjectUrl::parse("s3://deals").unwrap().is_err());
+        assert!(ObjectUrl::parse("s3://ab/key").unwrap().is_err());
+        assert!(ObjectUrl::parse("s3://deals/").unwrap().is_err());
+    }
+}

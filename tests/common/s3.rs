@@ -1,0 +1,167 @@
+//! A real S3-compatible server for the storage tests: PyPI's `moto[server]` (`moto_server`),
+//! started by the test on a loopback port, and boto3 (AWS's own Python client, through
+//! `scripts/s3_tool.py`) to put the tests' objects there and read patience's back.
+//!
+//! It runs from `PATIENCE_VENV` (else `target/tools/venv`), where `.ci/run` installs it. Without
+//! it a test says so and is skipped, unless `PATIENCE_REQUIRE_S3` is set (`.ci/run` sets it):
+//! then its absence fails the test.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::cli::TestCommand;
+use super::wait::poll_blocking;
+
+/// A running `moto_server`, killed when dropped.
+pub struct S3Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    python: PathBuf,
+}
+
+fn venv() -> PathBuf {
+    std::env::var_os("PATIENCE_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/venv"),
+        PathBuf::from,
+    )
+}
+
+impl S3Server {
+    /// A new server with no buckets; `None` (said on standard error) when moto is not installed
+    /// and `PATIENCE_REQUIRE_S3` is not set.
+    pub fn start() -> Option<S3Server> {
+        S3Server::start_with(&[])
+    }
+
+    /// A new server with `env` in its environment (moto's settings, such as
+    /// `INITIAL_NO_AUTH_ACTION_COUNT=0`, which checks every request's credentials).
+    pub fn start_with(env: &[(&str, &str)]) -> Option<S3Server> {
+        let venv = venv();
+        let server = venv.join("bin/moto_server");
+        let python = venv.join("bin/python");
+        let ready = server.exists()
+            && Command::new(&python)
+                .args(["-c", "import boto3, moto"])
+                .status()
+                .is_ok_and(|s| s.success());
+        if !ready {
+            let why = format!(
+                "no moto[server] and boto3 in the venv {} (.ci/run installs them; or set \
+                 PATIENCE_VENV)",
+                venv.display()
+            );
+            assert!(
+                std::env::var_os("PATIENCE_REQUIRE_S3").is_none(),
+                "PATIENCE_REQUIRE_S3 is set, but {why}"
+            );
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        // A port the system gave, free again for the server to bind.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            // Parts of a few KiB, where S3 takes 5 MiB but the last, so that a test's upload
+            // has many parts without solving megabytes of answers.
+            .env("S3_UPLOAD_PART_MIN_SIZE", "1000")
+            .env("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", "16777216")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let up = poll_blocking(Duration::from_secs(60), || {
+            TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+                .ok()
+                .map(|_| ())
+        });
+        assert!(up.is_some(), "moto_server did not listen on {addr}");
+        Some(S3Server {
+            child,
+            endpoint: format!("http://{addr}"),
+            python,
+        })
+    }
+
+    /// `cmd` configured for this server, as AWS tools are.
+    pub fn env<'a>(&self, cmd: &'a mut TestCommand) -> &'a mut TestCommand {
+        cmd.env("AWS_ENDPOINT_URL", &self.endpoint)
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_REGION", "us-east-1")
+    }
+
+    fn tool(&self, args: &[&str]) -> std::process::Output {
+        Command::new(&self.python)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/s3_tool.py"))
+            .arg(&self.endpoint)
+            .args(args)
+            .output()
+            .expect("run scripts/s3_tool.py")
+    }
+
+    fn tool_ok(&self, args: &[&str]) -> Vec<u8> {
+        let out = self.tool(args);
+        assert!(
+            out.status.success(),
+            "s3_tool.py {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
+    pub fn make_bucket(&self, bucket: &str) {
+        self.tool_ok(&["mb", bucket]);
+    }
+
+    /// Puts the file at `path` as `s3://BUCKET/KEY`.
+    pub fn put_file(&self, bucket: &str, key: &str, path: &Path) {
+        self.tool_ok(&["put", bucket, key, &path.display().to_string()]);
+    }
+
+    /// The object's bytes; `None` when there is no such key.
+    pub fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let out = self.tool(&["get", bucket, key]);
+        if out.status.code() == Some(3) {
+            return None;
+        }
+        assert!(
+            out.status.success(),
+            "s3_tool.py get: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(out.stdout)
+    }
+
+    /// The bucket's keys.
+    pub fn keys(&self, bucket: &str) -> Vec<String> {
+        String::from_utf8(self.tool_ok(&["ls", bucket]))
+            .unwrap()
+            .lines()
+            .filter_map(|line| line.split(' ').next().map(str::to_string))
+            .collect()
+    }
+
+    /// The keys of the multipart uploads going on in the bucket.
+    pub fn uploads(&self, bucket: &str) -> Vec<String> {
+        String::from_utf8(self.tool_ok(&["uploads", bucket]))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
