@@ -251,10 +251,8 @@ impl Metrics {
         let spans_dropped = Family::<ReasonLabels, Counter>::default();
         registry.register(
             "trace_spans_dropped",
-            "Trace spans never delivered to the OpenTelemetry collector, by reason: queue_full (the \
-             export queue, OTEL_BSP_MAX_QUEUE_SIZE, was full: the collector is slow or never \
-             answers), export_failed (the collector is down or refused them); solving never waits \
-             for either",
+            "Trace spans not delivered to the collector: queue_full (OTEL_BSP_MAX_QUEUE_SIZE was \
+             reached: the collector is slow), export_failed (down or refusing); solving never waits",
             spans_dropped.clone(),
         );
         for reason in ["queue_full", "export_failed"] {
