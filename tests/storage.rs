@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::{
-    HANG_LIMIT, S3Server, Scratch, Typed, data, patience, poll_blocking, run, text,
+    HANG_LIMIT, S3Server, Scratch, Typed, data, doc_examples, doc_section, patience, poll_blocking,
+    run, text,
 };
 
 /// `bytes` compressed by Debian's gzip.
@@ -473,4 +474,50 @@ fn refused_credentials_are_said_as_such() {
         "{}",
         out.stderr_str()
     );
+}
+
+/// The README's compressed-file examples, run as shown in a directory of their own: Debian's
+/// zstd compresses the input, and Debian's gzip finds the reference answers in the output.
+#[test]
+fn the_readme_compressed_examples_run_as_shown() {
+    let dir = Scratch::for_docs("storage-readme-compressed");
+    doc_examples("README.md", "### Compressed files")
+        .in_dir(dir.path())
+        .at_least(3)
+        .run();
+}
+
+/// The README's object storage examples, run as shown against moto with the bucket they name
+/// holding the zstd-compressed test deals: the lines it shows are the reference's first answers,
+/// and the object written decodes to the reference answers.
+#[test]
+fn the_readme_object_storage_examples_run_as_shown() {
+    let expected = text("random1000.out6");
+    let first: String = expected.lines().take(3).map(|l| format!("{l}\n")).collect();
+    assert!(
+        doc_section("README.md", "### Object storage").contains(&first),
+        "the README shows other answers than random1000.out6's first three"
+    );
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::for_docs("storage-readme-s3");
+    let plain = std::fs::read(data("random1000.in")).unwrap();
+    let zst = dir.write("random1000.in.zst", zstd(&plain));
+    s3.make_bucket("deals");
+    s3.put_file("deals", "random1000.in.zst", Path::new(&zst));
+    s3.vars()
+        .into_iter()
+        .fold(
+            doc_examples("README.md", "### Object storage").in_dir(dir.path()),
+            |examples, (key, value)| examples.env(key, value),
+        )
+        .at_least(2)
+        .run();
+    let written = s3
+        .get("deals", "answers.txt.gz")
+        .expect("the README's --output object");
+    let mut decoded = String::new();
+    flate2::read::MultiGzDecoder::new(&written[..])
+        .read_to_string(&mut decoded)
+        .unwrap();
+    assert!(decoded == expected, "answers.txt.gz: not the reference");
 }
