@@ -5,7 +5,8 @@ render fits together: the Job streams a file from its volume through the daemons
 Service with --output and --resume, restarts on failure within a backoffLimit, runs the daemons'
 image, and is no endpoint of the daemons' Service; the Indexed Job runs one shard per index
 (completions equal to the N of --shard K/N, K its JOB_COMPLETION_INDEX) into a part of its own on
-a ReadWriteMany claim, with a backoffLimitPerIndex, a podFailurePolicy that ignores disruptions,
+a ReadWriteMany claim (its shards-s3 variant reading an s3:// input, the store's settings from
+a Secret), with a backoffLimitPerIndex, a podFailurePolicy that ignores disruptions,
 and status 1 taken as success, and its merge reads those parts from the same claim; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
 NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in; and the daemons'
 drain fits their pod: PATIENCE_DRAIN_CUT_AFTER is set, below PATIENCE_DRAIN_TIMEOUT, and
@@ -195,6 +196,28 @@ def main():
     check(re.search(r"patience merge --output \S+ " + re.escape(parts), merging), f"the merge reads every part ({parts})")
     claims = [v.get("persistentVolumeClaim", {}).get("claimName") for v in merge["spec"]["template"]["spec"].get("volumes", [])]
     check(claims == [shared["metadata"]["name"]], "from the shards' claim")
+
+    # deploy/kubernetes/shards-s3: the same Indexed Job reading its deals from object storage,
+    # the store and its credentials from a Secret; nothing else changed.
+    s3_docs = render(kubectl, "deploy/kubernetes/shards-s3")
+    s3_job = one(s3_docs, "Job", "patience-shards")
+    (s3_container,) = s3_job["spec"]["template"]["spec"]["containers"]
+    s3_script = " ".join(s3_container.get("command", []) + s3_container.get("args", []))
+    s3_input = re.search(r" (s3://[^/\s]+/\S+) ", s3_script)
+    check(s3_input is not None, "the object storage variant reads an s3:// input")
+    check(
+        s3_script.replace(s3_input.group(1), "/data/deals.in") == script,
+        "with the sharded Job's command otherwise",
+    )
+    check(
+        [e.get("secretRef", {}).get("name") for e in s3_container.get("envFrom", [])] == ["patience-s3"],
+        "and the store's settings and credentials from the Secret patience-s3",
+    )
+    check(
+        {k: v for k, v in s3_job.items() if k != "spec"} == {k: v for k, v in indexed.items() if k != "spec"}
+        and one(s3_docs, "PersistentVolumeClaim") == shared,
+        "its parts on the same claim",
+    )
 
     # deploy/monitoring: its ServiceMonitor scrapes the daemons' metrics Service by port name, and
     # the NetworkPolicy lets that port in (from the monitoring namespace).

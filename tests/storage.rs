@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::{
-    HANG_LIMIT, S3Server, Scratch, Typed, data, patience, poll_blocking, run, text,
+    HANG_LIMIT, S3Server, Scratch, Typed, data, doc_examples, doc_section, patience, poll_blocking,
+    run, text,
 };
 
 /// `bytes` compressed by Debian's gzip.
@@ -472,5 +473,134 @@ fn refused_credentials_are_said_as_such() {
         ),
         "{}",
         out.stderr_str()
+    );
+}
+
+/// The README's compressed-file examples, run as shown in a directory of their own: Debian's
+/// zstd compresses the input, and Debian's gzip finds the reference answers in the output.
+#[test]
+fn the_readme_compressed_examples_run_as_shown() {
+    let dir = Scratch::for_docs("storage-readme-compressed");
+    doc_examples("README.md", "### Compressed files")
+        .in_dir(dir.path())
+        .at_least(3)
+        .run();
+}
+
+/// The README's object storage examples, run as shown against moto with the bucket they name
+/// holding the zstd-compressed test deals: the lines it shows are the reference's first answers,
+/// and the object written decodes to the reference answers.
+#[test]
+fn the_readme_object_storage_examples_run_as_shown() {
+    let expected = text("random1000.out6");
+    let first: String = expected.lines().take(3).map(|l| format!("{l}\n")).collect();
+    assert!(
+        doc_section("README.md", "### Object storage").contains(&first),
+        "the README shows other answers than random1000.out6's first three"
+    );
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::for_docs("storage-readme-s3");
+    let plain = std::fs::read(data("random1000.in")).unwrap();
+    let zst = dir.write("random1000.in.zst", zstd(&plain));
+    s3.make_bucket("deals");
+    s3.put_file("deals", "random1000.in.zst", Path::new(&zst));
+    s3.vars()
+        .into_iter()
+        .fold(
+            doc_examples("README.md", "### Object storage").in_dir(dir.path()),
+            |examples, (key, value)| examples.env(key, value),
+        )
+        .at_least(2)
+        .run();
+    let written = s3
+        .get("deals", "answers.txt.gz")
+        .expect("the README's --output object");
+    let mut decoded = String::new();
+    flate2::read::MultiGzDecoder::new(&written[..])
+        .read_to_string(&mut decoded)
+        .unwrap();
+    assert!(decoded == expected, "answers.txt.gz: not the reference");
+}
+
+/// deploy/kubernetes/shards-s3: the overlay's pod script (its patch's folded value), run as its
+/// pods would run it (each with its JOB_COMPLETION_INDEX and the store's settings in the
+/// environment, as the Secret gives them; a daemon of the test's for the headless Service, a
+/// directory for the volume) against moto holding the deals, then the merge Job's script: the
+/// merged file is the reference answers.
+#[test]
+fn the_s3_indexed_job_reads_its_shares_of_the_object() {
+    let Some(s3) = S3Server::start() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let overlay = std::fs::read_to_string(root.join("shards-s3/kustomization.yaml")).unwrap();
+    let mut lines = overlay.lines().skip_while(|l| l.trim() != "value: >-");
+    let first = lines.next().expect("the patch's folded script");
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let shard_script = lines
+        .take_while(|l| indent(l) > indent(first))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let completions: usize = std::fs::read_to_string(root.join("shards/job.yaml"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("completions: ").map(str::to_string))
+        .expect("completions")
+        .parse()
+        .unwrap();
+    let merge_script = crate::long_jobs::job_script(
+        &std::fs::read_to_string(root.join("shards/merge/job.yaml")).unwrap(),
+    );
+    let bucket = shard_script
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("s3://"))
+        .and_then(|w| w.split('/').next())
+        .expect("an s3:// input")
+        .to_string();
+    s3.make_bucket(&bucket);
+    s3.put_file(&bucket, "deals.in", Path::new(&data("random1000.in")));
+
+    let daemon = crate::common::Daemon::start(&[]);
+    let dir = Scratch::new("shards-s3-job");
+    let host = daemon
+        .addr
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    let volume = |script: &str| {
+        script
+            .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
+            .replace("/data/", &format!("{}/", dir.path().display()))
+    };
+    let bin = Path::new(crate::common::exe())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let sh = |script: &str, index: Option<usize>| {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &volume(script)])
+            .env("PATH", &path)
+            .envs(s3.vars())
+            .stdin(std::process::Stdio::null());
+        if let Some(index) = index {
+            cmd.env("JOB_COMPLETION_INDEX", index.to_string());
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{script} ({index:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for k in 0..completions {
+        sh(&shard_script, Some(k));
+    }
+    sh(&merge_script, None);
+    assert!(
+        std::fs::read_to_string(dir.join("deals.out")).unwrap() == text("random1000.out6"),
+        "the merged parts are not the reference answers"
     );
 }

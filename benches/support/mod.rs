@@ -44,8 +44,13 @@ mod wait;
 #[path = "../../tests/common/otlp.rs"]
 mod otlp;
 
+// The tests' moto_server (PyPI's S3-compatible store, from PATIENCE_VENV), for the storage bench.
+#[path = "../../tests/common/s3.rs"]
+mod s3;
+
 pub use daemon::DEAD;
 pub use otlp::{Collector, otel_python};
+pub use s3::S3Server;
 
 pub use delay::DelayProxy;
 pub use proxy::{Proxy, ProxyKind};

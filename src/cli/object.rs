@@ -18,11 +18,19 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, RetryConfig};
+use object_store::{
+    ClientOptions, GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, RetryConfig,
+};
 
 /// How long a call is retried (with exponential backoff from 100 ms to 15 s) before the run gives
 /// up on it, unless `--storage-retry-timeout` says otherwise.
 pub const RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the store may send nothing while a response is read before the read fails (and is
+/// retried within the retry timeout). It bounds a stalled connection, not a whole call: the
+/// client's default 30 s bound on a whole request cut every GET of an object that takes longer
+/// to solve than that (a body is read as fast as the solving goes), measured by
+/// `benches/storage.rs` on a 500 MB object.
+const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Chunks of a GET held ahead of the reader: the download runs ahead of the solving by this much
 /// (and the socket's buffers), and no further.
 const AHEAD: usize = 8;
@@ -137,7 +145,24 @@ impl Storage {
             max_retries: 100,
             ..RetryConfig::default()
         };
-        let mut builder = AmazonS3Builder::from_env()
+        // As `AmazonS3Builder::from_env` does, over our timeouts: the environment's `AWS_*`
+        // settings (`AWS_TIMEOUT`, `AWS_PROXY_URL`, ...) win.
+        let options = ClientOptions::new()
+            .with_timeout_disabled()
+            .with_read_timeout(STALL_TIMEOUT);
+        let mut builder = AmazonS3Builder::new().with_client_options(options);
+        for (key, value) in std::env::vars_os() {
+            let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
+                continue;
+            };
+            if let Some(config) = key
+                .strip_prefix("AWS_")
+                .and_then(|_| key.to_ascii_lowercase().parse().ok())
+            {
+                builder = builder.with_config(config, value);
+            }
+        }
+        let mut builder = builder
             .with_bucket_name(&url.bucket)
             .with_allow_http(plain_http)
             .with_retry(retry);

@@ -495,6 +495,7 @@ pub struct DocExamples {
     at_least: usize,
     rewrites: Vec<(String, String)>,
     dir: std::path::PathBuf,
+    envs: Vec<(String, String)>,
 }
 
 /// The examples of `doc`'s section that starts with `heading` ([`doc_section`]), run from the
@@ -506,6 +507,7 @@ pub fn doc_examples(doc: &str, heading: &str) -> DocExamples {
         at_least: 1,
         rewrites: Vec::new(),
         dir: env!("CARGO_MANIFEST_DIR").into(),
+        envs: Vec::new(),
     }
 }
 
@@ -523,6 +525,13 @@ impl DocExamples {
         self
     }
 
+    /// Sets `key` to `value` in each command's environment, as a user's shell would have it (the
+    /// store an `s3://` example reads, configured as AWS tools are).
+    pub fn env(mut self, key: &str, value: &str) -> DocExamples {
+        self.envs.push((key.to_string(), value.to_string()));
+        self
+    }
+
     /// Runs the commands in `dir` instead of the crate's root.
     pub fn in_dir(mut self, dir: &std::path::Path) -> DocExamples {
         self.dir = dir.to_path_buf();
@@ -537,6 +546,7 @@ impl DocExamples {
             at_least,
             rewrites,
             dir,
+            envs,
         } = self;
         let examples = dollar_examples(&doc_section(&doc, &heading));
         assert!(
@@ -560,6 +570,7 @@ impl DocExamples {
                 .args(["-c", &command])
                 .current_dir(&dir)
                 .env("PATH", &path)
+                .envs(envs.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .output()
                 .expect("run sh");

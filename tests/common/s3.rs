@@ -92,10 +92,19 @@ impl S3Server {
 
     /// `cmd` configured for this server, as AWS tools are.
     pub fn env<'a>(&self, cmd: &'a mut TestCommand) -> &'a mut TestCommand {
-        cmd.env("AWS_ENDPOINT_URL", &self.endpoint)
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", "us-east-1")
+        self.vars()
+            .into_iter()
+            .fold(cmd, |cmd, (key, value)| cmd.env(key, value))
+    }
+
+    /// The environment that configures a client for this server, as AWS tools read it.
+    pub fn vars(&self) -> [(&'static str, &str); 4] {
+        [
+            ("AWS_ENDPOINT_URL", &self.endpoint),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+        ]
     }
 
     fn tool(&self, args: &[&str]) -> std::process::Output {
