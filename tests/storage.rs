@@ -451,6 +451,34 @@ fn storage_troubles_are_said_in_words_with_status_2() {
         out.stderr_str()
     );
     assert!(started.elapsed() < HANG_LIMIT, "gave up within its bound");
+    // An endpoint that takes the connection and never answers: each read fails after
+    // --storage-stall-timeout (1 s here, 30 s by default, so a run that ignored the flag would
+    // still be waiting at 20 s) and is retried until --storage-retry-timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let started = std::time::Instant::now();
+    let out = s3
+        .env(patience().args(&[
+            "solve",
+            "--storage-stall-timeout",
+            "1s",
+            "--storage-retry-timeout",
+            "3s",
+            "s3://deals/x.in",
+        ]))
+        .env(
+            "AWS_ENDPOINT_URL",
+            format!("http://{}", silent.local_addr().unwrap()),
+        )
+        .output();
+    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
+    assert!(
+        out.stderr_str().contains("the store did not answer"),
+        "{}",
+        out.stderr_str()
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    drop(silent);
 }
 
 /// A store that checks credentials (moto with authentication on) refuses unknown ones: said as

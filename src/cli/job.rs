@@ -78,6 +78,12 @@ pub struct JobArgs {
     #[arg(long, env = "PATIENCE_STORAGE_RETRY_TIMEOUT", default_value = "60s",
           value_name = "DURATION", value_parser = parse_duration)]
     pub storage_retry_timeout: std::time::Duration,
+    /// How long object storage may send nothing while a response is read before the read fails
+    /// (and is retried, within --storage-retry-timeout of the call's start). A read as a whole is
+    /// not bounded: an input object is read as fast as the solving goes.
+    #[arg(long, env = "PATIENCE_STORAGE_STALL_TIMEOUT", default_value = "30s",
+          value_name = "DURATION", value_parser = parse_duration)]
+    pub storage_stall_timeout: std::time::Duration,
     /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub progress_every: std::time::Duration,
@@ -122,6 +128,7 @@ impl JobRun {
     ) -> anyhow::Result<(JobRun, Sink)> {
         object::configure(object::StorageSettings {
             retry_timeout: args.storage_retry_timeout,
+            stall_timeout: args.storage_stall_timeout,
         });
         let inputs = Input::from_args(files);
         let plan = args

@@ -26,7 +26,8 @@ use object_store::{
 /// up on it, unless `--storage-retry-timeout` says otherwise.
 pub const RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the store may send nothing while a response is read before the read fails (and is
-/// retried within the retry timeout). It bounds a stalled connection, not a whole call: the
+/// retried within the retry timeout), unless `--storage-stall-timeout` says otherwise. It bounds
+/// a stalled connection, not a whole call: the
 /// client's default 30 s bound on a whole request cut every GET of an object that takes longer
 /// to solve than that (a body is read as fast as the solving goes), measured by
 /// `benches/storage.rs` on a 500 MB object.
@@ -82,6 +83,8 @@ impl std::fmt::Display for ObjectUrl {
 #[derive(Clone, Copy, Debug)]
 pub struct StorageSettings {
     pub retry_timeout: Duration,
+    /// How long the store may send nothing while a response is read (`--storage-stall-timeout`).
+    pub stall_timeout: Duration,
 }
 
 static SETTINGS: OnceLock<StorageSettings> = OnceLock::new();
@@ -135,6 +138,7 @@ impl Storage {
         }
         let settings = SETTINGS.get().copied().unwrap_or(StorageSettings {
             retry_timeout: RETRY_TIMEOUT,
+            stall_timeout: STALL_TIMEOUT,
         });
         let plain_http = std::env::var("AWS_ENDPOINT_URL")
             .or_else(|_| std::env::var("AWS_ENDPOINT"))
@@ -149,7 +153,7 @@ impl Storage {
         // settings (`AWS_TIMEOUT`, `AWS_PROXY_URL`, ...) win.
         let options = ClientOptions::new()
             .with_timeout_disabled()
-            .with_read_timeout(STALL_TIMEOUT);
+            .with_read_timeout(settings.stall_timeout);
         let mut builder = AmazonS3Builder::new().with_client_options(options);
         for (key, value) in std::env::vars_os() {
             let (Some(key), Some(value)) = (key.to_str(), value.to_str()) else {
