@@ -19,41 +19,13 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use support::{Flags, TempDir, clock_ticks, start_daemon};
+use support::{Flags, TempDir, cpu_measured, start_daemon};
 
 /// Seed of the deals (the other benches use the same one).
 const SEED: u64 = 2026;
-
-/// Runs `patience ARGS > out` under `sh`; its wall time and CPU seconds (user + system).
-fn measured(args: &[&str], out: &Path) -> (Duration, f64) {
-    let script = r#"out=$1; shift; "$@" > "$out"; s=$?; cat /proc/$$/stat >&2; exit $s"#;
-    let start = Instant::now();
-    let run = Command::new("sh")
-        .args(["-c", script, "sh"])
-        .arg(out)
-        .arg(env!("CARGO_BIN_EXE_patience"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sh");
-    let wall = start.elapsed();
-    assert!(
-        matches!(run.status.code(), Some(0 | 1)),
-        "patience {args:?}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    let stat = stderr.lines().last().expect("sh's stat");
-    // After the command name in parentheses: fields 3 on; cutime and cstime are fields 16 and 17.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields[13].parse::<f64>().unwrap() + fields[14].parse::<f64>().unwrap();
-    (wall, ticks / clock_ticks())
-}
 
 /// The end of a part's range, from its completion record: the input bytes its shard read.
 fn bytes_read(part: &Path) -> u64 {
@@ -88,7 +60,7 @@ fn main() {
     println!("{deals} deals, {size} bytes, `patience solve --workers 1`:");
 
     let whole_out = dir.join("whole.out");
-    let (wall, cpu) = measured(&["solve", "--workers", "1", &input], &whole_out);
+    let (wall, cpu) = cpu_measured(&["solve", "--workers", "1", &input], &[], &whole_out);
     let whole = std::fs::read(&whole_out).expect("the whole run's output");
     println!(
         "  one run:   CPU {cpu:6.2} s, wall {:6.2} s",
@@ -111,7 +83,7 @@ fn main() {
                 &part_name,
                 &input,
             ];
-            let (wall, cpu) = measured(&args, &dir.join("stdout"));
+            let (wall, cpu) = cpu_measured(&args, &[], &dir.join("stdout"));
             cpu_sum += cpu;
             slowest = slowest.max(wall);
             read.push(bytes_read(&part));
@@ -136,7 +108,7 @@ fn main() {
 
     let daemon = start_daemon(1);
     println!("`patience client` through one local `patience serve --workers 1`:");
-    let (_, cpu) = measured(&["client", "--addr", &daemon.addr, &input], &whole_out);
+    let (_, cpu) = cpu_measured(&["client", "--addr", &daemon.addr, &input], &[], &whole_out);
     assert!(
         std::fs::read(&whole_out).expect("output") == whole,
         "the client differs from solve"
@@ -150,8 +122,9 @@ fn main() {
     for k in 0..8 {
         let shard = format!("{k}/8");
         let out = dir.join("client.out");
-        let (_, cpu) = measured(
+        let (_, cpu) = cpu_measured(
             &["client", "--addr", &daemon.addr, "--shard", &shard, &input],
+            &[],
             &out,
         );
         cpu_sum += cpu;

@@ -19,44 +19,12 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use support::{Flags, S3Server, TempDir, clock_ticks, median, run_measured};
+use support::{Flags, S3Server, TempDir, cpu_measured, median, run_measured};
 
 /// Seed of the deals (the other benches use the same one).
 const SEED: u64 = 2026;
-
-/// Runs `patience ARGS > out` under `sh`, with `env` set; its wall time and CPU seconds (user +
-/// system), read from the `sh` that waited for it (`/proc/$$/stat`'s cutime and cstime).
-fn measured(args: &[&str], env: &[(&str, &str)], out: &Path) -> (Duration, f64) {
-    let script = r#"out=$1; shift; "$@" > "$out"; s=$?; cat /proc/$$/stat >&2; exit $s"#;
-    let start = Instant::now();
-    let run = Command::new("sh")
-        .args(["-c", script, "sh"])
-        .arg(out)
-        .arg(env!("CARGO_BIN_EXE_patience"))
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sh");
-    let wall = start.elapsed();
-    assert!(
-        matches!(run.status.code(), Some(0 | 1)),
-        "patience {args:?}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    let stat = stderr.lines().last().expect("sh's stat");
-    // After the command name in parentheses: fields 3 on; cutime and cstime are fields 16 and 17.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields[13].parse::<f64>().unwrap() + fields[14].parse::<f64>().unwrap();
-    (wall, ticks / clock_ticks())
-}
 
 /// `count` deals from `patience gen --seed SEED`.
 fn generate(count: usize) -> Vec<u8> {
@@ -153,7 +121,7 @@ fn main() {
             } else {
                 dir.join("other.out")
             };
-            let (wall, cpu) = measured(&["solve", "--workers", "2", input], &env, &out);
+            let (wall, cpu) = cpu_measured(&["solve", "--workers", "2", input], &env, &out);
             if round > 0 || i > 0 {
                 assert!(
                     std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(),

@@ -434,49 +434,42 @@ fn storage_troubles_are_said_in_words_with_status_2() {
     );
     assert!(s3.get("deals", "a.txt").unwrap() == text("random1000.out6").as_bytes());
     // An endpoint that does not answer: retried with backoff for --storage-retry-timeout, then
-    // given up on in words.
+    // given up on in words, with status 2; how long it took.
+    let gives_up = |endpoint: std::net::SocketAddr, flags: &[&str]| {
+        let started = std::time::Instant::now();
+        let mut args = vec!["solve"];
+        args.extend_from_slice(flags);
+        args.push("s3://deals/x.in");
+        let out = s3
+            .env(patience().args(&args))
+            .env("AWS_ENDPOINT_URL", format!("http://{endpoint}"))
+            .output();
+        assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
+        assert!(
+            out.stderr_str().contains("the store did not answer"),
+            "{}",
+            out.stderr_str()
+        );
+        started.elapsed()
+    };
+    // Nothing listening.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
-    let started = std::time::Instant::now();
-    let out = s3
-        .env(patience().args(&["solve", "--storage-retry-timeout", "2s", "s3://deals/x.in"]))
-        .env("AWS_ENDPOINT_URL", format!("http://{closed}"))
-        .output();
-    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
-    assert!(
-        out.stderr_str().contains("the store did not answer"),
-        "{}",
-        out.stderr_str()
-    );
-    assert!(started.elapsed() < HANG_LIMIT, "gave up within its bound");
+    let took = gives_up(closed, &["--storage-retry-timeout", "2s"]);
+    assert!(took < HANG_LIMIT, "gave up within its bound");
     // An endpoint that takes the connection and never answers: each read fails after
     // --storage-stall-timeout (1 s here, 30 s by default, so a run that ignored the flag would
     // still be waiting at 20 s) and is retried until --storage-retry-timeout.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let started = std::time::Instant::now();
-    let out = s3
-        .env(patience().args(&[
-            "solve",
-            "--storage-stall-timeout",
-            "1s",
-            "--storage-retry-timeout",
-            "3s",
-            "s3://deals/x.in",
-        ]))
-        .env(
-            "AWS_ENDPOINT_URL",
-            format!("http://{}", silent.local_addr().unwrap()),
-        )
-        .output();
-    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
-    assert!(
-        out.stderr_str().contains("the store did not answer"),
-        "{}",
-        out.stderr_str()
-    );
-    let took = started.elapsed();
+    let flags = [
+        "--storage-stall-timeout",
+        "1s",
+        "--storage-retry-timeout",
+        "3s",
+    ];
+    let took = gives_up(silent.local_addr().unwrap(), &flags);
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
     drop(silent);
 }

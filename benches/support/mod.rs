@@ -6,7 +6,7 @@
     reason = "each bench uses a different part, of this module and of what it re-exports"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,6 +118,36 @@ pub fn run_measured(cmd: &mut Command) -> (Duration, u64, Vec<u8>) {
     let output = std::fs::read(&out_path).expect("read output");
     let _ = std::fs::remove_file(&out_path);
     (elapsed, peak, output)
+}
+
+/// Runs `patience ARGS > out` under `sh`, with `env` set; its wall time and CPU seconds (user +
+/// system), read from the `sh` that waited for it (`/proc/$$/stat`'s cutime and cstime).
+pub fn cpu_measured(args: &[&str], env: &[(&str, &str)], out: &Path) -> (Duration, f64) {
+    let script = r#"out=$1; shift; "$@" > "$out"; s=$?; cat /proc/$$/stat >&2; exit $s"#;
+    let start = Instant::now();
+    let run = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(out)
+        .arg(env!("CARGO_BIN_EXE_patience"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh");
+    let wall = start.elapsed();
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "patience {args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stat = stderr.lines().last().expect("sh's stat");
+    // After the command name in parentheses: fields 3 on; cutime and cstime are fields 16 and 17.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("a stat line") + 2..]
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[13].parse::<f64>().unwrap() + fields[14].parse::<f64>().unwrap();
+    (wall, ticks / clock_ticks())
 }
 
 /// The median (upper middle) of some figures.
