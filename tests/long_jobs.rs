@@ -770,14 +770,7 @@ fn the_kubernetes_job_resumes_where_its_pod_stopped() {
         .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
         .replace("/data/", &format!("{}/", dir.path().display()));
     assert!(!script.contains("/data/"), "{script}");
-    let bin = Path::new(crate::common::exe())
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(
-        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )
-    .unwrap();
+    let path = crate::common::path_with_exe();
     let pod = || {
         let out = std::process::Command::new("sh")
             .args(["-c", &script])

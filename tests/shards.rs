@@ -495,14 +495,7 @@ fn the_indexed_job_runs_as_its_pods_would_and_its_merge_joins_them() {
             .replace("/data/", &format!("{}/", dir.path().display()))
     };
     let (shard_script, merge_script) = (volume(&shard_script), volume(&merge_script));
-    let bin = Path::new(crate::common::exe())
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(
-        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )
-    .unwrap();
+    let path = crate::common::path_with_exe();
     let sh = |script: &str, index: Option<usize>| {
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", script])

@@ -591,14 +591,7 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
             .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
             .replace("/data/", &format!("{}/", dir.path().display()))
     };
-    let bin = Path::new(crate::common::exe())
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(
-        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )
-    .unwrap();
+    let path = crate::common::path_with_exe();
     let sh = |script: &str, index: Option<usize>| {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", &volume(script)])

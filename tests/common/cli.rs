@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::daemon::{exe, without_patience_env};
+use super::daemon::{exe, path_with_exe, without_patience_env};
 
 /// How long a process may take to exit where the test only guards against a hang (it says nothing
 /// about speed).
@@ -553,13 +553,7 @@ impl DocExamples {
             examples.len() >= at_least,
             "{doc}, {heading:?}: {at_least} examples wanted, found {examples:?}"
         );
-        let bin = std::path::Path::new(exe())
-            .parent()
-            .expect("the binary's directory");
-        let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-        ))
-        .expect("a PATH");
+        let path = path_with_exe();
         for (shown, expected) in examples {
             let command = rewrites.iter().fold(shown.clone(), |command, (from, to)| {
                 command.replace(from, to)

@@ -40,6 +40,17 @@ pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_patience")
 }
 
+/// `PATH` with the directory of the binary under test first: for scripts (the README's
+/// examples, the Kubernetes pods' commands) that call `patience` by name.
+pub fn path_with_exe() -> std::ffi::OsString {
+    let bin = std::path::Path::new(exe())
+        .parent()
+        .expect("the binary's directory")
+        .to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).expect("a PATH")
+}
+
 /// Removes every `PATIENCE_*` variable of the caller's environment from `cmd`: only what the test
 /// sets reaches the process.
 pub fn without_patience_env(cmd: &mut Command) -> &mut Command {
