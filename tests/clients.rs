@@ -425,12 +425,15 @@ fn each_client_exits_2_with_one_line_when_the_run_fails() {
         let dead = client.run(&["--addr", DEAD, &sample]);
         one_line(client, &dead, "UNAVAILABLE");
 
-        // A deadline for the whole run, here one that has passed as the run starts.
+        // A deadline for the whole run, here one that has passed as the run starts; with the
+        // right token, so the deadline is the only thing wrong.
         let late = client.run(&[
             "--addr",
             &https,
             "--tls-ca",
             &ca_pem,
+            "--auth-token-file",
+            &token,
             "--deadline",
             "0",
             &sample,

@@ -302,6 +302,11 @@ async function* solveFile(files, addrs = DEFAULT_ADDR, options = {}) {
       if (outbox.done()) break;
       const addr = addrs[turn % addrs.length];
       if (!clients.has(addr)) clients.set(addr, channelFor(addr, channelOptions));
+      if (deadlineAt !== null && Date.now() >= deadlineAt) {
+        // No call is started once the run's time is up: a call with no time left races its own
+        // deadline against whatever the daemon answers first.
+        throw new RpcFailure(addr, grpc.status.DEADLINE_EXCEEDED, "the run's deadline passed before a call could start");
+      }
       const metadata = new grpc.Metadata();
       if (token !== null) metadata.set('authorization', `Bearer ${token}`);
       const call = clients.get(addr).SolveStream(metadata, deadlineAt === null ? {} : { deadline: deadlineAt });

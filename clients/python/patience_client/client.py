@@ -264,7 +264,12 @@ def solve_file(
             if addr not in channels:
                 channels[addr] = _channel(addr, tls_ca, tls_cert, tls_key, gzip)
             stub = patience_pb2_grpc.SolverStub(channels[addr])
-            timeout = None if deadline_at is None else max(0.0, deadline_at - time.monotonic())
+            timeout = None if deadline_at is None else deadline_at - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                # No call is started once the run's time is up: a call with no time left races
+                # its own deadline against whatever the daemon answers first.
+                raise RpcFailure(addr, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 "the run's deadline passed before a call could start")
             start = outbox.answered
             received = 0
             try:
