@@ -635,7 +635,7 @@ fn main() {
             mode.wire(n)
         );
     }
-    judged(&deals, o.runs, &solve, &modes, n);
+    judged(&deals, o.runs, o.workers, &solve, &modes, n);
     match http_difference {
         None => println!(
             "HTTP /v1/solve output byte-identical to patience solve: yes ({http_identical} of {} runs)",
@@ -778,30 +778,58 @@ fn main() {
 /// per deal against the engine's alone (`SolveStream` with 256 deals per message, and plain HTTP;
 /// target 1.05x or less), the binary client's CPU per deal as a share of what the daemon spends
 /// solving the same deals (target 0.05 or less), and the client's rate as a share of in-process
-/// `solve` (target 0.92 or more). The engine's figure is one solver in this process on the same
-/// deals, the median of the runs.
-fn judged(deals: &[Deal], runs: usize, solve: &Mode, modes: &[Mode], n: usize) {
-    let mut solver = Solver::new();
-    let engine = median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                for d in deals {
-                    std::hint::black_box(solver.solve(d));
-                }
-                1e6 * start.elapsed().as_secs_f64() / deals.len() as f64
-            })
-            .collect(),
+/// `solve` (target 0.92 or more). The engine's figures are solvers in this process on the same
+/// deals, medians of the runs: on one thread, and on as many threads as the daemon has workers
+/// (each thread its own solver and half the deals), which is the like-for-like one, as `solve`
+/// is judged in the engine bench: two busy cores of this VM each solve slower than one alone
+/// (the engine bench's 2-thread rate is ~1.8x, not 2x), and a daemon with two workers pays that
+/// whatever is around its engine.
+fn judged(deals: &[Deal], runs: usize, workers: usize, solve: &Mode, modes: &[Mode], n: usize) {
+    let engine_on = |threads: usize| {
+        median(
+            (0..runs)
+                .map(|_| {
+                    // Each thread's busy time, added up: the CPU the engine spent on the deals.
+                    let busy: f64 = std::thread::scope(|scope| {
+                        let shares: Vec<_> = deals
+                            .chunks(deals.len().div_ceil(threads))
+                            .map(|share| {
+                                scope.spawn(move || {
+                                    let mut solver = Solver::new();
+                                    let start = Instant::now();
+                                    for d in share {
+                                        std::hint::black_box(solver.solve(d));
+                                    }
+                                    start.elapsed().as_secs_f64()
+                                })
+                            })
+                            .collect();
+                        shares
+                            .into_iter()
+                            .map(|t| t.join().expect("an engine thread"))
+                            .sum()
+                    });
+                    1e6 * busy / deals.len() as f64
+                })
+                .collect(),
+        )
+    };
+    let engine = engine_on(1);
+    let engine_w = engine_on(workers);
+    println!(
+        "engine alone, same deals: {engine:.2} us/deal on one thread, {engine_w:.2} on {workers} \
+         threads (medians of {runs})"
     );
     let find = |prefix: &str| modes.iter().find(|m| m.name.starts_with(prefix));
-    println!("engine alone, one thread, same deals: {engine:.2} us/deal (median of {runs})");
     let stream = format!("tonic SolveStream, {BATCH} deals/message");
     let by = [modes.iter().find(|m| m.name == stream), find("HTTP POST")];
     for m in by.into_iter().flatten() {
         let daemon = m.cpu_us_per_deal(m.daemon_cpu, n);
         println!(
-            "  daemon CPU per deal, {}: {daemon:.2} us = {:.3}x the engine's (target: 1.05x or less)",
+            "  daemon CPU per deal, {}: {daemon:.2} us = {:.3}x the engine's on {workers} threads \
+             ({:.3}x on one) (target: 1.05x or less)",
             m.name,
+            daemon / engine_w,
             daemon / engine
         );
     }
