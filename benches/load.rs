@@ -161,6 +161,7 @@ fn messages(deals: &[Deal]) -> Vec<SolveRequest> {
                     cards: d.to_string(),
                 })
                 .collect(),
+            ..Default::default()
         })
         .collect()
 }
@@ -624,6 +625,7 @@ fn silent_flood() {
                 id: String::new(),
                 cards: deal.to_string(),
             }],
+            ..Default::default()
         };
         let answered = tokio::time::timeout(Duration::from_secs(30), async {
             connect(&url).await.solve(request).await

@@ -252,6 +252,7 @@ fn messages(cards: &[String], per_message: usize) -> Vec<SolveRequest> {
                     cards: c.clone(),
                 })
                 .collect(),
+            ..Default::default()
         })
         .collect()
 }
@@ -683,6 +684,7 @@ fn main() {
             id: String::new(),
             cards,
         }],
+        ..Default::default()
     };
     let valid: Vec<SolveRequest> = latency_deals.iter().map(|d| one(d.to_string())).collect();
     let short: Vec<SolveRequest> = latency_deals

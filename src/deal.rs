@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 mod card;
 pub mod frame;
+mod packed;
 pub mod reader;
 pub use card::{Card, Rank, Suit};
 pub use reader::{BadDeal, DealFileError, DealReader};
@@ -62,6 +63,9 @@ pub enum DealError {
     /// A deal that does not hold 36 cards in all.
     #[error("the deal has {found} {}; a deal has 36 (9 piles of 4)", cards(*found))]
     CardCount { found: usize },
+    /// A byte of a packed deal (the wire's `packed_deals`) that is no card's.
+    #[error("{place}: byte {byte} is not a card (a packed card is rank * 4 + suit, 0 to 35)")]
+    NotACardByte { place: Place, byte: u8 },
     /// A card that appears twice: a deal is one 36-card deck, and a position is what is left of
     /// one.
     #[error("{card} appears twice, at {first} and at {second}; {form}")]
@@ -108,7 +112,9 @@ impl DealError {
     /// The error's kind: a wrong pile size is a card-count problem.
     pub fn kind(&self) -> DealErrorKind {
         match self {
-            DealError::BadCard { .. } | DealError::StraySlash { .. } => DealErrorKind::BadCard,
+            DealError::BadCard { .. }
+            | DealError::StraySlash { .. }
+            | DealError::NotACardByte { .. } => DealErrorKind::BadCard,
             DealError::PileSize { .. }
             | DealError::CardCount { .. }
             | DealError::PileCount { .. }

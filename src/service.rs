@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::Stream;
+use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
@@ -78,6 +79,7 @@ use crate::proto::{
     SolveRpsStreamResponse,
 };
 use crate::reason::Reason;
+use crate::wire;
 
 /// The gRPC service. Cheap to clone: everything is shared. Calls reach it through the server's
 /// call layer, which checks the token and has [`Admission`] decide whether they may open at all.
@@ -121,9 +123,13 @@ impl SolverService {
             .cloned()
             .unwrap_or_else(tracing::Span::current);
         let inbound = Box::pin(request.into_inner());
-        Ok(Response::new(
-            self.stream::<G>(inbound, peer, deadline, span),
-        ))
+        let mut response = Response::new(self.stream::<G>(inbound, peer, deadline, span));
+        if let Some(features) = G::FEATURES {
+            response
+                .metadata_mut()
+                .insert(wire::FEATURES_HEADER, MetadataValue::from_static(features));
+        }
+        Ok(response)
     }
 
     /// A streaming call of game `G` on any stream of requests: its task runs until the call

@@ -12,6 +12,13 @@ use crate::deal::{Deal, DealError, DealErrorKind, Rank};
 use crate::proto;
 use crate::solver::{Analysis, Fraction, FractionError, Move, MoveOdds, Options};
 
+/// The response header of a stream that tells what its requests may carry beyond the first
+/// version of the API, comma-separated; an older server sends none and ignores those fields.
+pub const FEATURES_HEADER: &str = "patience-features";
+
+/// In [`FEATURES_HEADER`]: the server reads `SolveRequest.packed_deals`.
+pub const PACKED_DEALS: &str = "packed-deals";
+
 /// A deal (or position) as its cards' text, which the service reads back with the same parser.
 impl From<&Deal> for proto::Deal {
     fn from(deal: &Deal) -> proto::Deal {

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, Scratch, TestServer, corpus, run, wire};
+use common::{Daemon, Scratch, Sniffer, TestServer, corpus, data, run, text, wire};
 use patience::auth::AddBearer;
 use patience::client::discovery::Resolving;
 use patience::client::{
@@ -17,10 +17,11 @@ use patience::client::{
 };
 use patience::deal::Deal;
 use patience::proto::solver_server::{Solver, SolverServer};
-use patience::proto::{SolveRequest, SolveResponse};
+use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use patience::solver::Solver as Engine;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 /// A stand-in daemon that accepts every call, reads every request, keeps its connection alive,
@@ -52,6 +53,103 @@ fn start_hung() -> SocketAddr {
         std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
         tonic::transport::Server::builder().add_service(SolverServer::new(Hung)),
     )
+}
+
+/// A stand-in for a daemon of the API's first version: it reads only `SolveRequest.deals`
+/// (ignoring `packed_deals`, as a server built before that field does), answers each deal with
+/// the engine, and announces no feature in its response headers.
+struct Older;
+
+#[tonic::async_trait]
+impl Solver for Older {
+    type SolveStreamStream = Responses;
+
+    async fn solve_stream(
+        &self,
+        request: Request<Streaming<SolveRequest>>,
+    ) -> Result<Response<Responses>, Status> {
+        let mut inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut engine = Engine::new();
+            let mut index = 0;
+            while let Ok(Some(request)) = inbound.message().await {
+                let results = request
+                    .deals
+                    .iter()
+                    .map(|deal| {
+                        let parsed = Deal::parse(&deal.cards).expect("a valid deal");
+                        index += 1;
+                        proto::Result {
+                            index: index - 1,
+                            id: deal.id.clone(),
+                            outcome: Some(Outcome::Probability(engine.solve(&parsed).probability)),
+                            analysis: None,
+                        }
+                    })
+                    .collect();
+                if tx.send(Ok(SolveResponse { results })).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn solve(&self, _: Request<SolveRequest>) -> Result<Response<SolveResponse>, Status> {
+        Err(Status::unimplemented("not in this stand-in"))
+    }
+}
+
+/// `patience client` sends full deals packed (36 bytes each) to a daemon that announces it reads
+/// them, and as text to one that does not (a daemon of the API's first version, which would
+/// answer none of them): on the wire a third of the bytes, and the judge's answers either way.
+#[test]
+fn deals_go_packed_only_to_daemons_that_read_them() {
+    let expected = text("random1000.out6");
+    let random = data("random1000.in");
+    let daemon = Daemon::start(&["--workers", "2"]);
+    let sniffer = Sniffer::start(daemon.socket);
+    let out = run(&[
+        "client",
+        "--addr",
+        &format!("http://{}", sniffer.addr),
+        &random,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout == expected.as_bytes(),
+        "output differs from random1000.out6"
+    );
+    let packed = sniffer.counts().requests.bytes;
+    // 36 bytes a deal, beside each request's few bytes of framing.
+    assert!(
+        (36_000..37_000).contains(&packed),
+        "{packed} request bytes for 1,000 deals"
+    );
+
+    let older = common::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        tonic::transport::Server::builder().add_service(SolverServer::new(Older)),
+    );
+    let sniffer = Sniffer::start(older);
+    let out = run(&[
+        "client",
+        "--addr",
+        &format!("http://{}", sniffer.addr),
+        &random,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout == expected.as_bytes(),
+        "output differs from random1000.out6"
+    );
+    // The text form: 107 bytes of cards a deal, and each deal's own message header.
+    let plain = sniffer.counts().requests.bytes;
+    assert!(
+        plain > 100_000,
+        "{plain} request bytes for 1,000 deals as text"
+    );
 }
 
 /// A stand-in daemon that never answers, beside a real one: the client hedges the stand-in's
@@ -200,6 +298,7 @@ async fn submit_random(
     let request = SolveRequest {
         deals: deals.iter().map(|d| wire(d, "")).collect(),
         analysis: None,
+        ..Default::default()
     };
     let (reply, answer) = oneshot::channel();
     submit.send(Chunk { request, reply }).await.unwrap();
@@ -266,6 +365,7 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
         let request = SolveRequest {
             deals: chunk.iter().map(|d| wire(d, "")).collect(),
             analysis: None,
+            ..Default::default()
         };
         let (reply, answer) = oneshot::channel();
         submit.send(Chunk { request, reply }).await.unwrap();

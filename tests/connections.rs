@@ -61,6 +61,7 @@ fn sample() -> (SolveRequest, f64) {
     let request = SolveRequest {
         deals: vec![wire(&deals[0], "sample")],
         analysis: None,
+        ..Default::default()
     };
     (request, expected[0])
 }

@@ -40,6 +40,7 @@ async fn random1000_comes_back_in_order_and_correct_for_any_workers_and_batching
                         .enumerate()
                         .map(|(i, d)| wire(d, format!("deal-{}", c * batch + i)))
                         .collect(),
+                    ..Default::default()
                 })
                 .collect();
             let responses = stream_all(&mut client, requests).await.unwrap();
@@ -60,6 +61,111 @@ async fn random1000_comes_back_in_order_and_correct_for_any_workers_and_batching
         }
         server.stop().await;
     }
+}
+
+/// A deal packed as `SolveRequest.packed_deals` documents it, worked from the text here rather
+/// than by the crate's packer: rank (6 7 8 9 T J Q K A) * 4 + suit (S C D H), card by card.
+fn packed_by_hand(deal: &patience::deal::Deal) -> Vec<u8> {
+    let text = wire(deal, "").cards;
+    let bytes: Vec<u8> = text
+        .split(' ')
+        .map(|card| {
+            let card = card.as_bytes();
+            let rank = b"6789TJQKA".iter().position(|&r| r == card[0]).unwrap();
+            let suit = b"SCDH".iter().position(|&s| s == card[1]).unwrap();
+            (rank * 4 + suit) as u8
+        })
+        .collect();
+    assert_eq!(bytes.len(), 36);
+    bytes
+}
+
+/// Packed deals are answered as their text would be, after the text deals of their request, the
+/// indices following on across the stream; a bad packed deal (a byte that is no card, a card
+/// twice, bytes left over) is that deal's error only; the stream's response headers say the
+/// server reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_deals_are_answered_as_their_text_and_announced() {
+    let (deals, expected) = corpus("random1000");
+    let server = TestServer::start(2, config()).await;
+    let mut client = server.client().await;
+    // Chunks of 100: the first 10 deals of each as text with ids, the other 90 packed.
+    let requests: Vec<SolveRequest> = deals
+        .chunks(100)
+        .enumerate()
+        .map(|(c, chunk)| SolveRequest {
+            deals: chunk[..10]
+                .iter()
+                .enumerate()
+                .map(|(i, d)| wire(d, format!("deal-{}", c * 100 + i)))
+                .collect(),
+            packed_deals: chunk[10..].iter().flat_map(packed_by_hand).collect(),
+            ..Default::default()
+        })
+        .collect();
+    let (tx, rx) = mpsc::channel(requests.len());
+    for r in requests {
+        tx.send(r).await.unwrap();
+    }
+    drop(tx);
+    let response = client.solve_stream(ReceiverStream::new(rx)).await.unwrap();
+    let features = response.metadata().get("patience-features");
+    assert_eq!(features.and_then(|v| v.to_str().ok()), Some("packed-deals"));
+    let mut inbound = response.into_inner();
+    let mut results = Vec::new();
+    while let Some(r) = inbound.message().await.unwrap() {
+        results.extend(r.results);
+    }
+    assert_eq!(results.len(), deals.len());
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r.index, i as u64);
+        let id = if i % 100 < 10 {
+            format!("deal-{i}")
+        } else {
+            String::new()
+        };
+        assert_eq!(r.id, id);
+        let p = probability(r);
+        assert!(
+            (p - expected[i]).abs() <= TOLERANCE,
+            "deal {i}: {p} vs {}",
+            expected[i]
+        );
+    }
+
+    let good = packed_by_hand(&deals[0]);
+    let mut not_a_card = good.clone();
+    not_a_card[2] = 36;
+    let mut twice = good.clone();
+    twice[35] = twice[0];
+    let bad = SolveRequest {
+        deals: vec![wire(&deals[1], "text")],
+        packed_deals: [&good[..], &not_a_card, &twice, &good, &good[..20]].concat(),
+        ..Default::default()
+    };
+    let responses = stream_all(&mut client, vec![bad]).await.unwrap();
+    let outcomes: Vec<_> = responses[0].results.iter().map(|r| &r.outcome).collect();
+    assert_eq!(outcomes.len(), 6);
+    let code = |o: &Option<Outcome>| match o {
+        Some(Outcome::Error(e)) => Some((ErrorCode::try_from(e.code).unwrap(), e.message.clone())),
+        _ => None,
+    };
+    assert!((probability(&responses[0].results[0]) - expected[1]).abs() <= TOLERANCE);
+    assert!((probability(&responses[0].results[1]) - expected[0]).abs() <= TOLERANCE);
+    assert!((probability(&responses[0].results[4]) - expected[0]).abs() <= TOLERANCE);
+    let (c, m) = code(outcomes[2]).unwrap();
+    assert_eq!(c, ErrorCode::BadCard);
+    assert!(
+        m.contains("pile 1, position 3") && m.contains("byte 36"),
+        "{m}"
+    );
+    let (c, m) = code(outcomes[3]).unwrap();
+    assert_eq!(c, ErrorCode::DuplicateCard);
+    assert!(m.contains("pile 9, position 4"), "{m}");
+    let (c, m) = code(outcomes[5]).unwrap();
+    assert_eq!(c, ErrorCode::CardCount);
+    assert!(m.contains("20 cards"), "{m}");
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,6 +196,7 @@ async fn bad_deals_get_their_error_codes_and_the_rest_are_answered() {
             text("ÄS \u{0} \u{1b}[31m"),
             good(3),
         ],
+        ..Default::default()
     };
     let want = [
         None,
@@ -154,6 +261,7 @@ async fn unary_solve_answers_a_request() {
     let request = SolveRequest {
         analysis: None,
         deals: deals[..50].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     let response = client.solve(request).await.unwrap().into_inner();
     assert_eq!(response.results.len(), 50);
@@ -182,6 +290,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     let eleven = SolveRequest {
         analysis: None,
         deals: deals[..11].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     let status = client.solve(eleven.clone()).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
@@ -198,6 +307,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
     let ok = SolveRequest {
         analysis: None,
         deals: deals[..3].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     let outbound = tokio_stream::iter(vec![ok.clone(), eleven, ok]);
     let mut inbound = client.solve_stream(outbound).await.unwrap().into_inner();
@@ -214,6 +324,7 @@ async fn requests_over_a_limit_get_the_status_users_expect() {
             id: String::new(),
             cards: "AS ".repeat(5000),
         }],
+        ..Default::default()
     };
     let status = client.solve(huge.clone()).await.unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted);
@@ -397,6 +508,7 @@ async fn next_stream_gets_the_whole_pool(server: &TestServer) {
     let request = SolveRequest {
         analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     let before = server.pool.stats().done();
     let responses = stream_all(&mut client, vec![request]).await.unwrap();
@@ -413,6 +525,7 @@ fn big_request() -> SolveRequest {
     SolveRequest {
         analysis: None,
         deals: deals[..500].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     }
 }
 
@@ -501,6 +614,7 @@ async fn a_client_that_does_not_read_stops_the_server_solving_for_it() {
                 deals: (i..i + per_message)
                     .map(|j| wire(&deals[j % deals.len()], ""))
                     .collect(),
+                ..Default::default()
             };
             if tx.send(req).await.is_err() {
                 break;
@@ -601,6 +715,7 @@ async fn a_unary_call_past_its_deadline_is_dropped() {
         deals: (0..10_000)
             .map(|i| wire(&deals[i % deals.len()], ""))
             .collect(),
+        ..Default::default()
     });
     // 30 ms: some 10 of its 40 jobs on one worker, even on a fast machine.
     request.set_timeout(Duration::from_millis(30));
@@ -648,16 +763,19 @@ async fn analysis_is_answered_only_when_asked_and_positions_work() {
                 text("two-thirds", "7S 6S / 6C 6H / 7C 6D / / / / / /"),
                 text("too-high", "6S 6C 6D 6H 7S / / / / / / / /"),
             ],
+            ..Default::default()
         },
         // The same deal, nothing asked: exactly the plain answer.
         SolveRequest {
             analysis: None,
             deals: vec![wire(&deals[1], "plain")],
+            ..Default::default()
         },
         // An empty options message asks for winnable and states only.
         SolveRequest {
             analysis: Some(proto::AnalysisOptions::default()),
             deals: vec![wire(&deals[0], "basic")],
+            ..Default::default()
         },
     ];
     let responses = stream_all(&mut client, requests).await.unwrap();

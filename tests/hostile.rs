@@ -68,6 +68,7 @@ async fn a_panicking_worker_costs_one_internal_result_and_the_pool_stays_whole()
     let mut request = SolveRequest {
         analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     request.deals[40].id = "boom".into();
     request.deals[77].id = "boom".into();
@@ -194,6 +195,7 @@ async fn a_million_empty_deals_is_refused_by_the_per_request_limit() {
     let request = SolveRequest {
         analysis: None,
         deals: vec![proto::Deal::default(); 1_000_000],
+        ..Default::default()
     };
     let status = client.solve(request.clone()).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
@@ -210,6 +212,7 @@ async fn a_million_empty_deals_is_refused_by_the_per_request_limit() {
         .solve(SolveRequest {
             analysis: None,
             deals: vec![wire(&deals[0], "")],
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -298,6 +301,7 @@ async fn garbage_bytes_and_silent_connections_do_not_hurt_anyone_else() {
     let request = SolveRequest {
         analysis: None,
         deals: deals[..50].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     let response = tokio::time::timeout(Duration::from_secs(10), client.solve(request))
         .await
@@ -332,6 +336,7 @@ async fn sixty_four_concurrent_streams_each_get_every_result_in_order() {
                     .iter()
                     .map(|&i| wire(&deals[i], i.to_string()))
                     .collect(),
+                ..Default::default()
             })
             .collect();
         streams.push(tokio::spawn(async move {

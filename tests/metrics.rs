@@ -54,6 +54,7 @@ async fn counters_gauges_and_histograms_follow_a_stream() {
     let mut request = SolveRequest {
         analysis: None,
         deals: deals[..100].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     request.deals.push(proto::Deal {
         id: String::new(),
@@ -252,6 +253,7 @@ async fn every_call_counts_in_the_grpc_series_whoever_answers_it() {
     let few = |n: usize| SolveRequest {
         analysis: None,
         deals: deals[..n].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
 
     // Solve: OK; refused by the token check (its message never read); failed by the service

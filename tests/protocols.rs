@@ -335,6 +335,7 @@ async fn grpc_web_unary_and_server_streaming_binary_and_text() {
     let many = SolveRequest {
         analysis: None,
         deals: deals[..300].iter().map(|d| wire(d, "")).collect(),
+        ..Default::default()
     };
     use base64::Engine as _;
     let text = base64::engine::general_purpose::STANDARD.encode(frame(&many));

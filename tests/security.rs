@@ -47,6 +47,7 @@ async fn one_solve(channel: Channel) -> Result<f64, tonic::Status> {
         .solve(SolveRequest {
             analysis: None,
             deals: vec![wire(&deals[0], "")],
+            ..Default::default()
         })
         .await?;
     Ok(probability(&response.into_inner().results[0]))
@@ -131,6 +132,7 @@ async fn a_bearer_token_is_required_for_solving_but_not_for_health() {
     let request = || SolveRequest {
         analysis: None,
         deals: vec![wire(&deals[0], "")],
+        ..Default::default()
     };
 
     for wrong in [

@@ -26,6 +26,7 @@ use crate::proto::{
 };
 use crate::rps::{Case, CaseReader};
 use crate::solver::Options;
+use crate::wire;
 
 /// A game the client can stream to daemons.
 pub trait Protocol: Send + Sync + 'static {
@@ -56,7 +57,11 @@ pub trait Protocol: Send + Sync + 'static {
         bearer: AddBearer,
         requests: ReceiverStream<Self::Request>,
         metadata: MetadataMap,
-    ) -> BoxFuture<'static, Result<Streaming<Self::Response>, Status>>;
+    ) -> BoxFuture<'static, Result<Opened<Self::Response>, Status>>;
+
+    /// A request as a daemon reads it that did not announce what [`Self::request`] may use (an
+    /// older one): the same items, in the first version's fields.
+    fn plain(request: Self::Request) -> Self::Request;
 
     /// A response checked against the chunk it answers (`sent` items) and the analysis the run
     /// asked for.
@@ -67,7 +72,27 @@ pub trait Protocol: Send + Sync + 'static {
     ) -> Result<Answers, Verdict>;
 }
 
-/// Double Patience deals, on `patience.v1.Solver/SolveStream`.
+/// A call a daemon took: its responses, and whether it reads requests as [`Protocol::request`]
+/// builds them (it announced their features in its response headers) or only as
+/// [`Protocol::plain`] makes them.
+#[derive(Debug)]
+pub struct Opened<R> {
+    pub responses: Streaming<R>,
+    pub current: bool,
+}
+
+/// Whether a call's response headers announce `feature` in `patience-features`.
+fn announces(metadata: &MetadataMap, feature: &str) -> bool {
+    metadata
+        .get_all(wire::FEATURES_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|f| f.trim() == feature)
+}
+
+/// Double Patience deals, on `patience.v1.Solver/SolveStream`. Full deals go packed
+/// (`packed_deals`, 36 bytes each) to daemons that read them, a chunk holding a position as text.
 #[derive(Debug)]
 pub struct DealProtocol;
 
@@ -79,14 +104,36 @@ impl Protocol for DealProtocol {
     const RPC: &'static str = "patience.v1.Solver/SolveStream";
 
     fn request(deals: &[Deal], analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
+        let mut packed_deals = Vec::with_capacity(deals.len() * Deal::PACKED);
+        if deals.iter().all(|deal| deal.pack_into(&mut packed_deals)) {
+            return SolveRequest {
+                deals: Vec::new(),
+                analysis,
+                packed_deals,
+            };
+        }
         SolveRequest {
             deals: deals.iter().map(proto::Deal::from).collect(),
             analysis,
+            packed_deals: Vec::new(),
         }
     }
 
     fn items(request: &SolveRequest) -> usize {
-        request.deals.len()
+        request.deals.len() + request.packed_deals.len().div_ceil(Deal::PACKED)
+    }
+
+    /// Packed deals unpacked into text ones; this client packs only whole deals it read, so
+    /// every one unpacks.
+    fn plain(mut request: SolveRequest) -> SolveRequest {
+        let packed = std::mem::take(&mut request.packed_deals);
+        request.deals.extend(
+            packed
+                .chunks(Deal::PACKED)
+                .filter_map(|bytes| Deal::from_packed(bytes).ok())
+                .map(|deal| proto::Deal::from(&deal)),
+        );
+        request
     }
 
     fn results(response: &SolveResponse) -> usize {
@@ -98,12 +145,17 @@ impl Protocol for DealProtocol {
         bearer: AddBearer,
         requests: ReceiverStream<SolveRequest>,
         metadata: MetadataMap,
-    ) -> BoxFuture<'static, Result<Streaming<SolveResponse>, Status>> {
+    ) -> BoxFuture<'static, Result<Opened<SolveResponse>, Status>> {
         Box::pin(async move {
             let mut client = SolverClient::with_interceptor(channel, bearer)
                 .max_decoding_message_size(usize::MAX);
             let request = Request::from_parts(metadata, Extensions::default(), requests);
-            Ok(client.solve_stream(request).await?.into_inner())
+            let response = client.solve_stream(request).await?;
+            let current = announces(response.metadata(), wire::PACKED_DEALS);
+            Ok(Opened {
+                responses: response.into_inner(),
+                current,
+            })
         })
     }
 
@@ -146,13 +198,21 @@ impl Protocol for RpsProtocol {
         bearer: AddBearer,
         requests: ReceiverStream<SolveRpsStreamRequest>,
         metadata: MetadataMap,
-    ) -> BoxFuture<'static, Result<Streaming<SolveRpsStreamResponse>, Status>> {
+    ) -> BoxFuture<'static, Result<Opened<SolveRpsStreamResponse>, Status>> {
         Box::pin(async move {
             let mut client = RpsServiceClient::with_interceptor(channel, bearer)
                 .max_decoding_message_size(usize::MAX);
             let request = Request::from_parts(metadata, Extensions::default(), requests);
-            Ok(client.solve_rps_stream(request).await?.into_inner())
+            Ok(Opened {
+                responses: client.solve_rps_stream(request).await?.into_inner(),
+                current: true,
+            })
         })
+    }
+
+    /// The cases' fields are the first version's.
+    fn plain(request: SolveRpsStreamRequest) -> SolveRpsStreamRequest {
+        request
     }
 
     fn check(

@@ -26,7 +26,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::answers::Answers;
 use super::dispatch::{FailureKind, LaneId, Seq};
-use super::game::{DealProtocol, Protocol};
+use super::game::{DealProtocol, Opened, Protocol};
 use super::status::{Verdict, causes, verdict, with_hint};
 use crate::auth::AddBearer;
 use crate::solver::Options;
@@ -95,6 +95,9 @@ struct Call<G: Protocol> {
     channel: Channel,
     requests: mpsc::Sender<G::Request>,
     responses: CallResponses<G>,
+    /// The daemon reads requests as this client builds them; else each goes as
+    /// [`Protocol::plain`] makes it.
+    current: bool,
 }
 
 /// The call a lane is sending on, and the request bytes it has taken.
@@ -102,6 +105,7 @@ struct Sending<R> {
     id: u64,
     requests: mpsc::Sender<R>,
     bytes: usize,
+    current: bool,
 }
 
 /// Bytes a request takes in a call's body: the message and its 5-byte gRPC frame header.
@@ -258,7 +262,7 @@ impl<G: Protocol> Lane<G> {
         let span = self.call_span();
         let mut metadata = MetadataMap::new();
         crate::trace::inject_metadata(&span, &mut metadata);
-        let responses = G::open(
+        let Opened { responses, current } = G::open(
             channel.clone(),
             self.bearer.clone(),
             ReceiverStream::new(receiver),
@@ -283,6 +287,7 @@ impl<G: Protocol> Lane<G> {
             channel,
             requests,
             responses,
+            current,
         })
     }
 
@@ -348,6 +353,7 @@ impl<G: Protocol> Lane<G> {
             id: 0,
             requests: call.requests,
             bytes: 0,
+            current: call.current,
         });
         let mut next_id = 1;
         let mut inbox_open = true;
@@ -384,6 +390,7 @@ impl<G: Protocol> Lane<G> {
                                 id: next_id,
                                 requests: call.requests,
                                 bytes: 0,
+                                current: call.current,
                             });
                             next_id += 1;
                         }
@@ -444,6 +451,11 @@ impl<G: Protocol> Lane<G> {
             .entry(s.id)
             .or_default()
             .push_back((seq, G::items(&request)));
+        let request = if s.current {
+            request
+        } else {
+            G::plain(request)
+        };
         s.bytes += framed_len(&request);
         match s.requests.try_send(request) {
             // Closed: the call has ended, and the response side says why.

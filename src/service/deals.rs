@@ -8,6 +8,7 @@ use crate::deal::Deal;
 use crate::pool::{Engines, PoolError};
 use crate::proto::{self, ErrorCode, SolveRequest, SolveResponse, result::Outcome};
 use crate::solver::Options;
+use crate::wire;
 
 /// The `patience.v1.Solver` service's game.
 #[derive(Debug)]
@@ -31,9 +32,12 @@ impl Game for Deals {
     const STREAM_RPC: &'static str = "SolveStream";
     const UNARY_RPC: &'static str = "Solve";
     const ITEMS: &'static str = "deals";
+    const FEATURES: Option<&'static str> = Some(wire::PACKED_DEALS);
 
+    /// Text deals, then packed ones; bytes left over after the last whole packed deal are one
+    /// more (bad) deal.
     fn items(request: &SolveRequest) -> usize {
-        request.deals.len()
+        request.deals.len() + request.packed_deals.len().div_ceil(Deal::PACKED)
     }
 
     fn results(response: &SolveResponse) -> usize {
@@ -54,13 +58,20 @@ impl Game for Deals {
         first_index: u64,
     ) -> Split<SolveResponse, Work> {
         let options = request.analysis.map(Options::from);
-        let mut results = Vec::with_capacity(request.deals.len());
+        let mut results = Vec::with_capacity(Self::items(&request));
         let mut valid = Vec::with_capacity(results.capacity());
         let mut errors = 0;
-        for (i, deal) in request.deals.into_iter().enumerate() {
-            let outcome = match Deal::parse(&deal.cards) {
+        let text = request.deals.into_iter().map(|deal| {
+            let panic = service.limits.panic_on_id.as_ref() == Some(&deal.id);
+            (Deal::parse(&deal.cards), deal.id, panic)
+        });
+        let packed = request
+            .packed_deals
+            .chunks(Deal::PACKED)
+            .map(|bytes| (Deal::from_packed(bytes), String::new(), false));
+        for (i, (parsed, id, panic)) in text.chain(packed).enumerate() {
+            let outcome = match parsed {
                 Ok(parsed) => {
-                    let panic = service.limits.panic_on_id.as_ref() == Some(&deal.id);
                     valid.push((i, (parsed, options, panic)));
                     None
                 }
@@ -73,7 +84,7 @@ impl Game for Deals {
             };
             results.push(proto::Result {
                 index: first_index + i as u64,
-                id: deal.id,
+                id,
                 outcome,
                 analysis: None,
             });

@@ -38,6 +38,10 @@ pub(super) trait Game: Send + Sync + 'static {
     const UNARY_RPC: &'static str;
     /// What the items are called in messages to clients: "deals", "cases".
     const ITEMS: &'static str;
+    /// What its requests may carry beyond the first version of the API, told in the
+    /// `patience-features` response header of a stream, so a client sends it only to a server
+    /// that reads it (an older one ignores the field): "packed-deals".
+    const FEATURES: Option<&'static str>;
 
     fn items(request: &Self::Request) -> usize;
     fn results(response: &Self::Response) -> usize;

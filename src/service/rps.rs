@@ -27,6 +27,7 @@ impl Game for Rps {
     const STREAM_RPC: &'static str = "SolveRpsStream";
     const UNARY_RPC: &'static str = "SolveRps";
     const ITEMS: &'static str = "cases";
+    const FEATURES: Option<&'static str> = None;
 
     fn items(request: &SolveRpsRequest) -> usize {
         request.cases.len()

@@ -38,6 +38,7 @@ pub fn request(deals: &[Deal], first_id: usize) -> SolveRequest {
             .enumerate()
             .map(|(i, d)| wire(d, (first_id + i).to_string()))
             .collect(),
+        ..Default::default()
     }
 }
 
@@ -49,6 +50,7 @@ pub fn requests(deals: &[Deal], per_request: usize, copies: usize) -> Vec<SolveR
         .map(|chunk| SolveRequest {
             analysis: None,
             deals: chunk.iter().map(|d| wire(d, "")).collect(),
+            ..Default::default()
         })
         .collect()
 }

@@ -8,11 +8,13 @@ use std::io::{Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Messages seen one way: how many had the compressed flag clear (0) or set (1).
+/// Messages seen one way: how many had the compressed flag clear (0) or set (1), and their
+/// bytes (as their 5-byte headers give them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flags {
     pub plain: usize,
     pub compressed: usize,
+    pub bytes: usize,
 }
 
 /// Messages seen both ways since the relay started.
@@ -85,6 +87,7 @@ fn relay(from: &TcpStream, to: &TcpStream, requests: bool, counts: Arc<Mutex<Cou
             };
             side.plain += flags.plain;
             side.compressed += flags.compressed;
+            side.bytes += flags.bytes;
         }
         let _ = to.shutdown(Shutdown::Write);
     });
@@ -178,6 +181,7 @@ impl Messages {
                     self.prefix[3],
                     self.prefix[4],
                 ]) as usize;
+                seen.bytes += self.body_left;
                 self.prefix.clear();
             }
         }
