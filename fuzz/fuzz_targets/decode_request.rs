@@ -1,6 +1,6 @@
 //! Any bytes as the body of a `SolveRequest` message, taken the way the server takes it: decoded
-//! with prost (as tonic's codec does), each deal validated, valid ones solved, invalid ones turned
-//! into their wire error. Nothing panics, every deal gets exactly one outcome.
+//! with prost (as tonic's codec does), each deal validated (text and packed), valid ones solved,
+//! invalid ones turned into their wire error. Nothing panics, every deal gets exactly one outcome.
 #![no_main]
 
 use std::cell::RefCell;
@@ -19,8 +19,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(request) = SolveRequest::decode(data) else {
         return;
     };
-    for deal in &request.deals {
-        match Deal::parse(&deal.cards) {
+    let text = request.deals.iter().map(|deal| Deal::parse(&deal.cards));
+    let packed = request.packed_deals.chunks(Deal::PACKED).map(Deal::from_packed);
+    for parsed in text.chain(packed) {
+        match parsed {
             Ok(parsed) => {
                 let p = SOLVER.with(|s| s.borrow_mut().solve(&parsed).probability);
                 assert!((0.0..=1.0).contains(&p));
