@@ -108,44 +108,32 @@ impl Solver for Older {
 fn deals_go_packed_only_to_daemons_that_read_them() {
     let expected = text("random1000.out6");
     let random = data("random1000.in");
+    // The bytes of the requests `patience client` sent to the daemon at `upstream`, once its
+    // output is checked.
+    let request_bytes = |upstream: SocketAddr| {
+        let sniffer = Sniffer::start(upstream);
+        let addr = format!("http://{}", sniffer.addr);
+        let out = run(&["client", "--addr", &addr, &random]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(
+            out.stdout == expected.as_bytes(),
+            "output differs from random1000.out6"
+        );
+        sniffer.counts().requests.bytes
+    };
     let daemon = Daemon::start(&["--workers", "2"]);
-    let sniffer = Sniffer::start(daemon.socket);
-    let out = run(&[
-        "client",
-        "--addr",
-        &format!("http://{}", sniffer.addr),
-        &random,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(
-        out.stdout == expected.as_bytes(),
-        "output differs from random1000.out6"
-    );
-    let packed = sniffer.counts().requests.bytes;
+    let packed = request_bytes(daemon.socket);
     // 36 bytes a deal, beside each request's few bytes of framing.
     assert!(
         (36_000..37_000).contains(&packed),
         "{packed} request bytes for 1,000 deals"
     );
-
     let older = common::serve(
         std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
         tonic::transport::Server::builder().add_service(SolverServer::new(Older)),
     );
-    let sniffer = Sniffer::start(older);
-    let out = run(&[
-        "client",
-        "--addr",
-        &format!("http://{}", sniffer.addr),
-        &random,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(
-        out.stdout == expected.as_bytes(),
-        "output differs from random1000.out6"
-    );
     // The text form: 107 bytes of cards a deal, and each deal's own message header.
-    let plain = sniffer.counts().requests.bytes;
+    let plain = request_bytes(older);
     assert!(
         plain > 100_000,
         "{plain} request bytes for 1,000 deals as text"
