@@ -1,11 +1,12 @@
 """What the storage tests do on their S3 server with boto3 (AWS's own client), not with patience:
-make a bucket, put an object, read one back, list keys.
+make a bucket, put an object, read one back, list keys, remove one.
 
     s3_tool.py ENDPOINT mb BUCKET
     s3_tool.py ENDPOINT put BUCKET KEY FILE
     s3_tool.py ENDPOINT get BUCKET KEY      (the bytes on stdout; exit status 3 when missing)
     s3_tool.py ENDPOINT ls BUCKET           (KEY SIZE lines)
     s3_tool.py ENDPOINT uploads BUCKET      (the keys of multipart uploads going on)
+    s3_tool.py ENDPOINT rm BUCKET KEY
 """
 
 import sys
@@ -43,6 +44,9 @@ def main():
     elif command == "uploads":
         for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
             print(upload["Key"])
+    elif command == "rm":
+        (key,) = rest
+        s3.delete_object(Bucket=bucket, Key=key)
     else:
         sys.exit(f"unknown command {command}")
 

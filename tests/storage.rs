@@ -317,6 +317,113 @@ fn solve_client_and_shards_read_and_write_objects_as_local_files() {
     assert!(s3.uploads("deals").is_empty(), "{:?}", s3.uploads("deals"));
 }
 
+/// Shards of an object written to objects (`--shard K/N --output s3://...`), then merged from
+/// the store to the store, to a file and to standard output: each is byte for byte what `solve`
+/// prints for the local file (itself the reference answers). A part missing, incomplete or changed
+/// since its shard ended is refused in words with status 2, and the refused merge leaves no object.
+#[test]
+fn shards_write_parts_to_objects_and_merge_joins_them_from_the_store() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("s3-merge");
+    s3.make_bucket("jobs");
+    let input = data("random1000.in");
+    s3.put_file("jobs", "in/deals.in", Path::new(&input));
+    let solved = run(&["solve", &input]);
+    assert_eq!(solved.code(), Some(0), "{}", solved.stderr_str());
+    let expected = solved.stdout_str().to_string();
+    assert!(
+        expected == text("random1000.out6"),
+        "solve: not the reference"
+    );
+    let part = |k: usize| format!("s3://jobs/parts/part-{k}.out");
+    let shard = |k: usize, more: &[&str]| {
+        let (shard, output) = (format!("{k}/3"), part(k));
+        let mut args = vec!["solve", "-q", "--shard", &shard, "--output", &output];
+        // Parts of 1,000 bytes (moto takes parts under S3's 5 MiB): several per shard.
+        args.extend_from_slice(&["--upload-part-size", "1000", "s3://jobs/in/deals.in"]);
+        args.extend_from_slice(more);
+        let out = on(&s3, &args);
+        assert_eq!(out.code(), Some(0), "shard {k}: {}", out.stderr_str());
+    };
+    for k in 0..3 {
+        shard(k, &[]);
+        let done = s3
+            .get("jobs", &format!("parts/part-{k}.out.done.json"))
+            .expect("a completion record beside the part");
+        let done: serde_json::Value = serde_json::from_slice(&done).unwrap();
+        assert_eq!(done["range"]["shard"]["index"], k, "{done}");
+    }
+    let parts = [part(2), part(0), part(1)];
+    let merge = |output: Option<&str>, parts: &[&str]| {
+        let mut args = vec!["merge"];
+        if let Some(output) = output {
+            args.extend_from_slice(&["--output", output]);
+        }
+        args.extend_from_slice(&["--upload-part-size", "1000"]);
+        args.extend_from_slice(parts);
+        on(&s3, &args)
+    };
+    let given: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let out = merge(Some("s3://jobs/deals.out"), &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        s3.get("jobs", "deals.out").unwrap() == expected.as_bytes(),
+        "the merged object is not solve's output"
+    );
+    let local = dir.join("deals.out");
+    let out = merge(Some(&local.display().to_string()), &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        std::fs::read_to_string(&local).unwrap() == expected,
+        "the merged file"
+    );
+    let out = merge(None, &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(out.stdout_str() == expected, "the merge on standard output");
+
+    let refused = |parts: &[&str], words: &str| {
+        let out = merge(Some("s3://jobs/again.out"), parts);
+        assert_eq!(out.code(), Some(2), "{parts:?}: {}", out.stderr_str());
+        assert!(
+            out.stderr_str().contains(words),
+            "{parts:?}: {}",
+            out.stderr_str()
+        );
+        assert_eq!(s3.get("jobs", "again.out"), None, "a refused merge wrote");
+    };
+    let (p0, p1, p2) = (part(0), part(1), part(2));
+    refused(
+        &[&p0, &p2],
+        "shard 1 of 3 is missing: none of the parts given is shard 1",
+    );
+    refused(
+        &[&p0, "s3://jobs/parts/part-9.out", &p2],
+        "s3://jobs/parts/part-9.out is missing: run its shard (with --output \
+         s3://jobs/parts/part-9.out)",
+    );
+    // A part whose completion record is gone (its shard killed before the end, say) is
+    // incomplete; its shard run again with --resume finishes it, and the merge goes on.
+    s3.remove("jobs", "parts/part-1.out.done.json");
+    refused(
+        &[&p0, &p1, &p2],
+        "s3://jobs/parts/part-1.out is incomplete: it has no completion record \
+         (s3://jobs/parts/part-1.out.done.json)",
+    );
+    shard(1, &["--resume"]);
+    // A part changed after its shard ended: its bytes are not the ones recorded.
+    let changed = dir.write("changed.out", expected.replace("0.5", "0.4"));
+    s3.put_file("jobs", "parts/part-1.out", Path::new(&changed));
+    refused(
+        &[&p0, &p1, &p2],
+        "s3://jobs/parts/part-1.out is not the part its completion record describes",
+    );
+    shard(1, &[]);
+    let out = merge(Some("s3://jobs/again.out"), &[&p0, &p1, &p2]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(s3.get("jobs", "again.out").unwrap() == expected.as_bytes());
+    assert!(s3.uploads("jobs").is_empty(), "{:?}", s3.uploads("jobs"));
+}
+
 /// An upload killed by SIGKILL twice, with parts committed and lines not yet uploaded, then
 /// resumed: the object appears only at the end, and is one uninterrupted run's bytes.
 #[test]

@@ -149,6 +149,11 @@ impl S3Server {
         Some(out.stdout)
     }
 
+    /// Removes `s3://BUCKET/KEY`.
+    pub fn remove(&self, bucket: &str, key: &str) {
+        self.tool_ok(&["rm", bucket, key]);
+    }
+
     /// The bucket's keys.
     pub fn keys(&self, bucket: &str) -> Vec<String> {
         String::from_utf8(self.tool_ok(&["ls", bucket]))
