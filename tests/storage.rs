@@ -650,24 +650,30 @@ fn the_readme_object_storage_examples_run_as_shown() {
     assert!(decoded == expected, "answers.txt.gz: not the reference");
 }
 
-/// deploy/kubernetes/shards-s3: the overlay's pod script (its patch's folded value), run as its
-/// pods would run it (each with its JOB_COMPLETION_INDEX and the store's settings in the
-/// environment, as the Secret gives them; a daemon of the test's for the headless Service, a
-/// directory for the volume) against moto holding the deals, then the merge Job's script: the
-/// merged file is the reference answers.
-#[test]
-fn the_s3_indexed_job_reads_its_shares_of_the_object() {
-    let Some(s3) = S3Server::start() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
-    let overlay = std::fs::read_to_string(root.join("shards-s3/kustomization.yaml")).unwrap();
-    let mut lines = overlay.lines().skip_while(|l| l.trim() != "value: >-");
+/// The folded script of the first JSON patch value (`value: >-`) of a kustomization.
+fn patched_script(kustomization: &Path) -> String {
+    let text = std::fs::read_to_string(kustomization).unwrap();
+    let mut lines = text.lines().skip_while(|l| l.trim() != "value: >-");
     let first = lines.next().expect("the patch's folded script");
     let indent = |l: &str| l.len() - l.trim_start().len();
-    let shard_script = lines
+    lines
         .take_while(|l| indent(l) > indent(first))
         .map(str::trim)
         .collect::<Vec<_>>()
-        .join(" ");
+        .join(" ")
+}
+
+/// deploy/kubernetes/shards-s3: the overlay's pod script run as its pods would run it (each with
+/// its JOB_COMPLETION_INDEX and the store's settings in the environment, as the Secret gives
+/// them; a daemon of the test's for the headless Service; no volume) against moto holding the
+/// deals, then its merge Job's script: each part is an object with its completion record, no
+/// local file is written, and the merged object is the reference answers.
+#[test]
+fn the_s3_indexed_job_writes_its_parts_to_the_store_and_its_merge_joins_them() {
+    let Some(s3) = S3Server::start() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let shard_script = patched_script(&root.join("shards-s3/kustomization.yaml"));
+    let merge_script = patched_script(&root.join("shards-s3/merge/kustomization.yaml"));
     let completions: usize = std::fs::read_to_string(root.join("shards/job.yaml"))
         .unwrap()
         .lines()
@@ -675,9 +681,9 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
         .expect("completions")
         .parse()
         .unwrap();
-    let merge_script = crate::long_jobs::job_script(
-        &std::fs::read_to_string(root.join("shards/merge/job.yaml")).unwrap(),
-    );
+    for script in [&shard_script, &merge_script] {
+        assert!(!script.contains("/data"), "a volume's path in {script}");
+    }
     let bucket = shard_script
         .split_whitespace()
         .find_map(|w| w.strip_prefix("s3://"))
@@ -693,15 +699,12 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
         .addr
         .trim_start_matches("http://")
         .trim_end_matches('/');
-    let volume = |script: &str| {
-        script
-            .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
-            .replace("/data/", &format!("{}/", dir.path().display()))
-    };
     let path = crate::common::path_with_exe();
     let sh = |script: &str, index: Option<usize>| {
+        let script = script.replace("dns:///patience-headless:50051", &format!("dns:///{host}"));
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", &volume(script)])
+        cmd.args(["-c", &script])
+            .current_dir(dir.path())
             .env("PATH", &path)
             .envs(s3.vars())
             .stdin(std::process::Stdio::null());
@@ -716,12 +719,46 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    for k in 0..completions {
+    // The merge before the last shard has run is refused, and the Job would try it again.
+    for k in 0..completions - 1 {
         sh(&shard_script, Some(k));
+    }
+    let early = Command::new("sh")
+        .args(["-c", &merge_script])
+        .current_dir(dir.path())
+        .env("PATH", &path)
+        .envs(s3.vars())
+        .output()
+        .unwrap();
+    // merge's status 2 fails the script's `|| [ "$?" -eq 1 ]` with 1: a failed pod.
+    assert_eq!(early.status.code(), Some(1));
+    let last = completions - 1;
+    assert!(
+        String::from_utf8_lossy(&early.stderr).contains(&format!(
+            "s3://{bucket}/parts/part-{last}.out is missing: run its shard"
+        )),
+        "{}",
+        String::from_utf8_lossy(&early.stderr)
+    );
+    sh(&shard_script, Some(last));
+    let keys = s3.keys(&bucket);
+    for k in 0..completions {
+        for key in [
+            format!("parts/part-{k}.out"),
+            format!("parts/part-{k}.out.done.json"),
+        ] {
+            assert!(keys.contains(&key), "{key} not in {keys:?}");
+        }
     }
     sh(&merge_script, None);
     assert!(
-        std::fs::read_to_string(dir.join("deals.out")).unwrap() == text("random1000.out6"),
+        s3.get(&bucket, "deals.out").expect("the merged object")
+            == text("random1000.out6").as_bytes(),
         "the merged parts are not the reference answers"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a pod wrote a local file"
     );
 }

@@ -287,7 +287,7 @@ impl RawUpload {
             store,
             id: Some(id),
             parts: Vec::new(),
-            buffer: Vec::new(),
+            buffer: Vec::with_capacity(part_size),
             part_size,
         })
     }
@@ -297,7 +297,7 @@ impl RawUpload {
         let Some(id) = self.id.clone() else {
             return Err(io::Error::other("no upload is going on"));
         };
-        let bytes = std::mem::take(&mut self.buffer);
+        let bytes = std::mem::replace(&mut self.buffer, Vec::with_capacity(self.part_size));
         let (store, path, index) = (self.store.clone(), self.url.path(), self.parts.len());
         let part = storage()?
             .wait(async move {
@@ -329,11 +329,13 @@ impl RawUpload {
 
 impl io::Write for RawUpload {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.buffer.extend_from_slice(buf);
+        // Filled to a part's size and no further, so that the buffer never grows past one part.
+        let n = buf.len().min(self.part_size - self.buffer.len());
+        self.buffer.extend_from_slice(&buf[..n]);
         if self.buffer.len() >= self.part_size {
             self.put()?;
         }
-        Ok(buf.len())
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
