@@ -246,16 +246,16 @@ pub fn in_words(e: &object_store::Error, url: &ObjectUrl) -> io::Error {
             io::ErrorKind::NotFound,
             format!("no such key: {} in bucket {}", url.key, url.bucket),
         ),
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. }
-            if [
-                "InvalidAccessKeyId",
-                "SignatureDoesNotMatch",
-                "InvalidToken",
-                "ExpiredToken",
-            ]
-            .iter()
-            .any(|code| detail.contains(code)) =>
+        // Codes in a body are looked for whatever the error's kind: a bulk delete's refusal comes
+        // in a 200 answer, as a Generic error.
+        _ if [
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "InvalidToken",
+            "ExpiredToken",
+        ]
+        .iter()
+        .any(|code| detail.contains(code)) =>
         {
             (
                 io::ErrorKind::PermissionDenied,
@@ -264,10 +264,29 @@ pub fn in_words(e: &object_store::Error, url: &ObjectUrl) -> io::Error {
                     .to_string(),
             )
         }
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. } => (
-            io::ErrorKind::PermissionDenied,
-            "access denied (the credentials are good, but not allowed this)".to_string(),
+        _ if matches!(
+            e,
+            object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }
+        ) || detail.contains("AccessDenied") =>
+        {
+            (
+                io::ErrorKind::PermissionDenied,
+                "access denied (the credentials are good, but not allowed this)".to_string(),
+            )
+        }
+        // Retried for --storage-retry-timeout already (a HEAD's 503 has no body to say SlowDown).
+        _ if detail.contains("SlowDown") || detail.contains("503 Service Unavailable") => (
+            io::ErrorKind::TimedOut,
+            "the store kept throttling (SlowDown, 503), and retrying with backoff for \
+             --storage-retry-timeout did not help"
+                .to_string(),
+        ),
+        _ if detail.contains("non-2xx status code: 5") => (
+            io::ErrorKind::Other,
+            "the store kept failing on its side (5xx), and retrying with backoff for \
+             --storage-retry-timeout did not help"
+                .to_string(),
         ),
         _ if detail.contains("retries") || detail.contains("error sending request") => (
             io::ErrorKind::TimedOut,
