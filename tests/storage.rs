@@ -424,6 +424,52 @@ fn shards_write_parts_to_objects_and_merge_joins_them_from_the_store() {
     assert!(s3.uploads("jobs").is_empty(), "{:?}", s3.uploads("jobs"));
 }
 
+/// Parts named `.gz` or `.zst` are written compressed, recorded complete by their answers'
+/// lines (decoded), and merged by joining their members: the whole decodes, by Debian's gzip or
+/// libzstd, to the reference answers. Files and objects alike.
+#[test]
+fn compressed_parts_merge_to_a_compressed_whole() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("compressed-parts");
+    s3.make_bucket("jobs");
+    let input = data("random1000.in");
+    let expected = text("random1000.out6");
+    let file_parts: Vec<String> = (0..3)
+        .map(|k| dir.join(&format!("part-{k}.out.zst")).display().to_string())
+        .collect();
+    let object_parts: Vec<String> = (0..3)
+        .map(|k| format!("s3://jobs/parts/part-{k}.out.gz"))
+        .collect();
+    for parts in [&file_parts, &object_parts] {
+        for (k, part) in parts.iter().enumerate() {
+            let shard = format!("{k}/3");
+            let out = on(
+                &s3,
+                &["solve", "-q", "--shard", &shard, "--output", part, &input],
+            );
+            assert_eq!(out.code(), Some(0), "{part}: {}", out.stderr_str());
+        }
+    }
+    let whole_zst = dir.join("whole.zst").display().to_string();
+    let mut args = vec!["merge", "--output", &whole_zst];
+    args.extend(file_parts.iter().map(String::as_str));
+    let out = on(&s3, &args);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        unzstd(Path::new(&whole_zst)) == expected.as_bytes(),
+        "the merged zstd file"
+    );
+    let mut args = vec!["merge", "--output", "s3://jobs/whole.gz"];
+    args.extend(object_parts.iter().map(String::as_str));
+    let out = on(&s3, &args);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    let whole_gz = dir.write("whole.gz", s3.get("jobs", "whole.gz").unwrap());
+    assert!(
+        gunzip(Path::new(&whole_gz)) == expected.as_bytes(),
+        "the merged gzip object"
+    );
+}
+
 /// An upload killed by SIGKILL twice, with parts committed and lines not yet uploaded, then
 /// resumed: the object appears only at the end, and is one uninterrupted run's bytes.
 #[test]

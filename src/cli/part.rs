@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
+use super::compressed::{self, Codec};
 use super::object::{self, ObjectUrl};
 use super::output::ExitStatus;
 pub use super::resume::done_path;
@@ -87,6 +88,14 @@ impl PartPlace {
             }
         };
         opened.with_context(|| format!("cannot read {self}"))
+    }
+
+    /// How its name says it is compressed, as an output of that name is written.
+    fn codec(&self) -> Option<Codec> {
+        match self {
+            PartPlace::File(path) => Codec::for_name(&path.to_string_lossy()),
+            PartPlace::Object(url) => Codec::for_name(&url.key),
+        }
     }
 
     /// Whether it is there at all (`false`: missing; an unreadable place is an error).
@@ -200,7 +209,7 @@ pub fn complete(
     }
 }
 
-/// A file's length, lines and CRC-32.
+/// A part's length, lines (decoded, for a compressed part) and CRC-32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartSum {
     pub bytes: u64,
@@ -224,6 +233,13 @@ pub fn checksum(place: &PartPlace) -> anyhow::Result<PartSum> {
         crc.update(&buffer[..n]);
         bytes += n as u64;
         lines += memchr::memchr_iter(b'\n', &buffer[..n]).count() as u64;
+    }
+    // A compressed part's lines are its answers' lines, decoded: its members' bytes hold newlines
+    // by chance.
+    if let Some(codec) = place.codec() {
+        lines = compressed::complete_members(place.open()?, codec)
+            .with_context(|| format!("cannot read {place}"))?
+            .map_or(0, |(_, lines)| lines);
     }
     Ok(PartSum {
         bytes,
