@@ -168,10 +168,9 @@ pub fn complete(
     bad: u64,
     status: ExitStatus,
 ) -> anyhow::Result<()> {
-    let shown = output;
     if items != plan.range.items {
         bail!(
-            "{shown} holds {items} answers where shard {} frames {} items: an input changed \
+            "{output} holds {items} answers where shard {} frames {} items: an input changed \
              while it was read; it is left incomplete",
             plan.range.shard,
             plan.range.items
@@ -179,7 +178,7 @@ pub fn complete(
     }
     let sum = checksum(output)?;
     if sum.lines != items {
-        bail!("{shown} holds {} lines for {items} answers", sum.lines);
+        bail!("{output} holds {} lines for {items} answers", sum.lines);
     }
     let record = match output {
         PartPlace::File(path) => resume::read_record(path)?,
@@ -217,7 +216,8 @@ pub struct PartSum {
     pub crc32: u32,
 }
 
-/// Reads the part once for its [`PartSum`].
+/// Reads the part for its [`PartSum`] (a compressed one twice: its bytes, then its members'
+/// lines).
 pub fn checksum(place: &PartPlace) -> anyhow::Result<PartSum> {
     let mut file = place.open()?;
     let mut crc = flate2::Crc::new();
