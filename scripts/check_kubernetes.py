@@ -5,8 +5,8 @@ render fits together: the Job streams a file from its volume through the daemons
 Service with --output and --resume, restarts on failure within a backoffLimit, runs the daemons'
 image, and is no endpoint of the daemons' Service; the Indexed Job runs one shard per index
 (completions equal to the N of --shard K/N, K its JOB_COMPLETION_INDEX) into a part of its own on
-a ReadWriteMany claim (its shards-s3 variant reading an s3:// input, the store's settings from
-a Secret), with a backoffLimitPerIndex, a podFailurePolicy that ignores disruptions,
+a ReadWriteMany claim (its shards-s3 variant with no volume: an s3:// input, s3:// parts and a
+merge reading them, the store's settings from a Secret), with a backoffLimitPerIndex, a podFailurePolicy that ignores disruptions,
 and status 1 taken as success, and its merge reads those parts from the same claim; the ServiceMonitor scrapes a port the daemons' metrics Service has, and the
 NetworkPolicy holds the daemons (not the Job) and lets gRPC and that port in; and the daemons'
 drain fits their pod: PATIENCE_DRAIN_CUT_AFTER is set, below PATIENCE_DRAIN_TIMEOUT, and
@@ -197,27 +197,69 @@ def main():
     claims = [v.get("persistentVolumeClaim", {}).get("claimName") for v in merge["spec"]["template"]["spec"].get("volumes", [])]
     check(claims == [shared["metadata"]["name"]], "from the shards' claim")
 
-    # deploy/kubernetes/shards-s3: the same Indexed Job reading its deals from object storage,
-    # the store and its credentials from a Secret; nothing else changed.
+    # deploy/kubernetes/shards-s3: the same Indexed Job on object storage, with no volume: its
+    # deals in an object, its parts objects, the store and its credentials from a Secret; and its
+    # merge reading exactly those parts from the store. Nothing else changed.
     s3_docs = render(kubectl, "deploy/kubernetes/shards-s3")
     s3_job = one(s3_docs, "Job", "patience-shards")
-    (s3_container,) = s3_job["spec"]["template"]["spec"]["containers"]
+    s3_pod = s3_job["spec"]["template"]["spec"]
+    (s3_container,) = s3_pod["containers"]
     s3_script = " ".join(s3_container.get("command", []) + s3_container.get("args", []))
+    s3_words = s3_script.split()
     s3_input = re.search(r" (s3://[^/\s]+/\S+) ", s3_script)
     check(s3_input is not None, "the object storage variant reads an s3:// input")
+    check("--output" in s3_words, "it has an --output")
+    s3_part = s3_words[s3_words.index("--output") + 1].strip('"')
     check(
-        s3_script.replace(s3_input.group(1), "/data/deals.in") == script,
+        s3_part.startswith("s3://") and "$JOB_COMPLETION_INDEX" in s3_part,
+        f"each pod's part is an object of its own ({s3_part})",
+    )
+    as_files = s3_script.replace(s3_input.group(1), "/data/deals.in").replace(s3_part, part)
+    check(
+        as_files.replace("-c patience", "-c mkdir -p /data/parts && patience", 1) == script,
         "with the sharded Job's command otherwise",
     )
+    secret = ["patience-s3"]
     check(
-        [e.get("secretRef", {}).get("name") for e in s3_container.get("envFrom", [])] == ["patience-s3"],
+        [e.get("secretRef", {}).get("name") for e in s3_container.get("envFrom", [])] == secret,
         "and the store's settings and credentials from the Secret patience-s3",
     )
     check(
-        {k: v for k, v in s3_job.items() if k != "spec"} == {k: v for k, v in indexed.items() if k != "spec"}
-        and one(s3_docs, "PersistentVolumeClaim") == shared,
-        "its parts on the same claim",
+        "volumes" not in s3_pod
+        and "volumeMounts" not in s3_container
+        and not [d for d in s3_docs if d["kind"] == "PersistentVolumeClaim"],
+        "no volume: its pods may run on any node",
     )
+    unchanged = lambda job: (  # noqa: E731
+        {k: v for k, v in job.items() if k != "spec"},
+        {k: v for k, v in job["spec"].items() if k != "template"},
+    )
+    check(unchanged(s3_job) == unchanged(indexed), "the Indexed Job's settings as they were")
+    check(
+        "podReplacementPolicy" not in s3_job["spec"] and s3_job["spec"].get("podFailurePolicy"),
+        "a podFailurePolicy, so a replacement pod starts only once the failed one has ended "
+        "(podReplacementPolicy Failed, what keeps two pods from writing one object part)",
+    )
+    s3_merge_docs = render(kubectl, "deploy/kubernetes/shards-s3/merge")
+    s3_merge = one(s3_merge_docs, "Job", "patience-merge")
+    s3_merge_pod = s3_merge["spec"]["template"]["spec"]
+    (s3_merger,) = s3_merge_pod["containers"]
+    s3_merging = " ".join(s3_merger.get("command", []) + s3_merger.get("args", []))
+    merged = re.search(r"patience merge --output (s3://\S+) ((?:s3://\S+ )+)\|\|", s3_merging)
+    check(merged is not None, "its merge writes an object from objects")
+    wanted = [s3_part.replace("$JOB_COMPLETION_INDEX", str(k)) for k in range(completions)]
+    check(merged.group(2).split() == wanted, f"the merge reads every part, once ({len(wanted)})")
+    check(merged.group(1) not in wanted, "into an object that is none of them")
+    check(
+        [e.get("secretRef", {}).get("name") for e in s3_merger.get("envFrom", [])] == secret
+        and "volumes" not in s3_merge_pod,
+        "from the same Secret, with no volume",
+    )
+    check(
+        re.search(r"\|\|\s*\[\s*\"\$\?\"\s+-eq\s+1\s*\]", s3_merging),
+        "status 1 (bad deals, all answered) is a success",
+    )
+    check(unchanged(s3_merge) == unchanged(merge), "the merge Job's settings as they were")
 
     # deploy/monitoring: its ServiceMonitor scrapes the daemons' metrics Service by port name, and
     # the NetworkPolicy lets that port in (from the monitoring namespace).

@@ -317,6 +317,159 @@ fn solve_client_and_shards_read_and_write_objects_as_local_files() {
     assert!(s3.uploads("deals").is_empty(), "{:?}", s3.uploads("deals"));
 }
 
+/// Shards of an object written to objects (`--shard K/N --output s3://...`), then merged from
+/// the store to the store, to a file and to standard output: each is byte for byte what `solve`
+/// prints for the local file (itself the reference answers). A part missing, incomplete or changed
+/// since its shard ended is refused in words with status 2, and the refused merge leaves no object.
+#[test]
+fn shards_write_parts_to_objects_and_merge_joins_them_from_the_store() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("s3-merge");
+    s3.make_bucket("jobs");
+    let input = data("random1000.in");
+    s3.put_file("jobs", "in/deals.in", Path::new(&input));
+    let solved = run(&["solve", &input]);
+    assert_eq!(solved.code(), Some(0), "{}", solved.stderr_str());
+    let expected = solved.stdout_str().to_string();
+    assert!(
+        expected == text("random1000.out6"),
+        "solve: not the reference"
+    );
+    let part = |k: usize| format!("s3://jobs/parts/part-{k}.out");
+    let shard = |k: usize, more: &[&str]| {
+        let (shard, output) = (format!("{k}/3"), part(k));
+        let mut args = vec!["solve", "-q", "--shard", &shard, "--output", &output];
+        // Parts of 1,000 bytes (moto takes parts under S3's 5 MiB): several per shard.
+        args.extend_from_slice(&["--upload-part-size", "1000", "s3://jobs/in/deals.in"]);
+        args.extend_from_slice(more);
+        let out = on(&s3, &args);
+        assert_eq!(out.code(), Some(0), "shard {k}: {}", out.stderr_str());
+    };
+    for k in 0..3 {
+        shard(k, &[]);
+        let done = s3
+            .get("jobs", &format!("parts/part-{k}.out.done.json"))
+            .expect("a completion record beside the part");
+        let done: serde_json::Value = serde_json::from_slice(&done).unwrap();
+        assert_eq!(done["range"]["shard"]["index"], k, "{done}");
+    }
+    let parts = [part(2), part(0), part(1)];
+    let merge = |output: Option<&str>, parts: &[&str]| {
+        let mut args = vec!["merge"];
+        if let Some(output) = output {
+            args.extend_from_slice(&["--output", output]);
+        }
+        args.extend_from_slice(&["--upload-part-size", "1000"]);
+        args.extend_from_slice(parts);
+        on(&s3, &args)
+    };
+    let given: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let out = merge(Some("s3://jobs/deals.out"), &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        s3.get("jobs", "deals.out").unwrap() == expected.as_bytes(),
+        "the merged object is not solve's output"
+    );
+    let local = dir.join("deals.out");
+    let out = merge(Some(&local.display().to_string()), &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        std::fs::read_to_string(&local).unwrap() == expected,
+        "the merged file"
+    );
+    let out = merge(None, &given);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(out.stdout_str() == expected, "the merge on standard output");
+
+    let refused = |parts: &[&str], words: &str| {
+        let out = merge(Some("s3://jobs/again.out"), parts);
+        assert_eq!(out.code(), Some(2), "{parts:?}: {}", out.stderr_str());
+        assert!(
+            out.stderr_str().contains(words),
+            "{parts:?}: {}",
+            out.stderr_str()
+        );
+        assert_eq!(s3.get("jobs", "again.out"), None, "a refused merge wrote");
+    };
+    let (p0, p1, p2) = (part(0), part(1), part(2));
+    refused(
+        &[&p0, &p2],
+        "shard 1 of 3 is missing: none of the parts given is shard 1",
+    );
+    refused(
+        &[&p0, "s3://jobs/parts/part-9.out", &p2],
+        "s3://jobs/parts/part-9.out is missing: run its shard (with --output \
+         s3://jobs/parts/part-9.out)",
+    );
+    // A part whose completion record is gone (its shard killed before the end, say) is
+    // incomplete; its shard run again with --resume finishes it, and the merge goes on.
+    s3.remove("jobs", "parts/part-1.out.done.json");
+    refused(
+        &[&p0, &p1, &p2],
+        "s3://jobs/parts/part-1.out is incomplete: it has no completion record \
+         (s3://jobs/parts/part-1.out.done.json)",
+    );
+    shard(1, &["--resume"]);
+    // A part changed after its shard ended: its bytes are not the ones recorded.
+    let changed = dir.write("changed.out", expected.replace("0.5", "0.4"));
+    s3.put_file("jobs", "parts/part-1.out", Path::new(&changed));
+    refused(
+        &[&p0, &p1, &p2],
+        "s3://jobs/parts/part-1.out is not the part its completion record describes",
+    );
+    shard(1, &[]);
+    let out = merge(Some("s3://jobs/again.out"), &[&p0, &p1, &p2]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(s3.get("jobs", "again.out").unwrap() == expected.as_bytes());
+    assert!(s3.uploads("jobs").is_empty(), "{:?}", s3.uploads("jobs"));
+}
+
+/// Parts named `.gz` or `.zst` are written compressed, recorded complete by their answers'
+/// lines (decoded), and merged by joining their members: the whole decodes, by Debian's gzip or
+/// libzstd, to the reference answers. Files and objects alike.
+#[test]
+fn compressed_parts_merge_to_a_compressed_whole() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("compressed-parts");
+    s3.make_bucket("jobs");
+    let input = data("random1000.in");
+    let expected = text("random1000.out6");
+    let file_parts: Vec<String> = (0..3)
+        .map(|k| dir.join(&format!("part-{k}.out.zst")).display().to_string())
+        .collect();
+    let object_parts: Vec<String> = (0..3)
+        .map(|k| format!("s3://jobs/parts/part-{k}.out.gz"))
+        .collect();
+    for parts in [&file_parts, &object_parts] {
+        for (k, part) in parts.iter().enumerate() {
+            let shard = format!("{k}/3");
+            let out = on(
+                &s3,
+                &["solve", "-q", "--shard", &shard, "--output", part, &input],
+            );
+            assert_eq!(out.code(), Some(0), "{part}: {}", out.stderr_str());
+        }
+    }
+    let whole_zst = dir.join("whole.zst").display().to_string();
+    let mut args = vec!["merge", "--output", &whole_zst];
+    args.extend(file_parts.iter().map(String::as_str));
+    let out = on(&s3, &args);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        unzstd(Path::new(&whole_zst)) == expected.as_bytes(),
+        "the merged zstd file"
+    );
+    let mut args = vec!["merge", "--output", "s3://jobs/whole.gz"];
+    args.extend(object_parts.iter().map(String::as_str));
+    let out = on(&s3, &args);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    let whole_gz = dir.write("whole.gz", s3.get("jobs", "whole.gz").unwrap());
+    assert!(
+        gunzip(Path::new(&whole_gz)) == expected.as_bytes(),
+        "the merged gzip object"
+    );
+}
+
 /// An upload killed by SIGKILL twice, with parts committed and lines not yet uploaded, then
 /// resumed: the object appears only at the end, and is one uninterrupted run's bytes.
 #[test]
@@ -543,24 +696,30 @@ fn the_readme_object_storage_examples_run_as_shown() {
     assert!(decoded == expected, "answers.txt.gz: not the reference");
 }
 
-/// deploy/kubernetes/shards-s3: the overlay's pod script (its patch's folded value), run as its
-/// pods would run it (each with its JOB_COMPLETION_INDEX and the store's settings in the
-/// environment, as the Secret gives them; a daemon of the test's for the headless Service, a
-/// directory for the volume) against moto holding the deals, then the merge Job's script: the
-/// merged file is the reference answers.
-#[test]
-fn the_s3_indexed_job_reads_its_shares_of_the_object() {
-    let Some(s3) = S3Server::start() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
-    let overlay = std::fs::read_to_string(root.join("shards-s3/kustomization.yaml")).unwrap();
-    let mut lines = overlay.lines().skip_while(|l| l.trim() != "value: >-");
+/// The folded script of the first JSON patch value (`value: >-`) of a kustomization.
+fn patched_script(kustomization: &Path) -> String {
+    let text = std::fs::read_to_string(kustomization).unwrap();
+    let mut lines = text.lines().skip_while(|l| l.trim() != "value: >-");
     let first = lines.next().expect("the patch's folded script");
     let indent = |l: &str| l.len() - l.trim_start().len();
-    let shard_script = lines
+    lines
         .take_while(|l| indent(l) > indent(first))
         .map(str::trim)
         .collect::<Vec<_>>()
-        .join(" ");
+        .join(" ")
+}
+
+/// deploy/kubernetes/shards-s3: the overlay's pod script run as its pods would run it (each with
+/// its JOB_COMPLETION_INDEX and the store's settings in the environment, as the Secret gives
+/// them; a daemon of the test's for the headless Service; no volume) against moto holding the
+/// deals, then its merge Job's script: each part is an object with its completion record, no
+/// local file is written, and the merged object is the reference answers.
+#[test]
+fn the_s3_indexed_job_writes_its_parts_to_the_store_and_its_merge_joins_them() {
+    let Some(s3) = S3Server::start() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let shard_script = patched_script(&root.join("shards-s3/kustomization.yaml"));
+    let merge_script = patched_script(&root.join("shards-s3/merge/kustomization.yaml"));
     let completions: usize = std::fs::read_to_string(root.join("shards/job.yaml"))
         .unwrap()
         .lines()
@@ -568,9 +727,9 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
         .expect("completions")
         .parse()
         .unwrap();
-    let merge_script = crate::long_jobs::job_script(
-        &std::fs::read_to_string(root.join("shards/merge/job.yaml")).unwrap(),
-    );
+    for script in [&shard_script, &merge_script] {
+        assert!(!script.contains("/data"), "a volume's path in {script}");
+    }
     let bucket = shard_script
         .split_whitespace()
         .find_map(|w| w.strip_prefix("s3://"))
@@ -586,15 +745,12 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
         .addr
         .trim_start_matches("http://")
         .trim_end_matches('/');
-    let volume = |script: &str| {
-        script
-            .replace("dns:///patience-headless:50051", &format!("dns:///{host}"))
-            .replace("/data/", &format!("{}/", dir.path().display()))
-    };
     let path = crate::common::path_with_exe();
     let sh = |script: &str, index: Option<usize>| {
+        let script = script.replace("dns:///patience-headless:50051", &format!("dns:///{host}"));
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", &volume(script)])
+        cmd.args(["-c", &script])
+            .current_dir(dir.path())
             .env("PATH", &path)
             .envs(s3.vars())
             .stdin(std::process::Stdio::null());
@@ -609,12 +765,46 @@ fn the_s3_indexed_job_reads_its_shares_of_the_object() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    for k in 0..completions {
+    // The merge before the last shard has run is refused, and the Job would try it again.
+    for k in 0..completions - 1 {
         sh(&shard_script, Some(k));
+    }
+    let early = Command::new("sh")
+        .args(["-c", &merge_script])
+        .current_dir(dir.path())
+        .env("PATH", &path)
+        .envs(s3.vars())
+        .output()
+        .unwrap();
+    // merge's status 2 fails the script's `|| [ "$?" -eq 1 ]` with 1: a failed pod.
+    assert_eq!(early.status.code(), Some(1));
+    let last = completions - 1;
+    assert!(
+        String::from_utf8_lossy(&early.stderr).contains(&format!(
+            "s3://{bucket}/parts/part-{last}.out is missing: run its shard"
+        )),
+        "{}",
+        String::from_utf8_lossy(&early.stderr)
+    );
+    sh(&shard_script, Some(last));
+    let keys = s3.keys(&bucket);
+    for k in 0..completions {
+        for key in [
+            format!("parts/part-{k}.out"),
+            format!("parts/part-{k}.out.done.json"),
+        ] {
+            assert!(keys.contains(&key), "{key} not in {keys:?}");
+        }
     }
     sh(&merge_script, None);
     assert!(
-        std::fs::read_to_string(dir.join("deals.out")).unwrap() == text("random1000.out6"),
+        s3.get(&bucket, "deals.out").expect("the merged object")
+            == text("random1000.out6").as_bytes(),
         "the merged parts are not the reference answers"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a pod wrote a local file"
     );
 }

@@ -33,5 +33,6 @@ mod security;
 mod shards;
 mod solve_cli;
 mod storage;
+mod storage_faults;
 mod traces;
 mod ui;

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::batches::{Items, ToRead};
 use super::input::{Input, Reader};
-use super::object::{self, ObjectUrl};
+use super::object::{ObjectUrl, StorageArgs};
 use super::output::{ExitStatus, Printer, Render};
 use super::part;
 use super::progress::{Progress, Setup, Unit};
@@ -18,7 +18,7 @@ use super::resume::{self, Record, Resume};
 use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
 use super::upload;
-use super::values::{NO_MAX, parse_duration, whole};
+use super::values::parse_duration;
 
 /// What `solve`, `client` and `rps` say about a run's progress, on standard error.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -66,24 +66,9 @@ pub struct JobArgs {
     /// a part: FILE.done.json records it complete, for `patience merge`.
     #[arg(long, env = "PATIENCE_SHARD", value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// With --output s3://BUCKET/KEY: the size of each uploaded part, in bytes (S3 refuses parts
-    /// under 5 MiB but the last). About this much memory holds the answers not yet uploaded, and
-    /// a run killed loses at most this much of them (--resume goes on from the parts uploaded).
-    #[arg(long, env = "PATIENCE_UPLOAD_PART_SIZE", default_value_t = upload::PART_SIZE,
-          value_name = "BYTES", value_parser = whole::<usize>(1, NO_MAX))]
-    pub upload_part_size: usize,
-    /// How long a call to object storage (s3:// inputs and outputs) is retried, with backoff, when
-    /// the store does not answer, is throttling (SlowDown, 503) or fails on its side (5xx); then
-    /// the run gives up, with status 2.
-    #[arg(long, env = "PATIENCE_STORAGE_RETRY_TIMEOUT", default_value = "60s",
-          value_name = "DURATION", value_parser = parse_duration)]
-    pub storage_retry_timeout: std::time::Duration,
-    /// How long object storage may send nothing while a response is read before the read fails
-    /// (and is retried, within --storage-retry-timeout of the call's start). A read as a whole is
-    /// not bounded: an input object is read as fast as the solving goes.
-    #[arg(long, env = "PATIENCE_STORAGE_STALL_TIMEOUT", default_value = "30s",
-          value_name = "DURATION", value_parser = parse_duration)]
-    pub storage_stall_timeout: std::time::Duration,
+    /// Object storage's limits (s3:// inputs and outputs).
+    #[command(flatten)]
+    pub storage: StorageArgs,
     /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub progress_every: std::time::Duration,
@@ -126,10 +111,7 @@ impl JobRun {
         unit: Unit,
         render: &Render,
     ) -> anyhow::Result<(JobRun, Sink)> {
-        object::configure(object::StorageSettings {
-            retry_timeout: args.storage_retry_timeout,
-            stall_timeout: args.storage_stall_timeout,
-        });
+        args.storage.configure();
         let inputs = Input::from_args(files);
         let plan = args
             .shard
@@ -144,12 +126,6 @@ impl JobRun {
                 let url = ObjectUrl::parse(&path.to_string_lossy())
                     .unwrap_or_else(|| Err(path.display().to_string()))
                     .map_err(anyhow::Error::msg)?;
-                if args.shard.is_some() {
-                    anyhow::bail!(
-                        "--shard writes its part to a local file for now (its completion record \
-                         is checked there by `patience merge`): give a local --output"
-                    );
-                }
                 if inputs.iter().any(|input| input.name() == url.to_string()) {
                     anyhow::bail!(
                         "--output {url} is also an input: the answers would overwrite it"
@@ -162,7 +138,7 @@ impl JobRun {
                     render.asked,
                     &inputs,
                 );
-                record.shard = None;
+                record.shard = args.shard.map(|shard| shard.to_string());
                 let shown = url.to_string();
                 let check = |held: serde_json::Value| -> anyhow::Result<()> {
                     let held: Record = serde_json::from_value(held).with_context(|| {
@@ -178,8 +154,13 @@ impl JobRun {
                     Ok(())
                 };
                 let value = serde_json::to_value(&record)?;
-                let (answers, kept) =
-                    upload::open(&url, args.resume, value, &check, args.upload_part_size)?;
+                let (answers, kept) = upload::open(
+                    &url,
+                    args.resume,
+                    value,
+                    &check,
+                    args.storage.upload_part_size,
+                )?;
                 let resume = Resume {
                     path: shown.clone().into(),
                     kept,
@@ -262,14 +243,17 @@ impl JobRun {
             // bad) is recorded complete.
             (Ok(status @ (ExitStatus::Ok | ExitStatus::BadInput)), Some(plan), Some(resume)) => {
                 let counts = self.progress.counts();
-                part::complete(
-                    &resume.path,
-                    plan,
-                    counts.done + counts.skipped,
-                    counts.bad + counts.skipped_bad,
-                    status,
-                )
-                .map(|()| status)
+                part::PartPlace::of(&resume.path)
+                    .and_then(|place| {
+                        part::complete(
+                            &place,
+                            plan,
+                            counts.done + counts.skipped,
+                            counts.bad + counts.skipped_bad,
+                            status,
+                        )
+                    })
+                    .map(|()| status)
             }
             (ended, _, _) => ended,
         };

@@ -7,57 +7,74 @@
 //! once and that their ranges tile the input, items and bytes. Each refusal names the part and
 //! what to do, with exit status 2. With `--output` the whole is written beside it and renamed
 //! into place at the end, so a merge that fails half-way leaves nothing that looks complete.
+//!
+//! Parts and the output may be objects (`s3://BUCKET/KEY`, [`PartPlace`]), read with streamed
+//! GETs; an object output is a multipart upload, which shows only once complete (and is aborted
+//! when the merge fails), as the file renamed into place.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 
+use super::object::StorageArgs;
 use super::output::ExitStatus;
-use super::part::{self, Done};
+use super::part::{self, Done, PartPlace};
+use super::upload::RawUpload;
 
 /// Flags of `patience merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Write the whole output to FILE (written beside it and renamed into place once whole)
-    /// instead of standard output.
+    /// Write the whole output to FILE (written beside it and renamed into place once whole; or
+    /// an object, s3://BUCKET/KEY, which shows once its upload is complete) instead of standard
+    /// output.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The parts, each the --output of one `--shard K/N` run, in any order.
+    /// The parts, each the --output of one `--shard K/N` run (a file or an s3:// object), in any
+    /// order.
     #[arg(required = true, value_name = "PART")]
     pub parts: Vec<PathBuf>,
+    /// Object storage's limits (s3:// parts and output).
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 /// One part, checked complete.
 struct Part {
-    path: PathBuf,
+    path: PartPlace,
     done: Done,
-    /// Held while merging: a run writing the part would have it.
-    _lock: File,
+    /// Held while merging a file: a run writing the part would have it.
+    _lock: Option<File>,
 }
 
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
-    let mut parts = Vec::with_capacity(args.parts.len());
-    let same = |a: &Path, b: &Path| {
-        a == b
-            || a.canonicalize()
-                .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+    args.storage.configure();
+    let output = args.output.as_deref().map(PartPlace::of).transpose()?;
+    let same = |a: &PartPlace, b: &PartPlace| match (a, b) {
+        (PartPlace::File(a), PartPlace::File(b)) => {
+            a == b
+                || a.canonicalize()
+                    .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+        }
+        (a, b) => a == b,
     };
-    for (i, path) in args.parts.iter().enumerate() {
-        if args
-            .output
-            .as_deref()
-            .is_some_and(|output| same(output, path))
-        {
-            bail!("--output {} is also one of the parts", path.display());
+    let places = args
+        .parts
+        .iter()
+        .map(|path| PartPlace::of(path))
+        .collect::<anyhow::Result<Vec<PartPlace>>>()?;
+    let mut parts = Vec::with_capacity(places.len());
+    for (i, place) in places.iter().enumerate() {
+        if output.as_ref().is_some_and(|output| same(output, place)) {
+            bail!("--output {place} is also one of the parts");
         }
-        if args.parts[..i].iter().any(|other| same(other, path)) {
-            bail!("{} is given twice: give each part once", path.display());
+        if places[..i].iter().any(|other| same(other, place)) {
+            bail!("{place} is given twice: give each part once");
         }
-        parts.push(checked(path)?);
+        parts.push(checked(place)?);
     }
     let ordered = in_order(&parts)?;
     let status = ordered
@@ -68,13 +85,13 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
             0 => ExitStatus::Ok,
             _ => ExitStatus::BadInput,
         });
-    match &args.output {
+    match &output {
         None => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
             copy_all(&ordered, &mut out)?;
         }
-        Some(output) => {
+        Some(PartPlace::File(output)) => {
             let temporary = part::beside(output, ".merging");
             let written = File::create(&temporary)
                 .map_err(anyhow::Error::new)
@@ -88,19 +105,62 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
                 return Err(e.context(format!("cannot write {}", output.display())));
             }
         }
+        Some(PartPlace::Object(url)) => {
+            // Dropped on a failure, the upload is aborted: no object shows.
+            RawUpload::create(url, args.storage.upload_part_size)
+                .map_err(anyhow::Error::new)
+                .and_then(|mut upload| {
+                    copy_all(&ordered, &mut upload)?;
+                    upload.finish().map_err(anyhow::Error::new)
+                })
+                .with_context(|| format!("cannot write {url}"))?;
+        }
     }
     Ok(status)
 }
 
-/// The part at `path`, locked, with its completion record, its bytes checked against it.
-fn checked(path: &Path) -> anyhow::Result<Part> {
-    let shown = path.display();
-    if let Err(e) = std::fs::metadata(path) {
-        if e.kind() == io::ErrorKind::NotFound {
-            bail!("{shown} is missing: run its shard (with --output {shown})");
-        }
-        return Err(anyhow::Error::new(e).context(format!("cannot read {shown}")));
+/// The part at `place`, locked (a file), with its completion record, its bytes checked against
+/// it.
+fn checked(place: &PartPlace) -> anyhow::Result<Part> {
+    if !place.exists()? {
+        bail!("{place} is missing: run its shard (with --output {place})");
     }
+    let lock = match place {
+        PartPlace::File(path) => Some(lock(path)?),
+        PartPlace::Object(_) => None,
+    };
+    let Some(done) = part::read_done(place)? else {
+        bail!(
+            "{place} is incomplete: it has no completion record ({}), so its shard has not \
+             finished; run it again with --resume to finish it",
+            place.done_name()
+        );
+    };
+    let sum = part::checksum(place)?;
+    if (sum.bytes, sum.lines, sum.crc32) != (done.bytes, done.lines, done.crc32) {
+        bail!(
+            "{place} is not the part its completion record describes: it holds {} bytes in {} \
+             lines (CRC-32 {:08x}) where {} says {} bytes in {} lines ({:08x}); it was cut or \
+             changed after its shard ended: run shard {} again with --resume",
+            sum.bytes,
+            sum.lines,
+            sum.crc32,
+            place.done_name(),
+            done.bytes,
+            done.lines,
+            done.crc32,
+            done.range.shard
+        );
+    }
+    Ok(Part {
+        path: place.clone(),
+        done,
+        _lock: lock,
+    })
+}
+
+/// The lock of the part file at `path`, taken: no run is writing it.
+fn lock(path: &Path) -> anyhow::Result<File> {
     let lock_path = part::beside(path, ".lock");
     let lock = File::options()
         .create(true)
@@ -110,38 +170,12 @@ fn checked(path: &Path) -> anyhow::Result<Part> {
         .with_context(|| format!("cannot open the lock {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
         bail!(
-            "{shown} is being written by a run right now (it holds {}): merge once it has ended",
+            "{} is being written by a run right now (it holds {}): merge once it has ended",
+            path.display(),
             lock_path.display()
         );
     }
-    let Some(done) = part::read_done(path)? else {
-        bail!(
-            "{shown} is incomplete: it has no completion record ({}), so its shard has not \
-             finished; run it again with --resume to finish it",
-            part::done_path(path).display()
-        );
-    };
-    let sum = part::checksum(path)?;
-    if (sum.bytes, sum.lines, sum.crc32) != (done.bytes, done.lines, done.crc32) {
-        bail!(
-            "{shown} is not the part its completion record describes: it holds {} bytes in {} \
-             lines (CRC-32 {:08x}) where {} says {} bytes in {} lines ({:08x}); it was cut or \
-             changed after its shard ended: run shard {} again with --resume",
-            sum.bytes,
-            sum.lines,
-            sum.crc32,
-            part::done_path(path).display(),
-            done.bytes,
-            done.lines,
-            done.crc32,
-            done.range.shard
-        );
-    }
-    Ok(Part {
-        path: path.to_path_buf(),
-        done,
-        _lock: lock,
-    })
+    Ok(lock)
 }
 
 /// What makes a part one of a job, said for a refusal.
@@ -181,8 +215,8 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
         if theirs != ours {
             bail!(
                 "{} is a part of another job: it holds {theirs}, where {} holds {ours}",
-                part.path.display(),
-                first.path.display()
+                part.path,
+                first.path
             );
         }
     }
@@ -191,13 +225,13 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
     for part in parts {
         let k = part.done.range.shard.index;
         if k >= count {
-            bail!("{} names shard {k} of {count}", part.path.display());
+            bail!("{} names shard {k} of {count}", part.path);
         }
         if let Some(other) = by_shard.insert(k, part) {
             bail!(
                 "{} and {} are both shard {k}/{count}: give each part once",
-                other.path.display(),
-                part.path.display()
+                other.path,
+                part.path
             );
         }
     }
@@ -234,7 +268,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
             bail!(
                 "{} (shard {}) starts at byte {} and item {}, where the shards before it end at \
                  byte {byte} and item {item}: the parts do not tile the input",
-                part.path.display(),
+                part.path,
                 range.shard,
                 range.start,
                 range.first
@@ -254,8 +288,8 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
 fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
     let mut buffer = vec![0u8; 1 << 20];
     for part in parts {
-        let shown = part.path.display();
-        let mut file = File::open(&part.path).with_context(|| format!("cannot read {shown}"))?;
+        let shown = &part.path;
+        let mut file = part.path.open()?;
         let mut crc = flate2::Crc::new();
         let mut bytes = 0u64;
         loop {

@@ -19,8 +19,11 @@ use futures::StreamExt as _;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    ClientOptions, GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, RetryConfig,
+    ClientOptions, GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, PutPayload,
+    RetryConfig,
 };
+
+use super::values::{NO_MAX, parse_duration, whole};
 
 /// How long a call is retried (with exponential backoff from 100 ms to 15 s) before the run gives
 /// up on it, unless `--storage-retry-timeout` says otherwise.
@@ -32,6 +35,8 @@ pub const RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// to solve than that (a body is read as fast as the solving goes), measured by
 /// `benches/storage.rs` on a 500 MB object.
 const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// `--upload-part-size`'s default: S3's 5 MiB minimum and some room.
+pub const PART_SIZE: usize = 8 << 20;
 /// Chunks of a GET held ahead of the reader: the download runs ahead of the solving by this much
 /// (and the socket's buffers), and no further.
 const AHEAD: usize = 8;
@@ -85,6 +90,40 @@ pub struct StorageSettings {
     pub retry_timeout: Duration,
     /// How long the store may send nothing while a response is read (`--storage-stall-timeout`).
     pub stall_timeout: Duration,
+}
+
+/// The flags of object storage's limits, the same on every command that reads or writes objects
+/// (`solve`, `client`, `rps`, `merge`).
+#[derive(Clone, Debug, clap::Args)]
+pub struct StorageArgs {
+    /// With --output s3://BUCKET/KEY: the size of each uploaded part, in bytes (S3 refuses parts
+    /// under 5 MiB but the last). About this much memory holds the answers not yet uploaded, and
+    /// a run killed loses at most this much of them (--resume goes on from the parts uploaded).
+    #[arg(long, env = "PATIENCE_UPLOAD_PART_SIZE", default_value_t = PART_SIZE,
+          value_name = "BYTES", value_parser = whole::<usize>(1, NO_MAX))]
+    pub upload_part_size: usize,
+    /// How long a call to object storage (s3:// inputs and outputs) is retried, with backoff, when
+    /// the store does not answer, is throttling (SlowDown, 503) or fails on its side (5xx); then
+    /// the run gives up, with status 2.
+    #[arg(long, env = "PATIENCE_STORAGE_RETRY_TIMEOUT", default_value = "60s",
+          value_name = "DURATION", value_parser = parse_duration)]
+    pub storage_retry_timeout: Duration,
+    /// How long object storage may send nothing while a response is read before the read fails
+    /// (and is retried, within --storage-retry-timeout of the call's start). A read as a whole is
+    /// not bounded: an input object is read as fast as the solving goes.
+    #[arg(long, env = "PATIENCE_STORAGE_STALL_TIMEOUT", default_value = "30s",
+          value_name = "DURATION", value_parser = parse_duration)]
+    pub storage_stall_timeout: Duration,
+}
+
+impl StorageArgs {
+    /// Sets this process's limits from the flags, before anything is read.
+    pub fn configure(&self) {
+        configure(StorageSettings {
+            retry_timeout: self.storage_retry_timeout,
+            stall_timeout: self.storage_stall_timeout,
+        });
+    }
 }
 
 static SETTINGS: OnceLock<StorageSettings> = OnceLock::new();
@@ -207,16 +246,16 @@ pub fn in_words(e: &object_store::Error, url: &ObjectUrl) -> io::Error {
             io::ErrorKind::NotFound,
             format!("no such key: {} in bucket {}", url.key, url.bucket),
         ),
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. }
-            if [
-                "InvalidAccessKeyId",
-                "SignatureDoesNotMatch",
-                "InvalidToken",
-                "ExpiredToken",
-            ]
-            .iter()
-            .any(|code| detail.contains(code)) =>
+        // Codes in a body are looked for whatever the error's kind: a bulk delete's refusal comes
+        // in a 200 answer, as a Generic error.
+        _ if [
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "InvalidToken",
+            "ExpiredToken",
+        ]
+        .iter()
+        .any(|code| detail.contains(code)) =>
         {
             (
                 io::ErrorKind::PermissionDenied,
@@ -225,10 +264,29 @@ pub fn in_words(e: &object_store::Error, url: &ObjectUrl) -> io::Error {
                     .to_string(),
             )
         }
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. } => (
-            io::ErrorKind::PermissionDenied,
-            "access denied (the credentials are good, but not allowed this)".to_string(),
+        _ if matches!(
+            e,
+            object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }
+        ) || detail.contains("AccessDenied") =>
+        {
+            (
+                io::ErrorKind::PermissionDenied,
+                "access denied (the credentials are good, but not allowed this)".to_string(),
+            )
+        }
+        // Retried for --storage-retry-timeout already (a HEAD's 503 has no body to say SlowDown).
+        _ if detail.contains("SlowDown") || detail.contains("503 Service Unavailable") => (
+            io::ErrorKind::TimedOut,
+            "the store kept throttling (SlowDown, 503), and retrying with backoff for \
+             --storage-retry-timeout did not help"
+                .to_string(),
+        ),
+        _ if detail.contains("non-2xx status code: 5") => (
+            io::ErrorKind::Other,
+            "the store kept failing on its side (5xx), and retrying with backoff for \
+             --storage-retry-timeout did not help"
+                .to_string(),
         ),
         _ if detail.contains("retries") || detail.contains("error sending request") => (
             io::ErrorKind::TimedOut,
@@ -324,6 +382,28 @@ pub fn read_small(url: &ObjectUrl) -> io::Result<Option<Bytes>> {
     match got {
         Ok(bytes) => Ok(Some(bytes)),
         Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(in_words(&e, url)),
+    }
+}
+
+/// Puts `bytes` as the whole object at `url` (a record: one PUT, which shows whole or not at all).
+pub fn put_small(url: &ObjectUrl, bytes: Vec<u8>) -> io::Result<()> {
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    let path = url.path();
+    storage
+        .wait(async move { store.put(&path, PutPayload::from(bytes)).await })?
+        .map(|_| ())
+        .map_err(|e| in_words(&e, url))
+}
+
+/// Removes the object at `url`, if there is one.
+pub fn remove(url: &ObjectUrl) -> io::Result<()> {
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    let path = url.path();
+    match storage.wait(async move { store.delete(&path).await })? {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(in_words(&e, url)),
     }
 }

@@ -25,8 +25,6 @@ use super::object::{self, ObjectUrl, in_words, storage};
 
 /// The record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
-/// `--upload-part-size`'s default.
-pub const PART_SIZE: usize = 8 << 20;
 
 /// What `KEY.resume.json` holds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -82,6 +80,13 @@ pub fn open(
                 .with_context(|| format!("{record_url} is not a record patience wrote"))
         })
         .transpose()?;
+    // A shard's completion record goes before anything changes (`part.rs`), once the run is sure
+    // to go on (a refused resume leaves it): the object is then incomplete until this run records
+    // it complete again.
+    let forget = || {
+        let done = url.beside(".done.json");
+        object::remove(&done).with_context(|| format!("cannot remove {done} before writing {url}"))
+    };
     let codec = Codec::for_name(&url.key);
     let mut answers = ObjectAnswers {
         url: url.clone(),
@@ -109,9 +114,11 @@ pub fn open(
                 );
             }
             check(held.record.clone())?;
+            forget()?;
             answers.state = held;
         }
         held => {
+            forget()?;
             // A new run: the upload of an earlier one, if any, is dropped, and an earlier object
             // of this key goes before anything else happens.
             if let Some(id) = held.and_then(|held| held.upload) {
@@ -136,17 +143,26 @@ pub fn open(
     Ok((answers, kept))
 }
 
+/// The run's record that `url`'s upload record holds (`KEY.resume.json`), for its completion
+/// record.
+pub fn record_of(url: &ObjectUrl) -> anyhow::Result<serde_json::Value> {
+    let record_url = url.beside(".resume.json");
+    let Some(bytes) =
+        object::read_small(&record_url).with_context(|| format!("cannot read {record_url}"))?
+    else {
+        bail!("{record_url} is missing: {url} was not written by `patience --output`");
+    };
+    let held: UploadRecord = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{record_url} is not a record patience wrote"))?;
+    Ok(held.record)
+}
+
 impl ObjectAnswers {
     /// Writes the record beside the object.
     fn save(&self) -> io::Result<()> {
-        let url = self.url.beside(".resume.json");
         let mut text = serde_json::to_vec(&self.state).map_err(io::Error::other)?;
         text.push(b'\n');
-        let (store, path) = (self.store.clone(), url.path());
-        storage()?
-            .wait(async move { store.put(&path, PutPayload::from(text)).await })?
-            .map(|_| ())
-            .map_err(|e| in_words(&e, &url))
+        object::put_small(&self.url.beside(".resume.json"), text)
     }
 
     /// Takes `buf` in; uploads a part once the complete lines make one.
@@ -241,5 +257,99 @@ impl std::fmt::Debug for ObjectAnswers {
             .field("url", &self.url)
             .field("parts", &self.state.parts.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// An object written from bytes as they come, in parts of `part_size` (`patience merge`'s
+/// output, already whole lines): it shows only once [`RawUpload::finish`] completes it, and an
+/// earlier object of its key stays until then. Dropped unfinished (a failed merge), its upload
+/// is aborted, so nothing is left behind. Memory: one part.
+pub struct RawUpload {
+    url: ObjectUrl,
+    store: Arc<AmazonS3>,
+    /// The multipart upload going on (none once complete or aborted).
+    id: Option<String>,
+    parts: Vec<PartId>,
+    buffer: Vec<u8>,
+    part_size: usize,
+}
+
+impl RawUpload {
+    /// Starts the upload of `url`.
+    pub fn create(url: &ObjectUrl, part_size: usize) -> io::Result<RawUpload> {
+        let store = storage()?.store(url)?;
+        let (client, path) = (store.clone(), url.path());
+        let id = storage()?
+            .wait(async move { client.create_multipart(&path).await })?
+            .map_err(|e| in_words(&e, url))?;
+        Ok(RawUpload {
+            url: url.clone(),
+            store,
+            id: Some(id),
+            parts: Vec::new(),
+            buffer: Vec::with_capacity(part_size),
+            part_size,
+        })
+    }
+
+    /// Uploads what the buffer holds as the next part.
+    fn put(&mut self) -> io::Result<()> {
+        let Some(id) = self.id.clone() else {
+            return Err(io::Error::other("no upload is going on"));
+        };
+        let bytes = std::mem::replace(&mut self.buffer, Vec::with_capacity(self.part_size));
+        let (store, path, index) = (self.store.clone(), self.url.path(), self.parts.len());
+        let part = storage()?
+            .wait(async move {
+                store
+                    .put_part(&path, &id, index, PutPayload::from(bytes))
+                    .await
+            })?
+            .map_err(|e| in_words(&e, &self.url))?;
+        self.parts.push(part);
+        Ok(())
+    }
+
+    /// Uploads the rest and completes the object: only now does it show.
+    pub fn finish(mut self) -> io::Result<()> {
+        if !self.buffer.is_empty() || self.parts.is_empty() {
+            self.put()?;
+        }
+        let Some(id) = self.id.clone() else {
+            return Err(io::Error::other("no upload is going on"));
+        };
+        let (store, path, parts) = (self.store.clone(), self.url.path(), self.parts.clone());
+        storage()?
+            .wait(async move { store.complete_multipart(&path, &id, parts).await })?
+            .map_err(|e| in_words(&e, &self.url))?;
+        self.id = None;
+        Ok(())
+    }
+}
+
+impl io::Write for RawUpload {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Filled to a part's size and no further, so that the buffer never grows past one part.
+        let n = buf.len().min(self.part_size - self.buffer.len());
+        self.buffer.extend_from_slice(&buf[..n]);
+        if self.buffer.len() >= self.part_size {
+            self.put()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RawUpload {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let (store, path) = (self.store.clone(), self.url.path());
+            if let Ok(storage) = storage() {
+                let _ = storage.wait(async move { store.abort_multipart(&path, &id).await });
+            }
+        }
     }
 }

@@ -31,7 +31,9 @@
 //!   caller traced with the Python SDK ([`traced_call`]).
 //!
 //! - [`s3`]: a real S3-compatible server (moto) on a loopback port, and boto3 to put and get
-//!   its objects ([`S3Server`]).
+//!   its objects ([`S3Server`]); IAM users with policies of the test's, when moto checks them.
+//! - [`throttle`]: a relay in front of it that answers the next N connections `503 SlowDown`, as
+//!   S3 throttles ([`Throttle`]).
 //!
 //! Everything is re-exported here: `use common::{Daemon, corpus, run};`.
 #![allow(
@@ -51,6 +53,7 @@ pub mod s3;
 pub mod scratch;
 pub mod server;
 pub mod sniff;
+pub mod throttle;
 pub mod tls;
 pub mod wait;
 
@@ -65,5 +68,6 @@ pub use s3::*;
 pub use scratch::*;
 pub use server::*;
 pub use sniff::*;
+pub use throttle::*;
 pub use tls::*;
 pub use wait::*;

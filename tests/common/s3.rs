@@ -20,6 +20,8 @@ pub struct S3Server {
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     python: PathBuf,
+    /// The credentials the test's own calls use (moto's `testing` unless [`S3Server::act_as`]).
+    credentials: (String, String),
 }
 
 fn venv() -> PathBuf {
@@ -87,6 +89,7 @@ impl S3Server {
             child,
             endpoint: format!("http://{addr}"),
             python,
+            credentials: ("testing".to_string(), "testing".to_string()),
         })
     }
 
@@ -112,6 +115,8 @@ impl S3Server {
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/s3_tool.py"))
             .arg(&self.endpoint)
             .args(args)
+            .env("S3_TOOL_KEY_ID", &self.credentials.0)
+            .env("S3_TOOL_SECRET", &self.credentials.1)
             .output()
             .expect("run scripts/s3_tool.py")
     }
@@ -147,6 +152,27 @@ impl S3Server {
             String::from_utf8_lossy(&out.stderr)
         );
         Some(out.stdout)
+    }
+
+    /// A new IAM user allowed `actions` (such as `s3:GetObject`, or `*`) on everything: its
+    /// access key id and secret. Three IAM calls.
+    pub fn user(&self, name: &str, actions: &[&str]) -> (String, String) {
+        let out = String::from_utf8(self.tool_ok(&["user", name, &actions.join(",")])).unwrap();
+        let (id, secret) = out
+            .trim()
+            .split_once(' ')
+            .expect("an access key and its secret");
+        (id.to_string(), secret.to_string())
+    }
+
+    /// Makes the test's own calls from now on with `credentials` (a user's of [`S3Server::user`]).
+    pub fn act_as(&mut self, credentials: (String, String)) {
+        self.credentials = credentials;
+    }
+
+    /// Removes `s3://BUCKET/KEY`.
+    pub fn remove(&self, bucket: &str, key: &str) {
+        self.tool_ok(&["rm", bucket, key]);
     }
 
     /// The bucket's keys.
