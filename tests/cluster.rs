@@ -654,7 +654,13 @@ fn a_malformed_analysis_fails_that_daemon_over_to_a_good_one() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains(&broken), "{stderr}");
     assert!(lines[0].contains("malformed"), "{stderr}");
-    assert!(lines[0].contains("unanswered request"), "{stderr}");
+    // Its chunk goes to the good daemon; or it went there already, when the stand-in (on a
+    // thread of this busy test process) was slow enough to be hedged, and then nothing is left
+    // to resend: the line ends with the reason.
+    assert!(
+        lines[0].contains("unanswered request") || lines[0].ends_with("came without the move"),
+        "{stderr}"
+    );
 }
 
 /// A deal that every daemon fails on (here two stand-ins that end any call carrying it) is not

@@ -530,23 +530,23 @@ fn big_request() -> SolveRequest {
 }
 
 /// A stream cancelled by its client runs nothing more: with the worker held by the test and the
-/// call's next jobs queued behind it, none of them runs once the worker is let go.
+/// call's jobs queued behind it, none of them runs once the worker is let go. The worker is held
+/// before the call starts, so however slowly the test runs, the call cannot have finished first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_stream_frees_the_workers_for_the_next_one() {
     let config = config();
     let metrics = config.metrics.clone();
     let server = TestServer::start(1, config).await;
     let mut client = server.client().await;
-    // 4,000 deals, about 100 batches of work for one worker; then the client waits.
+    let blocker = Blocker::hold(&server).await;
+    // 4,000 deals, 16 jobs for the one worker; then the client waits.
     let (tx, rx) = mpsc::channel::<SolveRequest>(8);
     for _ in 0..8 {
         tx.send(big_request()).await.unwrap();
     }
     let mut request = tonic::Request::new(ReceiverStream::new(rx));
     let cancel = request.cancellation_handle();
-    let mut inbound = client.solve_stream(request).await.unwrap().into_inner();
-    inbound.message().await.unwrap().unwrap();
-    let blocker = Blocker::hold(&server).await;
+    let inbound = client.solve_stream(request).await.unwrap().into_inner();
     let at_cancel = queue_filled(&server).await;
     cancel.cancel();
     nothing_ran_after(&server, &metrics, blocker, at_cancel).await;
@@ -565,14 +565,13 @@ async fn a_dropped_connection_frees_the_workers_for_the_next_one() {
     let server = TestServer::start(1, config).await;
     let cable = DelayProxy::plain(&server.socket.to_string());
     let mut client = SolverClient::connect(cable.url()).await.unwrap();
-    // 40 requests of 500 deals: far more than is solved before the cut.
-    let mut inbound = client
+    // The worker held first, as for a cancel; then 40 requests of 500 deals.
+    let blocker = Blocker::hold(&server).await;
+    let _inbound = client
         .solve_stream(tokio_stream::iter(vec![big_request(); 40]))
         .await
         .unwrap()
         .into_inner();
-    inbound.message().await.unwrap().unwrap();
-    let blocker = Blocker::hold(&server).await;
     let at_cut = queue_filled(&server).await;
     cable.sever();
     nothing_ran_after(&server, &metrics, blocker, at_cut).await;
