@@ -120,6 +120,15 @@ impl JobRun {
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();
         let mut lock = None;
+        // What the output's resume record says about the run, checked by a resumed run.
+        let mut record = Record::new(
+            unit.noun,
+            render.format,
+            render.precision,
+            render.asked,
+            &inputs,
+        );
+        record.shard = args.shard.map(|shard| shard.to_string());
         let (sink, resume) = match &args.output {
             None => (Sink::stdout(), None),
             Some(path) if path.to_str().is_some_and(|p| p.starts_with("s3://")) => {
@@ -131,14 +140,6 @@ impl JobRun {
                         "--output {url} is also an input: the answers would overwrite it"
                     );
                 }
-                let mut record = Record::new(
-                    unit.noun,
-                    render.format,
-                    render.precision,
-                    render.asked,
-                    &inputs,
-                );
-                record.shard = args.shard.map(|shard| shard.to_string());
                 let shown = url.to_string();
                 let check = |held: serde_json::Value| -> anyhow::Result<()> {
                     let held: Record = serde_json::from_value(held).with_context(|| {
@@ -169,14 +170,6 @@ impl JobRun {
             }
             Some(path) => {
                 lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
-                let mut record = Record::new(
-                    unit.noun,
-                    render.format,
-                    render.precision,
-                    render.asked,
-                    &inputs,
-                );
-                record.shard = args.shard.map(|shard| shard.to_string());
                 let speaker = speaker.clone();
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
                 let (sink, resume) = resume::open(path, args.resume, &record, &inputs, tell)?;

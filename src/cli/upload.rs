@@ -143,6 +143,25 @@ pub fn open(
     Ok((answers, kept))
 }
 
+/// Uploads `bytes` as part `index` of upload `id` of the object at `url`; its tag, for the
+/// completion.
+fn put_part(
+    store: &Arc<AmazonS3>,
+    url: &ObjectUrl,
+    id: String,
+    index: usize,
+    bytes: Vec<u8>,
+) -> io::Result<PartId> {
+    let (store, path) = (store.clone(), url.path());
+    storage()?
+        .wait(async move {
+            store
+                .put_part(&path, &id, index, PutPayload::from(bytes))
+                .await
+        })?
+        .map_err(|e| in_words(&e, url))
+}
+
 /// The run's record that `url`'s upload record holds (`KEY.resume.json`), for its completion
 /// record.
 pub fn record_of(url: &ObjectUrl) -> anyhow::Result<serde_json::Value> {
@@ -204,15 +223,8 @@ impl ObjectAnswers {
         let Some(id) = self.state.upload.clone() else {
             return Err(io::Error::other("no upload is going on"));
         };
-        let (store, path, index) = (self.store.clone(), self.url.path(), self.state.parts.len());
         let len = bytes.len() as u64;
-        let part = storage()?
-            .wait(async move {
-                store
-                    .put_part(&path, &id, index, PutPayload::from(bytes))
-                    .await
-            })?
-            .map_err(|e| in_words(&e, &self.url))?;
+        let part = put_part(&self.store, &self.url, id, self.state.parts.len(), bytes)?;
         self.state.parts.push(UploadedPart {
             tag: part.content_id,
             lines: std::mem::take(&mut self.part_lines),
@@ -298,14 +310,7 @@ impl RawUpload {
             return Err(io::Error::other("no upload is going on"));
         };
         let bytes = std::mem::replace(&mut self.buffer, Vec::with_capacity(self.part_size));
-        let (store, path, index) = (self.store.clone(), self.url.path(), self.parts.len());
-        let part = storage()?
-            .wait(async move {
-                store
-                    .put_part(&path, &id, index, PutPayload::from(bytes))
-                    .await
-            })?
-            .map_err(|e| in_words(&e, &self.url))?;
+        let part = put_part(&self.store, &self.url, id, self.parts.len(), bytes)?;
         self.parts.push(part);
         Ok(())
     }
