@@ -240,19 +240,27 @@ fn summary(us: &[f64]) -> String {
 }
 
 /// Splits the deals into request messages of `per_message` deals each.
-fn messages(cards: &[String], per_message: usize) -> Vec<SolveRequest> {
-    cards
+fn messages(deals: &[Deal], per_message: usize, packed: bool) -> Vec<SolveRequest> {
+    deals
         .chunks(per_message)
-        .map(|chunk| SolveRequest {
-            analysis: None,
-            deals: chunk
-                .iter()
-                .map(|c| proto::Deal {
-                    id: String::new(),
-                    cards: c.clone(),
-                })
-                .collect(),
-            ..Default::default()
+        .map(|chunk| match packed {
+            true => SolveRequest {
+                packed_deals: chunk.iter().fold(Vec::new(), |mut bytes, d| {
+                    d.pack_into(&mut bytes);
+                    bytes
+                }),
+                ..Default::default()
+            },
+            false => SolveRequest {
+                deals: chunk
+                    .iter()
+                    .map(|d| proto::Deal {
+                        id: String::new(),
+                        cards: d.to_string(),
+                    })
+                    .collect(),
+                ..Default::default()
+            },
         })
         .collect()
 }
@@ -408,7 +416,6 @@ fn main() {
     let exe = env!("CARGO_BIN_EXE_patience");
     let mut rng = fastrand::Rng::with_seed(SEED);
     let deals: Vec<Deal> = (0..o.deals).map(|_| Deal::shuffled(&mut rng)).collect();
-    let cards: Vec<String> = deals.iter().map(Deal::to_string).collect();
     let n = deals.len();
     println!(
         "service bench: {n} uniformly random deals (seed {SEED}), {} runs, {} workers, \
@@ -427,7 +434,7 @@ fn main() {
 
     tracing_cost::compare(
         o.workers,
-        &messages(&cards, BATCH),
+        &messages(&deals, BATCH, false),
         &reference_probabilities(&input, o.workers, run_timeout, &dir),
         o.runs,
     );
@@ -478,16 +485,25 @@ fn main() {
         (
             BATCH,
             None,
+            false,
             Mode::new(format!("tonic SolveStream, {BATCH} deals/message")),
+        ),
+        (
+            BATCH,
+            None,
+            true,
+            Mode::new(format!("tonic SolveStream, {BATCH} packed deals/message")),
         ),
         (
             1,
             None,
+            false,
             Mode::new("tonic SolveStream, 1 deal/message".to_string()),
         ),
         (
             BATCH,
             Some(CompressionEncoding::Gzip),
+            false,
             Mode::new(format!(
                 "tonic SolveStream, {BATCH} deals/message, gzip both ways"
             )),
@@ -495,6 +511,7 @@ fn main() {
         (
             BATCH,
             Some(CompressionEncoding::Zstd),
+            false,
             Mode::new(format!(
                 "tonic SolveStream, {BATCH} deals/message, zstd both ways"
             )),
@@ -576,8 +593,8 @@ fn main() {
             http_difference = Some(first_difference(&expected, &got));
         }
 
-        for (per_message, compression, mode) in streams.iter_mut() {
-            let requests = messages(&cards, *per_message);
+        for (per_message, compression, packed, mode) in streams.iter_mut() {
+            let requests = messages(&deals, *per_message, *packed);
             let mut client = match compression {
                 Some(encoding) => client
                     .clone()
@@ -619,9 +636,9 @@ fn main() {
         list(&solve.rates),
         solve.cpu_us_per_deal(solve.client_cpu, n)
     );
-    let stream_median = median(streams[0].2.rates.clone());
+    let stream_median = median(streams[0].3.rates.clone());
     let mut modes = vec![client_mode, http];
-    modes.extend(streams.into_iter().map(|(_, _, m)| m));
+    modes.extend(streams.into_iter().map(|(_, _, _, m)| m));
     for mode in &modes {
         let m = median(mode.rates.clone());
         println!(
@@ -837,7 +854,12 @@ fn judged(deals: &[Deal], runs: usize, workers: usize, solve: &Mode, modes: &[Mo
     );
     let find = |prefix: &str| modes.iter().find(|m| m.name.starts_with(prefix));
     let stream = format!("tonic SolveStream, {BATCH} deals/message");
-    let by = [modes.iter().find(|m| m.name == stream), find("HTTP POST")];
+    let packed = format!("tonic SolveStream, {BATCH} packed deals/message");
+    let by = [
+        modes.iter().find(|m| m.name == stream),
+        modes.iter().find(|m| m.name == packed),
+        find("HTTP POST"),
+    ];
     for m in by.into_iter().flatten() {
         let daemon = m.cpu_us_per_deal(m.daemon_cpu, n);
         println!(
