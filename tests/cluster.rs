@@ -106,6 +106,10 @@ fn every_daemon_killed_midway_exits_2_after_an_in_order_prefix() {
             &daemon.addr,
             "--give-up-after",
             "1s",
+            // Unread output holds the client back only this far (2,048 deals), so the daemon
+            // cannot answer the whole input before the kill however slowly the test runs.
+            "--reorder-buffer-bytes",
+            "1048576",
             input,
         ])
         .running();
@@ -481,6 +485,11 @@ fn a_daemon_killed_and_restarted_on_its_address_takes_work_again() {
             &other.addr,
             "--batch",
             "32",
+            // Unread output holds the client back only this far (2,048 deals): with the
+            // default (64 MiB) the other daemon could answer the whole input while the victim
+            // restarts, and the victim would never be seen back.
+            "--reorder-buffer-bytes",
+            "1048576",
             input,
         ])
         .running();

@@ -75,19 +75,23 @@ fn relay(from: &TcpStream, to: &TcpStream, requests: bool, counts: Arc<Mutex<Cou
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
+            // Counted before it is passed on, so that whoever saw the far end done reads every
+            // message counted.
+            let flags = frames.feed(&buf[..n]);
+            {
+                let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+                let side = if requests {
+                    &mut counts.requests
+                } else {
+                    &mut counts.responses
+                };
+                side.plain += flags.plain;
+                side.compressed += flags.compressed;
+                side.bytes += flags.bytes;
+            }
             if to.write_all(&buf[..n]).is_err() {
                 break;
             }
-            let flags = frames.feed(&buf[..n]);
-            let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
-            let side = if requests {
-                &mut counts.requests
-            } else {
-                &mut counts.responses
-            };
-            side.plain += flags.plain;
-            side.compressed += flags.compressed;
-            side.bytes += flags.bytes;
         }
         let _ = to.shutdown(Shutdown::Write);
     });

@@ -63,8 +63,7 @@ impl Throttle {
                 let shared = shared.clone();
                 std::thread::spawn(move || {
                     if throttle {
-                        slow_down(client);
-                        shared.throttled.fetch_add(1, Ordering::SeqCst);
+                        slow_down(client, &shared.throttled);
                     } else if let Ok(server) = TcpStream::connect(upstream) {
                         shared.relayed.fetch_add(1, Ordering::SeqCst);
                         relay(client, server);
@@ -103,9 +102,9 @@ impl Drop for Throttle {
     }
 }
 
-/// Reads the request on `client` whole (its head, then a body of its Content-Length), answers
-/// `503 Slow Down`, and closes.
-fn slow_down(mut client: TcpStream) {
+/// Reads the request on `client` whole (its head, then a body of its Content-Length), counts it
+/// in `throttled`, answers `503 Slow Down`, and closes.
+fn slow_down(mut client: TcpStream, throttled: &AtomicU64) {
     let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let mut request = Vec::new();
     let mut buffer = [0u8; 8192];
@@ -140,6 +139,9 @@ fn slow_down(mut client: TcpStream) {
     if !head.starts_with("head ") {
         answer.push_str(SLOW_DOWN);
     }
+    // Counted before the client can read the answer, so a test that saw the client's run end
+    // reads every throttled connection counted.
+    throttled.fetch_add(1, Ordering::SeqCst);
     let _ = client.write_all(answer.as_bytes());
     let _ = client.shutdown(Shutdown::Write);
     // What the client still sends (nothing, or its close) is read, so that closing does not reset
