@@ -52,9 +52,11 @@ pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
 pub const HEDGE_FACTOR: u32 = 8;
 /// The default of [`ClientConfig::streams`].
 pub const STREAMS: usize = 4;
-/// The default of [`ClientConfig::stream_max_bytes`]: half of nginx's default body limit
-/// (`client_max_body_size 1m`), which counts a whole call's requests as one body.
-pub const STREAM_MAX_BYTES: usize = 512 << 10;
+/// The default of [`ClientConfig::stream_max_bytes`]: about 4,500 packed deals a call (as many as
+/// 512 KiB of text deals), so that a proxy which spreads calls over its daemons has many calls of
+/// a file to spread; well under nginx's default body limit (`client_max_body_size 1m`), which
+/// counts a whole call's requests as one body.
+pub const STREAM_MAX_BYTES: usize = 160 << 10;
 /// The defaults of [`ClientConfig::keepalive_interval`] and [`ClientConfig::keepalive_timeout`]:
 /// a daemon cut off without its connection closing (a partition, a dead host) is abandoned
 /// within their sum, under 10 s; its chunks were hedged onto the others before that.
