@@ -19,12 +19,22 @@ type InFlight = (
 );
 
 /// Eight `SolveStream` calls sending `requests`, each on its own connection, each answered once.
-async fn eight_streams(daemon: &Daemon, requests: Vec<SolveRequest>) -> Vec<InFlight> {
+async fn eight_streams(
+    daemon: &Daemon,
+    requests: Vec<SolveRequest>,
+    rounds: usize,
+) -> Vec<InFlight> {
     let mut streams = Vec::new();
     for _ in 0..8 {
         let mut client = SolverClient::connect(daemon.addr.clone()).await.unwrap();
+        // `requests` `rounds` times, made as they are sent.
+        let sent = requests
+            .clone()
+            .into_iter()
+            .cycle()
+            .take(rounds * requests.len());
         let mut inbound = client
-            .solve_stream(tokio_stream::iter(requests.clone()))
+            .solve_stream(tokio_stream::iter(sent))
             .await
             .unwrap()
             .into_inner();
@@ -57,7 +67,7 @@ async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     }
 
     // Eight streams in flight, each on its own connection, each already answered once.
-    let streams = eight_streams(&daemon, requests(&deals, 50, 1)).await;
+    let streams = eight_streams(&daemon, requests(&deals, 50, 1), 1).await;
     daemon.signal("TERM");
 
     // Balancers watching health see NOT_SERVING; new connections are refused.
@@ -157,12 +167,15 @@ fn assert_cut_after_an_in_order_prefix(
 async fn past_the_drain_timeout_streams_end_unavailable_after_an_in_order_prefix() {
     let (deals, expected) = corpus("random1000");
     let daemon = Daemon::start(&["--workers", "1", "--drain-timeout", "300ms"]);
-    // Eight streams with far more than one worker solves in the drain time.
-    let streams = eight_streams(&daemon, requests(&deals, 100, 25)).await;
+    // Eight streams with far more than one worker solves in the drain time: 400,000 deals each,
+    // some 4 s of solving for the first alone (with 25,000, the first stream, which starts
+    // ahead of the others, was sometimes answered whole before the drain timeout).
+    let rounds = 400;
+    let streams = eight_streams(&daemon, requests(&deals, 100, 1), rounds).await;
     daemon.signal("TERM");
     for (client, mut inbound, mut results) in streams {
         let status = read_until_cut(&mut inbound, &mut results).await;
-        assert!(results.len() < 25 * deals.len());
+        assert!(results.len() < rounds * deals.len());
         assert_cut_after_an_in_order_prefix(&status, &results, &expected);
         drop(client);
     }
