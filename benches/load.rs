@@ -44,7 +44,8 @@ use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use patience::solver::Solver;
 use prost::Message;
 use support::{
-    Daemon, Flags, Sampler, log_field, reset_peak, start_daemon, streams_finished_since, warnings,
+    Daemon, Flags, Sampler, log_field, reset_peak, start_daemon, streams_finished_since,
+    text_request, warnings,
 };
 use tonic::transport::{Channel, Endpoint};
 
@@ -150,20 +151,7 @@ fn prepare(specs: Vec<(String, u64, usize)>) -> Vec<Job> {
 
 /// The deals as request messages of [`PER_MESSAGE`] deals.
 fn messages(deals: &[Deal]) -> Vec<SolveRequest> {
-    deals
-        .chunks(PER_MESSAGE)
-        .map(|chunk| SolveRequest {
-            analysis: None,
-            deals: chunk
-                .iter()
-                .map(|d| proto::Deal {
-                    id: String::new(),
-                    cards: d.to_string(),
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect()
+    deals.chunks(PER_MESSAGE).map(text_request).collect()
 }
 
 /// Checks a response's results against the job: in order from `*next`, each equal to the

@@ -46,7 +46,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use support::{Flags, TempDir, clock_ticks, median, percentile, start_daemon, warnings};
+use support::{
+    Flags, TempDir, clock_ticks, median, percentile, start_daemon, text_request, warnings,
+};
 
 use tonic::codec::CompressionEncoding;
 use tonic::transport::{Channel, Endpoint};
@@ -251,16 +253,7 @@ fn messages(deals: &[Deal], per_message: usize, packed: bool) -> Vec<SolveReques
                 }),
                 ..Default::default()
             },
-            false => SolveRequest {
-                deals: chunk
-                    .iter()
-                    .map(|d| proto::Deal {
-                        id: String::new(),
-                        cards: d.to_string(),
-                    })
-                    .collect(),
-                ..Default::default()
-            },
+            false => text_request(chunk),
         })
         .collect()
 }

@@ -238,3 +238,18 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// `deals` as one request of their text, without ids: the API's first form, which every client
+/// can send.
+pub fn text_request(deals: &[patience::deal::Deal]) -> patience::proto::SolveRequest {
+    patience::proto::SolveRequest {
+        deals: deals
+            .iter()
+            .map(|d| patience::proto::Deal {
+                id: String::new(),
+                cards: d.to_string(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
