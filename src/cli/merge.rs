@@ -161,13 +161,7 @@ fn checked(place: &PartPlace) -> anyhow::Result<Part> {
 
 /// The lock of the part file at `path`, taken: no run is writing it.
 fn lock(path: &Path) -> anyhow::Result<File> {
-    let lock_path = part::beside(path, ".lock");
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open the lock {}", lock_path.display()))?;
+    let (lock, lock_path) = part::lock_file(path)?;
     if lock.try_lock().is_err() {
         bail!(
             "{} is being written by a run right now (it holds {}): merge once it has ended",

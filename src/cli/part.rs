@@ -134,9 +134,9 @@ pub fn beside(output: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Takes the lock of `output` for this process's life; when another run holds it, `say`s so and
-/// waits for it to end.
-pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
+/// The lock file beside `output` (`NAME.lock`), opened (created if need be) but not taken, and
+/// its path: a run writing `output` holds it, a merge checks that none does.
+pub fn lock_file(output: &Path) -> anyhow::Result<(File, PathBuf)> {
     let path = beside(output, ".lock");
     let file = OpenOptions::new()
         .create(true)
@@ -144,6 +144,13 @@ pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open the lock {}", path.display()))?;
+    Ok((file, path))
+}
+
+/// Takes the lock of `output` for this process's life; when another run holds it, `say`s so and
+/// waits for it to end.
+pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
+    let (file, path) = lock_file(output)?;
     match file.try_lock() {
         Ok(()) => return Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => say(&format!(
