@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{Daemon, Scratch, TOLERANCE, corpus, probability, request, scrape};
+use futures::StreamExt as _;
 use patience::proto::{SolveRequest, SolveResponse};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -530,9 +531,11 @@ async fn watches_past_their_cap_are_refused_and_solving_goes_on() {
 /// the flag, while streams are served as ever; a place freed is a place again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unary_calls_past_their_cap_are_refused_and_streams_go_on() {
-    let daemon = Daemon::start(&["--max-open-unary", "3"]);
+    let daemon = Daemon::start(&["--max-open-unary", "3", "--metrics-addr", "127.0.0.1:0"]);
     // A unary call's headers are answered only with its response, so the five are sent at once
-    // and those the server refuses are told within a second; the others stay silent.
+    // and the refused ones are the only ones answered: the test waits for two answers (the hang
+    // limit only catches a hang), and the unary call below, refused too, shows the other three
+    // still hold their places, as the daemon's gauge of open calls says.
     let tcp = TcpStream::connect(daemon.socket).await.unwrap();
     let (mut send, connection) = h2::client::handshake(tcp).await.unwrap();
     let driver = tokio::spawn(async move {
@@ -550,25 +553,36 @@ async fn unary_calls_past_their_cap_are_refused_and_streams_go_on() {
         let (response, body) = send.send_request(request, false).unwrap();
         calls.push((Box::pin(response), body));
     }
+    let mut answered: futures::stream::FuturesUnordered<_> =
+        calls.iter_mut().map(|(response, _body)| response).collect();
     let mut refused = Vec::new();
-    for (response, _body) in &mut calls {
-        if let Ok(head) = tokio::time::timeout(Duration::from_secs(1), response).await {
-            let head = head.unwrap();
-            let header = |name| {
-                head.headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string()
-            };
-            refused.push(format!(
-                "{} {}",
-                header("grpc-status"),
-                header("grpc-message")
-            ));
-        }
+    while refused.len() < 2 {
+        let head = tokio::time::timeout(common::HANG_LIMIT, answered.next())
+            .await
+            .expect("fewer than two unary calls were refused")
+            .expect("five calls")
+            .unwrap();
+        let header = |name| {
+            head.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        refused.push(format!(
+            "{} {}",
+            header("grpc-status"),
+            header("grpc-message")
+        ));
     }
-    assert_eq!(refused.len(), 2, "{refused:?}");
+    drop(answered);
+    // Two were refused because three were admitted first: exactly the flag's three are held.
+    let metrics = scrape(&daemon.metrics_addr());
+    assert_eq!(
+        common::metric(&metrics, "patience_open_calls"),
+        Some(3.0),
+        "{metrics}"
+    );
     for status in &refused {
         // 8 is RESOURCE_EXHAUSTED; the message is percent-encoded.
         assert!(status.starts_with("8 "), "{status}");
