@@ -36,6 +36,7 @@ fn main() {
                     outcome: Some(Outcome::Probability(probabilities[i % probabilities.len()])),
                 })
                 .collect(),
+            ..Default::default()
         };
         let raw = response.encode_to_vec();
         let gzip = || {

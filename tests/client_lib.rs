@@ -88,7 +88,14 @@ impl Solver for Older {
                         }
                     })
                     .collect();
-                if tx.send(Ok(SolveResponse { results })).await.is_err() {
+                if tx
+                    .send(Ok(SolveResponse {
+                        results,
+                        ..Default::default()
+                    }))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }

@@ -168,6 +168,81 @@ async fn packed_deals_are_answered_as_their_text_and_announced() {
     server.stop().await;
 }
 
+/// Asked for packed answers, a request whose deals are all solved without an id or an analysis
+/// is answered by `probabilities` (the judge's answers, in order, `first_index` its first deal's
+/// stream index); one with a bad deal, an id or an analysis is answered by `results` as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_answers_are_the_judges_and_give_way_to_results_where_needed() {
+    let (deals, expected) = corpus("random1000");
+    let server = TestServer::start(2, config()).await;
+    let mut client = server.client().await;
+    let packed = |range: std::ops::Range<usize>| SolveRequest {
+        packed_deals: deals[range].iter().flat_map(packed_by_hand).collect(),
+        packed_answers: true,
+        ..Default::default()
+    };
+    let mut bad = packed(300..310);
+    // The sixth deal is bad: the five before it were taken for packed answers already.
+    bad.packed_deals[5 * 36 + 3] = 36;
+    let with_id = SolveRequest {
+        deals: vec![wire(&deals[310], "an-id")],
+        packed_answers: true,
+        ..Default::default()
+    };
+    let analysed = SolveRequest {
+        analysis: Some(proto::AnalysisOptions::default()),
+        ..packed(311..320)
+    };
+    let text = SolveRequest {
+        deals: deals[320..400].iter().map(|d| wire(d, "")).collect(),
+        packed_answers: true,
+        ..Default::default()
+    };
+    let requests = vec![
+        packed(0..256),
+        packed(256..300),
+        bad,
+        with_id,
+        analysed,
+        text,
+    ];
+    let responses = stream_all(&mut client, requests).await.unwrap();
+    let near = |p: f64, i: usize| assert!((p - expected[i]).abs() <= TOLERANCE, "deal {i}: {p}");
+    for (r, first, count) in [
+        (&responses[0], 0, 256),
+        (&responses[1], 256, 44),
+        (&responses[5], 320, 80),
+    ] {
+        assert!(r.results.is_empty(), "{r:?}");
+        assert_eq!(r.first_index, first);
+        assert_eq!(r.probabilities.len(), count);
+        for (i, &p) in r.probabilities.iter().enumerate() {
+            near(p, first as usize + i);
+        }
+    }
+    let bad = &responses[2];
+    assert!(bad.probabilities.is_empty());
+    assert_eq!(bad.results.len(), 10);
+    for (i, r) in bad.results.iter().enumerate() {
+        assert_eq!(r.index, 300 + i as u64);
+        if i == 5 {
+            assert!(matches!(r.outcome, Some(Outcome::Error(_))), "{r:?}");
+        } else {
+            near(probability(r), 300 + i);
+        }
+    }
+    assert!(responses[3].probabilities.is_empty());
+    assert_eq!(responses[3].results[0].id, "an-id");
+    near(probability(&responses[3].results[0]), 310);
+    assert!(responses[4].probabilities.is_empty());
+    assert_eq!(responses[4].results.len(), 9);
+    for (i, r) in responses[4].results.iter().enumerate() {
+        assert!(r.analysis.is_some());
+        near(probability(r), 311 + i);
+    }
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_deals_get_their_error_codes_and_the_rest_are_answered() {
     let (deals, expected) = corpus("random1000");

@@ -43,6 +43,41 @@ impl Answer {
 /// The answers of one chunk, in deal order.
 pub type Answers = Vec<Answer>;
 
+/// [`check`] for a response of packed probabilities (`SolveResponse.probabilities`), which a
+/// daemon sends only for requests asking no analysis.
+pub fn check_packed(
+    probabilities: Vec<f64>,
+    sent: usize,
+    asked: Option<Options>,
+) -> Result<Answers, Verdict> {
+    if asked.is_some() {
+        return Err(Verdict::Failed(
+            "it sent packed probabilities where an analysis was asked for".into(),
+        ));
+    }
+    if probabilities.len() != sent {
+        return Err(Verdict::Failed(format!(
+            "it answered {} probabilities for {sent} deals",
+            probabilities.len()
+        )));
+    }
+    probabilities
+        .into_iter()
+        .map(|probability| {
+            if (0.0..=1.0).contains(&probability) {
+                Ok(Answer::Solved {
+                    probability,
+                    analysis: None,
+                })
+            } else {
+                Err(Verdict::Failed(format!(
+                    "it sent a malformed answer: a probability of {probability}"
+                )))
+            }
+        })
+        .collect()
+}
+
 /// Turns a daemon's response to one chunk into answers, or says what is wrong with it. `asked` is
 /// the analysis the run asks every daemon for (`None`: the plain probability).
 pub fn check(

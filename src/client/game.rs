@@ -104,18 +104,23 @@ impl Protocol for DealProtocol {
     const RPC: &'static str = "patience.v1.Solver/SolveStream";
 
     fn request(deals: &[Deal], analysis: Option<proto::AnalysisOptions>) -> SolveRequest {
+        // Probabilities come back packed when nothing else is asked (a daemon that does not know
+        // the field answers with results, which `check` reads as well).
+        let packed_answers = analysis.is_none();
         let mut packed_deals = Vec::with_capacity(deals.len() * Deal::PACKED);
         if deals.iter().all(|deal| deal.pack_into(&mut packed_deals)) {
             return SolveRequest {
                 deals: Vec::new(),
                 analysis,
                 packed_deals,
+                packed_answers,
             };
         }
         SolveRequest {
             deals: deals.iter().map(proto::Deal::from).collect(),
             analysis,
             packed_deals: Vec::new(),
+            packed_answers,
         }
     }
 
@@ -137,7 +142,7 @@ impl Protocol for DealProtocol {
     }
 
     fn results(response: &SolveResponse) -> usize {
-        response.results.len()
+        response.results.len() + response.probabilities.len()
     }
 
     fn open(
@@ -164,7 +169,15 @@ impl Protocol for DealProtocol {
         sent: usize,
         asked: Option<Options>,
     ) -> Result<Answers, Verdict> {
-        answers::check(response.results, sent, asked)
+        if response.probabilities.is_empty() {
+            answers::check(response.results, sent, asked)
+        } else if response.results.is_empty() {
+            answers::check_packed(response.probabilities, sent, asked)
+        } else {
+            Err(Verdict::Failed(
+                "it sent a malformed answer: both results and packed probabilities".into(),
+            ))
+        }
     }
 }
 

@@ -41,7 +41,7 @@ impl Game for Deals {
     }
 
     fn results(response: &SolveResponse) -> usize {
-        response.results.len()
+        response.results.len() + response.probabilities.len()
     }
 
     fn from_stream(request: SolveRequest) -> SolveRequest {
@@ -58,18 +58,41 @@ impl Game for Deals {
         first_index: u64,
     ) -> Split<SolveResponse, Work> {
         let options = request.analysis.map(Options::from);
-        let mut results = Vec::with_capacity(Self::items(&request));
-        let mut valid = Vec::with_capacity(results.capacity());
+        let items = Self::items(&request);
+        // Packed answers while every deal so far is valid and has no id; the first that is not
+        // turns the response into results.
+        let mut packed = request.packed_answers && options.is_none();
+        let mut probabilities = Vec::new();
+        let mut results = Vec::new();
+        if packed {
+            probabilities.reserve(items);
+        } else {
+            results.reserve(items);
+        }
+        let mut valid = Vec::with_capacity(items);
         let mut errors = 0;
         let text = request.deals.into_iter().map(|deal| {
             let panic = service.limits.panic_on_id.as_ref() == Some(&deal.id);
             (Deal::parse(&deal.cards), deal.id, panic)
         });
-        let packed = request
+        let packed_deals = request
             .packed_deals
             .chunks(Deal::PACKED)
             .map(|bytes| (Deal::from_packed(bytes), String::new(), false));
-        for (i, (parsed, id, panic)) in text.chain(packed).enumerate() {
+        for (i, (parsed, id, panic)) in text.chain(packed_deals).enumerate() {
+            if packed {
+                match parsed {
+                    Ok(deal) if id.is_empty() => {
+                        valid.push((i, (deal, options, panic)));
+                        probabilities.push(UNSOLVED);
+                        continue;
+                    }
+                    _ => {
+                        packed = false;
+                        results = unpacked(&mut probabilities, first_index);
+                    }
+                }
+            }
             let outcome = match parsed {
                 Ok(parsed) => {
                     valid.push((i, (parsed, options, panic)));
@@ -90,7 +113,15 @@ impl Game for Deals {
             });
         }
         Split {
-            response: SolveResponse { results },
+            response: SolveResponse {
+                results,
+                first_index: if probabilities.is_empty() {
+                    0
+                } else {
+                    first_index
+                },
+                probabilities,
+            },
             errors,
             valid,
         }
@@ -131,12 +162,45 @@ impl Game for Deals {
                 Outcome::Error(e) => code_name(e.code),
             },
         );
+        if !response.probabilities.is_empty() {
+            match (&outcome, &analysis) {
+                (Outcome::Probability(p), None) => {
+                    if let Some(slot) = response.probabilities.get_mut(at) {
+                        *slot = *p;
+                    }
+                    return failed;
+                }
+                // A deal the pool could not solve (a panic): the response becomes results.
+                _ => {
+                    response.results = unpacked(&mut response.probabilities, response.first_index);
+                    response.first_index = 0;
+                }
+            }
+        }
         if let Some(result) = response.results.get_mut(at) {
             result.outcome = Some(outcome);
             result.analysis = analysis;
         }
         failed
     }
+}
+
+/// A packed answer's place not yet filled: no probability is NaN.
+const UNSOLVED: f64 = f64::NAN;
+
+/// Packed answers as results: the ones filled so far with their probability, the others still
+/// to be filled. Empties `probabilities`.
+fn unpacked(probabilities: &mut Vec<f64>, first_index: u64) -> Vec<proto::Result> {
+    probabilities
+        .drain(..)
+        .enumerate()
+        .map(|(i, p)| proto::Result {
+            index: first_index + i as u64,
+            id: String::new(),
+            outcome: (!p.is_nan()).then_some(Outcome::Probability(p)),
+            analysis: None,
+        })
+        .collect()
 }
 
 /// A metrics label for an error code.

@@ -170,7 +170,10 @@ impl StandIn {
                 analysis: self.analysis.clone(),
             })
             .collect();
-        Ok(patience::proto::SolveResponse { results })
+        Ok(patience::proto::SolveResponse {
+            results,
+            ..Default::default()
+        })
     }
 }
 
