@@ -176,6 +176,14 @@ async fn stream_call(
             Ok(None) => break,
             Err(s) => panic!("SolveStream failed after {next} results: {s}"),
         };
+        if !response.probabilities.is_empty() {
+            assert_eq!(
+                response.first_index, next,
+                "SolveStream answers out of order"
+            );
+            next += response.probabilities.len() as u64;
+            probabilities.extend(response.probabilities);
+        }
         for r in response.results {
             assert_eq!(r.index, next, "SolveStream results out of order");
             match r.outcome {
@@ -241,7 +249,8 @@ fn summary(us: &[f64]) -> String {
     )
 }
 
-/// Splits the deals into request messages of `per_message` deals each.
+/// Splits the deals into request messages of `per_message` deals each; `packed`: packed deals,
+/// asking for packed answers (as `patience client` sends them).
 fn messages(deals: &[Deal], per_message: usize, packed: bool) -> Vec<SolveRequest> {
     deals
         .chunks(per_message)
@@ -251,6 +260,7 @@ fn messages(deals: &[Deal], per_message: usize, packed: bool) -> Vec<SolveReques
                     d.pack_into(&mut bytes);
                     bytes
                 }),
+                packed_answers: true,
                 ..Default::default()
             },
             false => text_request(chunk),
@@ -485,7 +495,9 @@ fn main() {
             BATCH,
             None,
             true,
-            Mode::new(format!("tonic SolveStream, {BATCH} packed deals/message")),
+            Mode::new(format!(
+                "tonic SolveStream, {BATCH} packed deals/message, packed answers"
+            )),
         ),
         (
             1,
@@ -847,7 +859,7 @@ fn judged(deals: &[Deal], runs: usize, workers: usize, solve: &Mode, modes: &[Mo
     );
     let find = |prefix: &str| modes.iter().find(|m| m.name.starts_with(prefix));
     let stream = format!("tonic SolveStream, {BATCH} deals/message");
-    let packed = format!("tonic SolveStream, {BATCH} packed deals/message");
+    let packed = format!("tonic SolveStream, {BATCH} packed deals/message, packed answers");
     let by = [
         modes.iter().find(|m| m.name == stream),
         modes.iter().find(|m| m.name == packed),
