@@ -43,6 +43,16 @@ impl Answer {
 /// The answers of one chunk, in deal order.
 pub type Answers = Vec<Answer>;
 
+/// A response must answer each item sent, no more and no fewer.
+fn one_each(answered: usize, answers: &str, sent: usize, items: &str) -> Result<(), Verdict> {
+    if answered == sent {
+        return Ok(());
+    }
+    Err(Verdict::Failed(format!(
+        "it answered {answered} {answers} for {sent} {items}"
+    )))
+}
+
 /// [`check`] for a response of packed probabilities (`SolveResponse.probabilities`), which a
 /// daemon sends only for requests asking no analysis.
 pub fn check_packed(
@@ -55,12 +65,7 @@ pub fn check_packed(
             "it sent packed probabilities where an analysis was asked for".into(),
         ));
     }
-    if probabilities.len() != sent {
-        return Err(Verdict::Failed(format!(
-            "it answered {} probabilities for {sent} deals",
-            probabilities.len()
-        )));
-    }
+    one_each(probabilities.len(), "probabilities", sent, "deals")?;
     probabilities
         .into_iter()
         .map(|probability| {
@@ -85,12 +90,7 @@ pub fn check(
     sent: usize,
     asked: Option<Options>,
 ) -> Result<Answers, Verdict> {
-    if results.len() != sent {
-        return Err(Verdict::Failed(format!(
-            "it answered {} results for {sent} deals",
-            results.len()
-        )));
-    }
+    one_each(results.len(), "results", sent, "deals")?;
     results
         .into_iter()
         .map(|result| match result.outcome {
@@ -127,12 +127,7 @@ pub fn check(
 /// [`check`] for the second game: one probability or error per case sent, nothing else.
 pub fn check_rps(results: Vec<proto::RpsResult>, sent: usize) -> Result<Answers, Verdict> {
     use proto::rps_result::Outcome;
-    if results.len() != sent {
-        return Err(Verdict::Failed(format!(
-            "it answered {} results for {sent} cases",
-            results.len()
-        )));
-    }
+    one_each(results.len(), "results", sent, "cases")?;
     results
         .into_iter()
         .map(|result| match result.outcome {
