@@ -10,11 +10,14 @@
 //!   sends anything holds a file descriptor for good);
 //! - send GOAWAY to a connection idle for `--max-connection-idle`, and to one older than
 //!   `--max-connection-age`, closing it for good `--max-connection-age-grace` later, as grpc-go's
-//!   server keepalive parameters do (tonic's age limit skips the GOAWAY when a grace is set).
+//!   server keepalive parameters do (tonic's age limit skips the GOAWAY when a grace is set);
+//! - close a connection that ended gracefully only once the client has stopped sending
+//!   ([`linger`]), so that a call's last status is not lost to a TCP reset.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +28,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::time::{Instant, Sleep};
@@ -43,6 +46,11 @@ type Transport = Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
 /// The client's HTTP/2 connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_LEN: usize = 24;
+
+/// How long a gracefully ended connection waits for its client to stop sending before it is
+/// closed regardless (nginx's `lingering_time` is the same idea, 30 s there). A client reads the
+/// last frames and closes within milliseconds; this only bounds one that never does.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// How every connection is served; built once by the server.
 pub struct Settings {
@@ -119,6 +127,9 @@ pub async fn serve<S>(
         remote_addr: stream.peer_addr().ok(),
     };
     let _ = stream.set_nodelay(true);
+    // A second descriptor of the socket, so that it outlives hyper's (see `linger`); without one
+    // (no descriptor left) the connection is closed as hyper leaves it.
+    let spare = stream.as_fd().try_clone_to_owned().ok();
     if let Some(idle) = settings.keepalive {
         let keepalive = socket2::TcpKeepalive::new().with_time(idle);
         let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
@@ -161,50 +172,95 @@ pub async fn serve<S>(
     let conn = settings
         .http
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(per_connection));
-    tokio::pin!(conn);
+    // In a block of its own, so that hyper's connection (and its descriptor of the socket) is
+    // dropped when it ends, before the linger.
+    let ended = async {
+        let conn = conn;
+        tokio::pin!(conn);
 
-    let idle = idle_for(settings.max_idle, &mut calls_seen);
-    tokio::pin!(idle);
-    let age = until(settings.max_age.map(|a| jittered(a, &info)));
-    tokio::pin!(age);
-    let mut closing = false;
-    let mut force = Box::pin(until(None));
-    loop {
-        tokio::select! {
-            result = &mut conn => {
-                if timed_out.load(Ordering::Relaxed) {
-                    metrics.connection_refused("handshake_timeout");
-                    tracing::debug!(peer = ?info.remote_addr, "no HTTP/2 preface within --handshake-timeout");
-                } else if let Err(e) = result {
-                    tracing::debug!(peer = ?info.remote_addr, "connection ended: {e}");
+        let idle = idle_for(settings.max_idle, &mut calls_seen);
+        tokio::pin!(idle);
+        let age = until(settings.max_age.map(|a| jittered(a, &info)));
+        tokio::pin!(age);
+        let mut closing = false;
+        let mut force = Box::pin(until(None));
+        loop {
+            tokio::select! {
+                result = &mut conn => {
+                    if timed_out.load(Ordering::Relaxed) {
+                        metrics.connection_refused("handshake_timeout");
+                        tracing::debug!(peer = ?info.remote_addr, "no HTTP/2 preface within --handshake-timeout");
+                        return Ended::Cut;
+                    }
+                    if let Err(e) = result {
+                        tracing::debug!(peer = ?info.remote_addr, "connection ended: {e}");
+                    }
+                    return Ended::Gracefully;
                 }
-                return;
-            }
-            () = lifecycle.reached(Phase::Draining), if !closing => {
-                closing = true;
-                conn.as_mut().graceful_shutdown();
-            }
-            () = &mut idle, if !closing => {
-                tracing::debug!(peer = ?info.remote_addr, "idle for --max-connection-idle: GOAWAY");
-                closing = true;
-                conn.as_mut().graceful_shutdown();
-            }
-            () = &mut age, if !closing => {
-                tracing::debug!(peer = ?info.remote_addr, "older than --max-connection-age: GOAWAY");
-                closing = true;
-                conn.as_mut().graceful_shutdown();
-                force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
-            }
-            () = lifecycle.reached(Phase::Closed) => {
-                tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
-                return;
-            }
-            () = &mut force => {
-                tracing::debug!(peer = ?info.remote_addr, "--max-connection-age-grace is over: closing");
-                return;
+                () = lifecycle.reached(Phase::Draining), if !closing => {
+                    closing = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+                () = &mut idle, if !closing => {
+                    tracing::debug!(peer = ?info.remote_addr, "idle for --max-connection-idle: GOAWAY");
+                    closing = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+                () = &mut age, if !closing => {
+                    tracing::debug!(peer = ?info.remote_addr, "older than --max-connection-age: GOAWAY");
+                    closing = true;
+                    conn.as_mut().graceful_shutdown();
+                    force = Box::pin(until(settings.age_grace.map(|g| Instant::now() + g)));
+                }
+                () = lifecycle.reached(Phase::Closed) => {
+                    tracing::debug!(peer = ?info.remote_addr, "the drain is over: closing");
+                    return Ended::Cut;
+                }
+                () = &mut force => {
+                    tracing::debug!(peer = ?info.remote_addr, "--max-connection-age-grace is over: closing");
+                    return Ended::Cut;
+                }
             }
         }
     }
+    .await;
+    if let (Ended::Gracefully, Some(spare)) = (ended, spare) {
+        tokio::select! {
+            () = linger(spare, LINGER) => {}
+            () = lifecycle.reached(Phase::Closed) => {}
+        }
+    }
+}
+
+/// How hyper's part of a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// hyper finished the connection: the client closed it, or every call ended after a GOAWAY.
+    Gracefully,
+    /// The server cut it: the drain ran out of time, or the age grace, or the handshake timeout.
+    Cut,
+}
+
+/// Closes a socket whose connection hyper has finished without resetting it: sends FIN (hyper
+/// may have already), then reads and throws away what the client still sends until it closes
+/// its side or `bound` passes. Closing a socket with unread bytes makes the kernel answer with a
+/// reset instead, and a client still sending (a stream cut at the drain timeout, whose client
+/// was writing its next request) then fails on its write and drops the frames it had not read
+/// yet: the call's status with its resume index among them.
+async fn linger(socket: OwnedFd, bound: Duration) {
+    let socket = std::net::TcpStream::from(socket);
+    let _ = socket.shutdown(std::net::Shutdown::Write);
+    if socket.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(mut socket) = TcpStream::from_std(socket) else {
+        return;
+    };
+    let mut sink = [0u8; 8192];
+    let _ = tokio::time::timeout(bound, async {
+        while let Ok(1..) = socket.read(&mut sink).await {}
+    })
+    .await;
 }
 
 /// Completes once no call has been open on the connection for `max_idle` (never without one).
@@ -395,5 +451,61 @@ impl<G: Unpin> http_body::Body for Guarded<G> {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The server's end of a connection whose client sent bytes the server never read, after the
+    /// server's last bytes (`status`) went out; the client read them.
+    fn unread_bytes_left() -> (std::net::TcpStream, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.write_all(&[0; 4096]).unwrap();
+        server.write_all(b"status").unwrap();
+        // The client's bytes are in the server's socket, unread.
+        server.peek(&mut [0]).unwrap();
+        let mut status = [0; 6];
+        client.read_exact(&mut status).unwrap();
+        assert_eq!(&status, b"status");
+        (client, server)
+    }
+
+    /// Closed with unread bytes, a socket resets its connection: a client still writing fails
+    /// and loses what it had not read. The lingering close ends it with FIN instead: the client
+    /// reads the end of the stream, may go on writing, and the linger ends when it closes.
+    #[tokio::test]
+    async fn a_lingering_close_ends_the_stream_where_a_plain_close_resets_it() {
+        let (mut client, server) = unread_bytes_left();
+        drop(server);
+        let reset = client.read(&mut [0; 16]).unwrap_err();
+        assert_eq!(reset.kind(), io::ErrorKind::ConnectionReset, "the control");
+
+        let (mut client, server) = unread_bytes_left();
+        let lingering = tokio::spawn(linger(OwnedFd::from(server), Duration::from_secs(60)));
+        let read = tokio::task::spawn_blocking(move || {
+            let end = client.read(&mut [0; 16]);
+            let written = client.write_all(&[0; 4096]);
+            (end.map_err(|e| e.kind()), written.map_err(|e| e.kind()))
+        });
+        assert_eq!(read.await.unwrap(), (Ok(0), Ok(())));
+        tokio::time::timeout(Duration::from_secs(20), lingering)
+            .await
+            .expect("the linger ends once the client has closed")
+            .unwrap();
+    }
+
+    /// A client that never stops sending is closed once the bound has passed.
+    #[tokio::test(start_paused = true)]
+    async fn a_linger_ends_at_its_bound() {
+        let (client, server) = unread_bytes_left();
+        let started = Instant::now();
+        linger(OwnedFd::from(server), Duration::from_secs(2)).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        drop(client);
     }
 }
