@@ -25,7 +25,9 @@ fn warnings(stderr: &str) -> Vec<&str> {
 }
 
 /// A daemon 100 ms away each way (a 200 ms round trip) beside a near one: the output is
-/// `solve`'s, nothing is said, and both daemons answer some of the deals.
+/// `solve`'s, nothing is said, both daemons answer some of the deals, and both count every call
+/// the client made as completed: the run waits for the distant daemon's statuses too (a round
+/// trip after its last answer) instead of leaving its calls to end as cancelled.
 #[test]
 fn a_distant_daemon_changes_nothing_but_where_the_work_goes() {
     let scratch = Scratch::new("distant");
@@ -43,6 +45,18 @@ fn a_distant_daemon_changes_nothing_but_where_the_work_goes() {
     for daemon in [&near, &distant] {
         let answered = deals_answered(&daemon.metrics_addr());
         assert!(answered > 0, "{} answered nothing", daemon.addr);
+        let handled = scrape(&daemon.metrics_addr());
+        let calls = |code: &str| {
+            common::metric(
+                &handled,
+                &format!(
+                    "grpc_server_handled_total{{grpc_type=\"bidi_stream\",grpc_service=\"patience.v1.Solver\",grpc_method=\"SolveStream\",grpc_code=\"{code}\"}}"
+                ),
+            )
+            .unwrap_or(0.0)
+        };
+        assert!(calls("OK") > 0.0, "{}: no call completed", daemon.addr);
+        assert_eq!(calls("Canceled"), 0.0, "{}: calls cancelled", daemon.addr);
     }
 }
 
