@@ -317,6 +317,46 @@ fn solve_client_and_shards_read_and_write_objects_as_local_files() {
     assert!(s3.uploads("deals").is_empty(), "{:?}", s3.uploads("deals"));
 }
 
+/// `rps` reads its case files from objects and writes its answers to one, as from and to local
+/// files: in-process and through a daemon, byte for byte what `rps` prints for the local file
+/// (which tests/rps_cli.rs holds to the reference answers).
+#[test]
+fn rps_reads_and_writes_objects_as_local_files() {
+    let Some(s3) = S3Server::start() else { return };
+    let dir = Scratch::new("s3-rps");
+    s3.make_bucket("cases");
+    let local = patience()
+        .args(&["rps", &data("rps-random120.in")])
+        .output();
+    assert_eq!(local.code(), Some(0), "{}", local.stderr_str());
+    let zst = dir.write(
+        "r.zst",
+        zstd(&std::fs::read(data("rps-random120.in")).unwrap()),
+    );
+    s3.put_file("cases", "random120.zst", Path::new(&zst));
+    let out = on(&s3, &["rps", "s3://cases/random120.zst"]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(out.stdout == local.stdout, "rps from an object");
+    let daemon = crate::common::Daemon::start(&[]);
+    let out = on(
+        &s3,
+        &[
+            "rps",
+            "-q",
+            "--addr",
+            &daemon.addr,
+            "s3://cases/random120.zst",
+            "--output",
+            "s3://cases/answers.txt",
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    assert!(
+        s3.get("cases", "answers.txt").unwrap() == local.stdout,
+        "rps through a daemon into an object"
+    );
+}
+
 /// Shards of an object written to objects (`--shard K/N --output s3://...`), then merged from
 /// the store to the store, to a file and to standard output: each is byte for byte what `solve`
 /// prints for the local file (itself the reference answers). A part missing, incomplete or changed
