@@ -223,6 +223,12 @@ impl Dispatcher {
         self.input_done = true;
     }
 
+    /// Every chunk was offered and given to a lane: what the lanes hold is all that is left to
+    /// answer (a failure or a hedge may still queue some again).
+    pub fn all_given(&self) -> bool {
+        self.input_done && self.queue.is_empty()
+    }
+
     /// Every chunk was offered and answered.
     pub fn is_done(&self) -> bool {
         self.input_done && self.open.is_empty()

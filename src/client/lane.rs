@@ -83,6 +83,11 @@ pub struct Lane<G: Protocol = DealProtocol> {
     /// Cancelled when every chunk is answered, or when this lane's address has left DNS: a failed
     /// lane stops trying to come back (a lane with a call open still ends it cleanly).
     pub retire: CancellationToken,
+    /// Cancelled once the whole input has been given to the lanes: a lane then ends its call's
+    /// requests, so that the daemon sends the call's status right after its last answer rather
+    /// than a round trip after the run's end. A chunk sent after that (a resend, a hedge) goes on
+    /// a call of its own.
+    pub all_given: CancellationToken,
 }
 
 /// A call's responses, then `None` once it has ended without an error.
@@ -398,6 +403,10 @@ impl<G: Protocol> Lane<G> {
                     }
                     None => inbox_open = false,
                 },
+                () = self.all_given.cancelled(), if sending.is_some() => {
+                    // Ending the requests lets the daemon end the call once it has answered them.
+                    sending = None;
+                }
                 next = calls.next(), if !calls.is_empty() => {
                     // Every call's stream ends with its marker, and is removed then.
                     let Some((id, response)) = next else { continue };

@@ -107,6 +107,8 @@ struct Session<G: Protocol> {
     cancel: CancellationToken,
     /// Cancelled once every chunk is answered: failed lanes stop trying to come back.
     retire: CancellationToken,
+    /// Cancelled once every chunk has been given to a lane ([`Lane::all_given`](super::lane::Lane)).
+    all_given: CancellationToken,
     /// What happened to the daemons while none has ever answered: told as soon as one does. If
     /// none ever does, the run's error says what each failed with, once, instead of a warning
     /// per daemon that its work "waits for a daemon to be back" just before the run gives up.
@@ -145,6 +147,7 @@ pub async fn run<G: Protocol>(
         events,
         cancel: cancel.clone(),
         retire: cancel.child_token(),
+        all_given: cancel.child_token(),
         held: Vec::new(),
         last_failure: None,
         config,
@@ -228,6 +231,9 @@ impl<G: Protocol> Session<G> {
             if self.dispatcher.is_done() {
                 self.tell_held();
                 break;
+            }
+            if self.dispatcher.all_given() {
+                self.all_given.cancel();
             }
             let deadline = self.dispatcher.deadline().map(Instant::from_std);
             let take = self.dispatcher.wants_input();

@@ -52,6 +52,7 @@ impl<G: Protocol> Session<G> {
                 reports: self.reports.clone(),
                 cancel: self.cancel.child_token(),
                 retire: retire.clone(),
+                all_given: self.all_given.child_token(),
             },
             Err(e) => {
                 // Addresses were checked when the targets were parsed, and the certificates when
