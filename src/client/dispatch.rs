@@ -551,6 +551,33 @@ mod tests {
         assert_eq!(sends(&mut d, t), [(b, 4, false)]);
     }
 
+    /// The whole input is given out once it is done and no chunk waits for a lane; a failed
+    /// lane's chunks waiting again undo that until they are given out.
+    #[test]
+    fn all_is_given_once_the_input_is_done_and_nothing_waits() {
+        let t = Instant::now();
+        let mut d = Dispatcher::new(policy());
+        let (a, b) = (d.add_lane(), d.add_lane());
+        for seq in 0..3 {
+            d.offer(seq);
+            sends(&mut d, t);
+        }
+        d.offer(3);
+        assert!(!d.all_given(), "the input is not done");
+        d.input_done();
+        assert!(!d.all_given(), "a chunk waits for a lane");
+        sends(&mut d, t);
+        assert!(d.all_given());
+        assert_eq!(d.failed(a, t, FailureKind::Call), 2);
+        assert!(!d.all_given(), "a's chunks wait again");
+        for seq in [1, 3] {
+            assert_eq!(d.answered(b, seq, t), Delivery::First);
+        }
+        assert_eq!(sends(&mut d, t).len(), 2, "b takes a's chunks");
+        assert!(d.all_given());
+        assert!(!d.is_done());
+    }
+
     /// Daemons that answer every chunk before the next arrives (every lane holds nothing each
     /// time) still take turns, and a lane added later takes the next chunk.
     #[test]
