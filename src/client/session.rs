@@ -232,7 +232,7 @@ impl<G: Protocol> Session<G> {
                 self.tell_held();
                 break;
             }
-            if self.dispatcher.all_given() {
+            if self.dispatcher.all_given() && !self.all_given.is_cancelled() {
                 self.all_given.cancel();
             }
             let deadline = self.dispatcher.deadline().map(Instant::from_std);
