@@ -176,9 +176,13 @@ pub struct ServeArgs {
     #[arg(long, env = "PATIENCE_MAX_DEALS_IN_FLIGHT", value_parser = whole::<usize>(0, NO_MAX), default_value_t = 65_536)]
     pub max_deals_in_flight: usize,
     /// Connections served at once; more wait in the listen backlog [default: the open-file
-    /// limit less 128, at most 4096].
+    /// limit less 112 and less --metrics-max-connections, at most 4096].
     #[arg(long, env = "PATIENCE_MAX_CONNECTIONS", value_parser = at_least_one)]
     pub max_connections: Option<NonZeroUsize>,
+    /// Connections the kernel holds for each listener until they are accepted, such as while
+    /// the daemon is at --max-connections (capped by net.core.somaxconn).
+    #[arg(long, env = "PATIENCE_LISTEN_BACKLOG", value_parser = whole::<u32>(1, 65_535), default_value_t = crate::server::DEFAULT_LISTEN_BACKLOG)]
+    pub listen_backlog: u32,
     /// A new connection that has not finished its TLS handshake and sent the HTTP/2 preface
     /// within this long is closed.
     #[arg(long, env = "PATIENCE_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
@@ -257,6 +261,10 @@ pub struct ServeArgs {
     /// [default: off].
     #[arg(long, env = "PATIENCE_METRICS_ADDR", value_parser = parse_listen_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Connections to the metrics port at once; more wait in its listen backlog. Counted apart
+    /// from --max-connections, whose default leaves them their descriptors.
+    #[arg(long, env = "PATIENCE_METRICS_MAX_CONNECTIONS", value_parser = at_least_one, default_value = "16")]
+    pub metrics_max_connections: NonZeroUsize,
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
@@ -58,20 +58,49 @@ pub const CONNECTION_WINDOW: u32 = 16 << 20;
 /// saves a handful of bytes for its CPU, and a one-deal answer compressed grows.
 pub const DEFAULT_COMPRESS_MIN_BYTES: usize = 512;
 
-/// Files the process keeps for itself beside its connections (standard streams, the runtime's
-/// epoll and wake-up descriptors, the listeners, the metrics endpoint and its scrapes, the
-/// certificate and token files while they are read), with room to spare.
-pub const RESERVED_FILES: u64 = 128;
+/// Files the process keeps for itself beside its connections and its metrics scrapes (standard
+/// streams, the runtime's epoll and wake-up descriptors, the listeners, the trace exporter's
+/// connection, `/proc` while a scrape reads it, the certificate and token files while they are
+/// read), with room to spare.
+pub const RESERVED_FILES: u64 = 112;
 
-/// The default `--max-connections`: what the open-file limit leaves after [`RESERVED_FILES`],
-/// and no more than 4,096 (the memory bound in `docs/operations.md` assumes that many at most).
-pub fn default_max_connections(open_file_limit: u64) -> usize {
+/// The default `--metrics-max-connections`: Prometheus keeps one connection per scraper, so a
+/// few are plenty; every one is a descriptor the main port cannot have.
+pub const DEFAULT_METRICS_CONNECTIONS: usize = 16;
+
+/// The default `--max-connections`: what the open-file limit leaves after [`RESERVED_FILES`] and
+/// the metrics port's connections, and no more than 4,096 (the memory bound in
+/// `docs/operations.md` assumes that many at most). A connection costs one descriptor for its
+/// whole life, its lingering close included, so at this many the process never runs out.
+pub fn default_max_connections(open_file_limit: u64, metrics_connections: usize) -> usize {
     usize::try_from(
         open_file_limit
             .saturating_sub(RESERVED_FILES)
+            .saturating_sub(metrics_connections as u64)
             .clamp(1, 4_096),
     )
     .unwrap_or(1)
+}
+
+/// The default `--listen-backlog`: room for a flood's worth of connections waiting while the
+/// daemon is at `--max-connections` (the kernel caps it at `net.core.somaxconn`, 4,096 on Linux
+/// since 5.4).
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 4_096;
+
+/// Binds a listener whose kernel queue holds `backlog` connections not yet accepted. tokio's
+/// `TcpListener::bind` asks for 128, as Rust's standard library does: behind a flood of silent
+/// connections at `--max-connections`, the SYN of every connection past those 128 is dropped,
+/// and a real client then waits on TCP's retransmission backoff (1, 3, 7, 15 s) instead of being
+/// accepted as soon as a place frees. Go and nginx ask for more for the same reason.
+pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
 }
 
 /// Everything `serve` can be told, with the defaults a daemon on one machine wants.
@@ -84,6 +113,10 @@ pub struct ServerConfig {
     pub max_concurrent_streams: u32,
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: usize,
+    /// Connections to the metrics port at once, counted apart from `max_connections`.
+    pub metrics_max_connections: usize,
+    /// Connections the kernel holds for each listener until they are accepted ([`bind`]).
+    pub listen_backlog: u32,
     /// Health `Watch` and reflection streams open at once across all connections; more get
     /// `RESOURCE_EXHAUSTED`. They need no token and a watch never ends by itself, so without a
     /// cap they would be memory no other limit bounds.
@@ -162,7 +195,9 @@ impl Default for ServerConfig {
             workers: crate::pool::default_workers(),
             limits: Limits::default(),
             max_concurrent_streams: 32,
-            max_connections: default_max_connections(1_024),
+            max_connections: default_max_connections(1_024, DEFAULT_METRICS_CONNECTIONS),
+            metrics_max_connections: DEFAULT_METRICS_CONNECTIONS,
+            listen_backlog: DEFAULT_LISTEN_BACKLOG,
             max_open_watches: 256,
             handshake_timeout: Duration::from_secs(10),
             max_connection_idle: None,
@@ -201,12 +236,14 @@ pub enum ServerError {
 
 /// Binds the metrics endpoint's listener, when there is one: done before the daemon says it is
 /// listening, so a port in use is an error at start, not after a success was announced.
-pub async fn bind_metrics(addr: Option<SocketAddr>) -> Result<Option<TcpListener>, ServerError> {
+pub fn bind_metrics(
+    addr: Option<SocketAddr>,
+    backlog: u32,
+) -> Result<Option<TcpListener>, ServerError> {
     let Some(addr) = addr else {
         return Ok(None);
     };
-    TcpListener::bind(addr)
-        .await
+    bind(addr, backlog)
         .map(Some)
         .map_err(|e| ServerError::Metrics(addr, e))
 }
@@ -219,7 +256,7 @@ pub async fn run(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let metrics = bind_metrics(config.metrics_addr).await?;
+    let metrics = bind_metrics(config.metrics_addr, config.listen_backlog)?;
     run_bound(listener, metrics, config, shutdown).await
 }
 
@@ -242,7 +279,7 @@ pub async fn run_with_pool(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let metrics = bind_metrics(config.metrics_addr).await?;
+    let metrics = bind_metrics(config.metrics_addr, config.listen_backlog)?;
     serve(listener, metrics, pool, config, shutdown).await
 }
 
@@ -280,7 +317,7 @@ async fn serve(
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
         let (metrics, pool) = (metrics.clone(), pool.clone());
-        let max_connections = config.max_connections;
+        let max_connections = config.metrics_max_connections;
         tokio::spawn(async move {
             let stopped = async {
                 let _ = metrics_stopped.await;
@@ -429,6 +466,11 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
             u64::from(config.max_concurrent_streams),
         ),
         ("max_connections", config.max_connections as u64),
+        (
+            "metrics_max_connections",
+            config.metrics_max_connections as u64,
+        ),
+        ("listen_backlog", u64::from(config.listen_backlog)),
         ("max_open_watches", config.max_open_watches as u64),
         (
             "compress_min_bytes",

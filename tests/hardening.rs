@@ -37,17 +37,22 @@ fn allow_many_sockets() {
 /// connections (more than the limit) are held open by their clients. Those the daemon accepted
 /// are closed at the handshake timeout (so counted as refused for it), the rest wait in the
 /// kernel's backlog without costing a descriptor, and a real client that connects after all of
-/// them is served. (How long it waits, and the daemon's CPU meanwhile, which once spun a whole
-/// core on EMFILE, are measured by `cargo bench --bench load`.)
+/// them is served in the first round of places freed: before a second handshake timeout has
+/// passed since the flood began (a client left out of the backlog, or a daemon out of
+/// descriptors, would wait for a later round). The daemon never runs out of descriptors: a
+/// connection costs one, its lingering close included. (The issue's figures, 1,500 connections
+/// against 1,024 descriptors and the default timeout, come from `cargo bench --bench load --
+/// --flood-only`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connections_past_the_file_limit_do_not_lock_out_a_client() {
+    const HANDSHAKE: Duration = Duration::from_secs(3);
     allow_many_sockets();
     let daemon = Daemon::start_with(
         &[
             "--workers",
             "1",
             "--handshake-timeout",
-            "2s",
+            "3s",
             "--metrics-addr",
             "127.0.0.1:0",
         ],
@@ -59,15 +64,24 @@ async fn silent_connections_past_the_file_limit_do_not_lock_out_a_client() {
         "{}",
         daemon.start_line
     );
+    let flooded = std::time::Instant::now();
     let flood = silent_connections(daemon.socket, 600).await;
     let (deals, expected) = corpus("sample");
-    let answer = tokio::time::timeout(Duration::from_secs(20), async {
+    let answer = tokio::time::timeout(2 * HANDSHAKE, async {
         let mut client = daemon.client().await;
         client.solve(request(&deals, 0)).await
     })
     .await
-    .expect("the client is served before the flood goes away")
+    .unwrap_or_else(|_| {
+        panic!(
+            "the client was not served within two handshake timeouts of the flood ({:?} since it \
+             began); log:\n{}",
+            flooded.elapsed(),
+            daemon.log_tail()
+        )
+    })
     .expect("the call succeeds");
+    println!("served {:?} after the flood began", flooded.elapsed());
     let results = answer.into_inner().results;
     assert!((probability(&results[0]) - expected[0]).abs() <= TOLERANCE);
     let metrics = scrape(&daemon.metrics_addr());
@@ -78,6 +92,16 @@ async fn silent_connections_past_the_file_limit_do_not_lock_out_a_client() {
     assert!(
         refused.is_some_and(|n| n >= 1.0),
         "no silent connection was closed for the handshake timeout:\n{metrics}"
+    );
+    let out_of_files = common::metric(
+        &metrics,
+        "patience_accept_pauses_total{reason=\"file_limit\"}",
+    );
+    assert_eq!(
+        out_of_files.unwrap_or(0.0),
+        0.0,
+        "the daemon ran out of descriptors:\n{}",
+        daemon.log_tail()
     );
     drop(flood);
 }

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 #[path = "../../tests/common/daemon.rs"]
 mod daemon;
 
-pub use daemon::{Daemon, clock_ticks, deals_answered, log_field, reset_peak, status_kib};
+pub use daemon::{
+    Daemon, clock_ticks, deals_answered, log_field, metric, reset_peak, scrape, status_kib,
+};
 
 // The reference data and the seeded rock-paper-scissors case generator of the tests, one file
 // for both.

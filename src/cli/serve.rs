@@ -6,7 +6,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use tokio::net::TcpListener;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
@@ -56,9 +55,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         },
         max_concurrent_streams: args.max_concurrent_streams,
         max_open_watches: args.max_open_watches.max(1),
-        max_connections: args
-            .max_connections
-            .map_or_else(|| server::default_max_connections(open_files), |n| n.get()),
+        max_connections: args.max_connections.map_or_else(
+            || server::default_max_connections(open_files, args.metrics_max_connections.get()),
+            |n| n.get(),
+        ),
+        metrics_max_connections: args.metrics_max_connections.get(),
+        listen_backlog: args.listen_backlog,
         handshake_timeout: args.handshake_timeout,
         max_connection_idle: args.max_connection_idle.0,
         max_connection_age: args.max_connection_age.0,
@@ -81,14 +83,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         ..ServerConfig::default()
     };
     runtime.block_on(async {
-        let listener = TcpListener::bind(args.addr)
-            .await
+        let listener = server::bind(args.addr, config.listen_backlog)
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         let bound = listener
             .local_addr()
             .context("cannot read the bound address")?;
         // Every listener is bound before the daemon says it is listening.
-        let metrics_listener = server::bind_metrics(config.metrics_addr).await?;
+        let metrics_listener = server::bind_metrics(config.metrics_addr, config.listen_backlog)?;
         let metrics_bound = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
         // The whole effective configuration in one line (never the token itself), so that what a
         // daemon ran with can be read from its log whether flags, environment or defaults set it.
@@ -104,6 +105,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             max_open_watches = config.max_open_watches,
             max_concurrent_streams = config.max_concurrent_streams,
             max_connections = config.max_connections,
+            metrics_max_connections = config.metrics_max_connections,
+            listen_backlog = config.listen_backlog,
             handshake_timeout_s = config.handshake_timeout.as_secs_f64(),
             max_connection_idle = %shown(config.max_connection_idle),
             max_connection_age = %shown(config.max_connection_age),

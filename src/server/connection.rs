@@ -17,10 +17,9 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -28,7 +27,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::time::{Instant, Sleep};
@@ -127,9 +126,6 @@ pub async fn serve<S>(
         remote_addr: stream.peer_addr().ok(),
     };
     let _ = stream.set_nodelay(true);
-    // A second descriptor of the socket, so that it outlives hyper's (see `linger`); without one
-    // (no descriptor left) the connection is closed as hyper leaves it.
-    let spare = stream.as_fd().try_clone_to_owned().ok();
     if let Some(idle) = settings.keepalive {
         let keepalive = socket2::TcpKeepalive::new().with_time(idle);
         let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
@@ -157,11 +153,15 @@ pub async fn serve<S>(
         }
     };
     let timed_out = Arc::new(AtomicBool::new(false));
+    // hyper hands the socket back here when it is done with it, for the linger: one descriptor
+    // a connection, so that `--max-connections` derived from the open-file limit holds.
+    let returned = Arc::new(Mutex::new(None));
     let io = Preface {
-        inner: transport,
+        inner: Some(transport),
         seen: 0,
         deadline: Box::pin(tokio::time::sleep_until(deadline)),
         timed_out: timed_out.clone(),
+        returned: returned.clone(),
     };
     let (calls, mut calls_seen) = watch::channel(0usize);
     let per_connection = PerConnection {
@@ -172,8 +172,8 @@ pub async fn serve<S>(
     let conn = settings
         .http
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(per_connection));
-    // In a block of its own, so that hyper's connection (and its descriptor of the socket) is
-    // dropped when it ends, before the linger.
+    // In a block of its own, so that hyper's connection is dropped when it ends, giving the
+    // socket back for the linger.
     let ended = async {
         let conn = conn;
         tokio::pin!(conn);
@@ -224,9 +224,10 @@ pub async fn serve<S>(
         }
     }
     .await;
-    if let (Ended::Gracefully, Some(spare)) = (ended, spare) {
+    let socket = returned.lock().map_or(None, |mut s| s.take());
+    if let (Ended::Gracefully, Some(socket)) = (ended, socket) {
         tokio::select! {
-            () = linger(spare, LINGER) => {}
+            () = linger(socket, LINGER) => {}
             () = lifecycle.reached(Phase::Closed) => {}
         }
     }
@@ -247,17 +248,10 @@ enum Ended {
 /// reset instead, and a client still sending (a stream cut at the drain timeout, whose client
 /// was writing its next request) then fails on its write and drops the frames it had not read
 /// yet: the call's status with its resume index among them.
-async fn linger(socket: OwnedFd, bound: Duration) {
-    let socket = std::net::TcpStream::from(socket);
-    let _ = socket.shutdown(std::net::Shutdown::Write);
-    if socket.set_nonblocking(true).is_err() {
-        return;
-    }
-    let Ok(mut socket) = TcpStream::from_std(socket) else {
-        return;
-    };
+async fn linger(mut socket: TcpStream, bound: Duration) {
     let mut sink = [0u8; 8192];
     let _ = tokio::time::timeout(bound, async {
+        let _ = socket.shutdown().await;
         while let Ok(1..) = socket.read(&mut sink).await {}
     })
     .await;
@@ -350,11 +344,38 @@ impl Drop for OpenCall {
 /// The connection's bytes, failing reads once the handshake deadline has passed before the
 /// client's 24-byte HTTP/2 preface arrived. hyper always has a read pending while it waits for
 /// the preface, so the deadline's timer wakes it and the connection ends.
+///
+/// When hyper drops it, the TCP socket (under TLS, if any) goes to `returned`, so that the
+/// connection can [`linger`] on the one descriptor it has had all along.
 struct Preface {
-    inner: Transport,
+    /// `None` only once dropped.
+    inner: Option<Transport>,
     seen: usize,
     deadline: Pin<Box<Sleep>>,
     timed_out: Arc<AtomicBool>,
+    returned: Arc<Mutex<Option<TcpStream>>>,
+}
+
+impl Preface {
+    fn transport(&mut self) -> io::Result<Pin<&mut Transport>> {
+        self.inner
+            .as_mut()
+            .map(Pin::new)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotConnected))
+    }
+}
+
+impl Drop for Preface {
+    fn drop(&mut self) {
+        let socket = match self.inner.take() {
+            Some(Either::Left(tcp)) => tcp,
+            Some(Either::Right(tls)) => tls.into_inner().0,
+            None => return,
+        };
+        if let Ok(mut returned) = self.returned.lock() {
+            *returned = Some(socket);
+        }
+    }
 }
 
 impl AsyncRead for Preface {
@@ -372,7 +393,7 @@ impl AsyncRead for Preface {
             )));
         }
         let before = buf.filled().len();
-        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        ready!(this.transport()?.poll_read(cx, buf))?;
         this.seen = this.seen.saturating_add(buf.filled().len() - before);
         Poll::Ready(Ok(()))
     }
@@ -384,7 +405,7 @@ impl AsyncWrite for Preface {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        self.get_mut().transport()?.poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -392,19 +413,19 @@ impl AsyncWrite for Preface {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        self.get_mut().transport()?.poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        self.inner.as_ref().is_some_and(|t| t.is_write_vectored())
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        self.get_mut().transport()?.poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        self.get_mut().transport()?.poll_shutdown(cx)
     }
 }
 
@@ -475,6 +496,11 @@ mod tests {
         (client, server)
     }
 
+    fn tokio_stream(socket: std::net::TcpStream) -> TcpStream {
+        socket.set_nonblocking(true).unwrap();
+        TcpStream::from_std(socket).unwrap()
+    }
+
     /// Closed with unread bytes, a socket resets its connection: a client still writing fails
     /// and loses what it had not read. The lingering close ends it with FIN instead: the client
     /// reads the end of the stream, may go on writing, and the linger ends when it closes.
@@ -486,7 +512,7 @@ mod tests {
         assert_eq!(reset.kind(), io::ErrorKind::ConnectionReset, "the control");
 
         let (mut client, server) = unread_bytes_left();
-        let lingering = tokio::spawn(linger(OwnedFd::from(server), Duration::from_secs(60)));
+        let lingering = tokio::spawn(linger(tokio_stream(server), Duration::from_secs(60)));
         let read = tokio::task::spawn_blocking(move || {
             let end = client.read(&mut [0; 16]);
             let written = client.write_all(&[0; 4096]);
@@ -504,7 +530,7 @@ mod tests {
     async fn a_linger_ends_at_its_bound() {
         let (client, server) = unread_bytes_left();
         let started = Instant::now();
-        linger(OwnedFd::from(server), Duration::from_secs(2)).await;
+        linger(tokio_stream(server), Duration::from_secs(2)).await;
         assert_eq!(started.elapsed(), Duration::from_secs(2));
         drop(client);
     }

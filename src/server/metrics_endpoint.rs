@@ -1,7 +1,7 @@
 //! The `/metrics` endpoint on `--metrics-addr`: plain HTTP/1.1 for Prometheus, where a scrape
 //! renders the registry with the pool's gauges read at that moment.
 //!
-//! It accepts through the daemon's own loop (`listener.rs`: at most `--max-connections` here too,
+//! It accepts through the daemon's own loop (`listener.rs`: at most `--metrics-max-connections`,
 //! counted apart from the main port's, and the same calm back-off when descriptors run out), and
 //! serves each connection with hyper directly: one route does not need a web framework.
 
