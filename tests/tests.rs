@@ -34,5 +34,6 @@ mod shards;
 mod solve_cli;
 mod storage;
 mod storage_faults;
+mod timers;
 mod traces;
 mod ui;
