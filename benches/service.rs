@@ -7,8 +7,8 @@
 //! the same number of solver workers everywhere:
 //! - `patience solve --workers W FILE`, the in-process baseline, median of R runs;
 //! - one `patience serve --workers W` daemon on loopback, driven by
-//!   - `patience client --batch 256 FILE` (the real client binary), median of R runs, and whether
-//!     its output is byte-identical to `patience solve`'s;
+//!   - `patience client FILE` (the real client binary, its default `--batch`), median of R runs,
+//!     and whether its output is byte-identical to `patience solve`'s;
 //!   - an in-bench tonic client (one current-thread runtime) on one `SolveStream` call with 256
 //!     deals per message and with 1 deal per message (messages built before timing), median of R
 //!     runs each, its results checked for order and against `patience solve`'s;
@@ -481,7 +481,7 @@ fn main() {
         "patience solve --workers {workers} (in-process baseline)"
     ));
     let mut expected: Vec<u8> = Vec::new();
-    let mut client_mode = Mode::new(format!("patience client --batch {BATCH} (binary)"));
+    let mut client_mode = Mode::new("patience client, default --batch (binary)".to_string());
     let mut client_identical = 0;
     let mut client_difference = None;
     let mut streams = [
@@ -551,7 +551,7 @@ fn main() {
         let (_, children) = own_cpu(ticks);
         let t = run_to_file(
             Command::new(exe)
-                .args(["client", "--addr", &url, "--batch", &BATCH.to_string()])
+                .args(["client", "--addr", &url])
                 .arg(&input),
             &client_out,
             run_timeout,
