@@ -46,6 +46,9 @@ use crate::solver::Options;
 
 /// The default of [`ClientConfig::late_failures`].
 pub const LATE_FAILURES: Duration = Duration::from_secs(2);
+/// The default of [`ClientConfig::close_grace`]: a round trip (the last requests' end goes out,
+/// the status comes back), which a near daemon takes in well under a millisecond.
+pub const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// The default of [`ClientConfig::hedge_floor`].
 pub const HEDGE_FLOOR: Duration = Duration::from_secs(2);
 /// ...or this many times its usual time between answers, when that is longer.
@@ -91,6 +94,11 @@ pub struct ClientConfig {
     /// work) is still reported ([`LATE_FAILURES`] in production). A lane on a daemon that never
     /// answers keeps its call open, so a run beside one always waits this long.
     pub late_failures: Duration,
+    /// Once everything is answered, how long the run waits at most for the daemons that answered
+    /// to send their calls' statuses, so that they count the calls as completed rather than as
+    /// cancelled by a client that went away ([`CLOSE_GRACE`] in production, never more than
+    /// `late_failures`). The wait ends as soon as the statuses are in.
+    pub close_grace: Duration,
     pub resolver: Arc<dyn Resolve>,
 }
 
@@ -106,6 +114,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("dns_refresh", &self.dns_refresh)
             .field("hedge_floor", &self.hedge_floor)
             .field("late_failures", &self.late_failures)
+            .field("close_grace", &self.close_grace)
             .finish_non_exhaustive()
     }
 }

@@ -348,6 +348,7 @@ async fn the_hedge_floor_and_the_wait_for_late_failures_are_settings() {
         dns_refresh: Duration::from_secs(30),
         hedge_floor: short,
         late_failures: short,
+        close_grace: client::CLOSE_GRACE,
         resolver: Arc::new(SystemResolver),
     };
     let (deals, expected) = corpus("random1000");
@@ -398,6 +399,7 @@ fn by_name(names: Arc<Names>) -> ClientConfig {
         dns_refresh: Duration::from_millis(100),
         hedge_floor: client::HEDGE_FLOOR,
         late_failures: Duration::from_millis(50),
+        close_grace: client::CLOSE_GRACE,
         resolver: names,
     }
 }

@@ -102,6 +102,7 @@ fn config(
         dns_refresh: remote.dns_refresh,
         hedge_floor: remote.hedge_floor.unwrap_or(client::HEDGE_FLOOR),
         late_failures: remote.late_failures.unwrap_or(client::LATE_FAILURES),
+        close_grace: remote.close_grace.unwrap_or(client::CLOSE_GRACE),
         resolver: Arc::new(SystemResolver),
     })
 }

@@ -80,4 +80,9 @@ pub struct RemoteArgs {
     /// report one that fails [default: `client::LATE_FAILURES`]. Hidden: for tests.
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub late_failures: Option<std::time::Duration>,
+    /// Once everything is answered, wait at most this long for the daemons that answered to
+    /// send their calls' statuses [default: `client::CLOSE_GRACE`]. Hidden: for tests on a
+    /// loaded machine, where a distant daemon's status can take longer than the default.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    pub close_grace: Option<std::time::Duration>,
 }

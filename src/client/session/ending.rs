@@ -13,18 +13,13 @@ use crate::client::dispatch::LaneId;
 use crate::client::game::Protocol;
 use crate::client::lane::Report;
 
-/// Once everything is answered, how long the run waits at most for the daemons that answered to
-/// send their calls' statuses: a round trip (the last requests' end goes out, the status comes
-/// back), which a near daemon takes in well under a millisecond.
-const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
-
 impl<G: Protocol> Session<G> {
     /// Closes every lane's inbox, which ends its stream, and waits for the reports that still
     /// matter.
     pub(super) async fn end(&mut self, mut reports: mpsc::UnboundedReceiver<Report<G>>) {
         // Done: closing the inboxes ends each lane's stream. A lane that has answered is well: it
         // is waited for only as long as its daemon takes to send its calls' statuses
-        // (`CLOSE_GRACE` at most), so that the daemon counts them as completed rather than as
+        // (`close_grace` at most), so that the daemon counts them as completed rather than as
         // cancelled by a client that went away, without a distant or stuck daemon holding the
         // run's end. One that has not answered (say, one that could not connect before the
         // others did all the work) is reported if it fails now, for a little while.
@@ -41,8 +36,9 @@ impl<G: Protocol> Session<G> {
         }
         let now = Instant::now();
         let late = self.config.late_failures;
+        let grace = self.config.close_grace.min(late);
         let deadline = now + late;
-        let mut closed = now + CLOSE_GRACE.min(late);
+        let mut closed = now + grace;
         let mut told = HashSet::new();
         loop {
             let until = match (unproven.is_empty(), closing.is_empty()) {
@@ -82,7 +78,7 @@ impl<G: Protocol> Session<G> {
                 Report::Answered { lane, .. } => {
                     if unproven.remove(&lane) {
                         closing.insert(lane);
-                        closed = closed.max(Instant::now() + CLOSE_GRACE.min(late));
+                        closed = closed.max(Instant::now() + grace);
                     }
                     lane
                 }
