@@ -1,18 +1,18 @@
 //! A real S3-compatible server for the storage tests: PyPI's `moto[server]` (`moto_server`),
-//! started by the test on a loopback port, and boto3 (AWS's own Python client, through
+//! started by the test on a loopback port of its own choosing, and boto3 (AWS's own Python client, through
 //! `scripts/s3_tool.py`) to put the tests' objects there and read patience's back.
 //!
 //! It runs from `PATIENCE_VENV` (else `target/tools/venv`), where `.ci/run` installs it. Without
 //! it a test says so and is skipped, unless `PATIENCE_REQUIRE_S3` is set (`.ci/run` sets it):
 //! then its absence fails the test.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::cli::TestCommand;
-use super::wait::poll_blocking;
 
 /// A running `moto_server`, killed when dropped.
 pub struct S3Server {
@@ -62,29 +62,37 @@ impl S3Server {
             eprintln!("skipped: {why}");
             return None;
         }
-        // A port the system gave, free again for the server to bind.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new(&server)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        // Port 0: the server binds a port of its own and says which on standard error
+        // (werkzeug's ` * Running on http://127.0.0.1:PORT`). A port taken from the system and
+        // released for it could be taken meanwhile by any other test's server.
+        let mut child = Command::new(&server)
+            .args(["-H", "127.0.0.1", "-p", "0"])
             // Parts of a few KiB, where S3 takes 5 MiB but the last, so that a test's upload
             // has many parts without solving megabytes of answers.
             .env("S3_UPLOAD_PART_MIN_SIZE", "1000")
             .env("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", "16777216")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start moto_server");
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let up = poll_blocking(Duration::from_secs(60), || {
-            TcpStream::connect_timeout(&addr, Duration::from_millis(200))
-                .ok()
-                .map(|_| ())
+        let stderr = child.stderr.take().expect("moto_server's standard error");
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Read to the end, so that the server's request log never fills the pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(port) = line
+                    .split_once("Running on http://127.0.0.1:")
+                    .and_then(|(_, port)| port.trim().parse::<u16>().ok())
+                {
+                    let _ = port_tx.send(port);
+                }
+            }
         });
-        assert!(up.is_some(), "moto_server did not listen on {addr}");
+        let port = port_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("moto_server says where it listens within 60 s");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
         Some(S3Server {
             child,
             endpoint: format!("http://{addr}"),
