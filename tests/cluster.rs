@@ -28,6 +28,10 @@ const UNREAD_BOUND: usize = 128 << 10;
 /// client's first chunk goes to it (every daemon has room, and ties go to the first) and stays
 /// unanswered. Once another daemon has answered anything, a later chunk went out, so the first was
 /// placed: the kill then certainly takes unanswered work with it, which must be resent.
+/// Where a relay points while its daemon is down: a privileged port no test's daemon can bind
+/// (the dead daemon's port, free again, could be taken by a parallel test's daemon).
+const NOWHERE: &str = "127.0.0.1:1";
+
 #[test]
 fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let scratch = Scratch::new("kill");
@@ -45,6 +49,10 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
     let client = patience()
         .args(&[
             "client",
+            // A loaded machine can hold a ping's answer past the client's quick 4 s: that
+            // would be one more line than the test counts.
+            "--keepalive-timeout",
+            "20s",
             "--addr",
             &victim.addr,
             "--addr",
@@ -53,6 +61,10 @@ fn a_daemon_killed_midway_costs_nothing_but_a_warning() {
             &others[1].addr,
             "--batch",
             "32",
+            // The stopped victim's chunk must be resent for its kill, not hedged first (a note)
+            // when the kill comes late on a loaded machine.
+            "--hedge-floor",
+            "60m",
             input,
         ])
         .running();
@@ -479,6 +491,10 @@ fn a_daemon_killed_and_restarted_on_its_address_takes_work_again() {
     let mut client = patience()
         .args(&[
             "client",
+            // A loaded machine can hold a ping's answer past the client's quick 4 s: that
+            // would be one more line than the test counts.
+            "--keepalive-timeout",
+            "20s",
             "--addr",
             &at.url(),
             "--addr",
@@ -499,6 +515,9 @@ fn a_daemon_killed_and_restarted_on_its_address_takes_work_again() {
         "the client finished before the kill; make the input larger"
     );
     victim.kill();
+    // Its port is free now: until the restart, the relay points where no daemon of a parallel
+    // test can be.
+    at.retarget(NOWHERE);
     let warning = client.error_line("warning");
     assert!(warning.contains(&at.url()), "{warning}");
 
@@ -551,6 +570,10 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
     let mut client = patience()
         .args(&[
             "client",
+            // A loaded machine can hold a ping's answer past the client's quick 4 s: that
+            // would be one more line than the test counts.
+            "--keepalive-timeout",
+            "20s",
             "--addr",
             &addrs[0],
             "--addr",
@@ -571,6 +594,7 @@ fn a_rolling_restart_of_every_daemon_changes_nothing_but_warnings_and_notes() {
         );
         daemons[i].signal("TERM");
         let status = wait_or_hang(&mut daemons[i].child, HANG_LIMIT, "a draining daemon");
+        at.retarget(NOWHERE);
         assert!(status.success(), "the daemon drained and exited: {status}");
         let warning = client.error_line("warning");
         assert!(warning.contains(&addrs[i]), "{warning}");

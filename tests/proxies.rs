@@ -94,7 +94,11 @@ fn client(scratch: &Scratch, proxy: &Proxy, input: &str) -> Child {
 /// Waits for the client (the limit only catches a hang) and asserts it exited 0 with exactly
 /// `expected` on its standard output; returns its standard error.
 fn assert_identical(scratch: &Scratch, mut child: Child, proxy: &Proxy, expected: &[u8]) -> String {
-    let status = wait_or_hang(&mut child, HANG_LIMIT, "patience client through the proxy");
+    let status = wait_or_hang(
+        &mut child,
+        4 * HANG_LIMIT,
+        "patience client through the proxy",
+    );
     let out = std::fs::read(scratch.join("out")).expect("the output");
     let err = std::fs::read_to_string(scratch.join("err")).expect("the errors");
     assert_eq!(

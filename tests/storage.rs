@@ -645,11 +645,9 @@ fn storage_troubles_are_said_in_words_with_status_2() {
         );
         started.elapsed()
     };
-    // Nothing listening.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Nothing listening: a privileged port no test can bind (a port released after binding it
+    // could be taken by another test's server meanwhile).
+    let closed: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
     let took = gives_up(closed, &["--storage-retry-timeout", "2s"]);
     assert!(took < HANG_LIMIT, "gave up within its bound");
     // An endpoint that takes the connection and never answers: each read fails after
