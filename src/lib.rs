@@ -38,6 +38,7 @@ pub mod client;
 pub mod deal;
 pub mod items;
 mod lines;
+pub mod mark;
 pub mod metrics;
 pub mod ordered;
 pub mod pool;

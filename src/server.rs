@@ -17,6 +17,7 @@ mod listener;
 mod liveness;
 mod memory_bound;
 mod metrics_endpoint;
+mod route;
 mod tls;
 mod ui;
 

@@ -174,3 +174,215 @@ fn the_modules_of_the_cli_and_the_client_import_one_way() {
         }
     }
 }
+
+/// The files of `src/` that a file names with `crate::` paths (in `use` lines or inline, or from a
+/// top-level module brought in by name), each
+/// path taken to the deepest file it reaches (`crate::server::api::X` is `server/api.rs`, or
+/// `server/api/x.rs` where that exists); a file's own ancestors are left out (a child naming its
+/// parent's items is how Rust modules are built, not an arrow between rooms).
+fn crate_imports(file: &str, text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
+    let resolve = |segments: &[&str]| -> Option<String> {
+        (1..=segments.len()).rev().find_map(|n| {
+            let stem = segments[..n].join("/");
+            [format!("{stem}.rs"), format!("{stem}/mod.rs")]
+                .into_iter()
+                .find(|f| files.contains(f))
+        })
+    };
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    // Where a path starts: `crate::`, or a top-level module's name used bare (as after
+    // `use crate::deal::{self, ...}`: `deal::frame::frame(...)`), not inside another path.
+    let top: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| {
+            let stem = f.trim_end_matches(".rs").trim_end_matches("/mod");
+            (!stem.contains('/') && stem != "lib" && stem != "main").then(|| stem.to_string())
+        })
+        .collect();
+    let mut starts = Vec::new();
+    for (at, _) in text.match_indices("::") {
+        let before = &text[..at];
+        let name: String = before
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let head = &before[..before.len() - name.len()];
+        let inside = head
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        if name == "crate" && !inside {
+            starts.push(at + 2);
+        } else if top.contains(&name) && !inside {
+            starts.push(at - name.len());
+        }
+    }
+    let mut used = BTreeSet::new();
+    for at in starts {
+        let mut segments = Vec::new();
+        let mut rest = &text[at..];
+        loop {
+            let name = ident(rest);
+            if name.is_empty() {
+                break;
+            }
+            rest = &rest[name.len()..];
+            segments.push(name);
+            match rest.strip_prefix("::") {
+                Some(more) if !more.starts_with('{') => rest = more,
+                Some(more) => {
+                    // `crate::a::{b, c::D}`: each entry of the list, after the prefix.
+                    let list = &more[1..more.find('}').unwrap_or(more.len())];
+                    for entry in list.split(',') {
+                        let mut path: Vec<&str> = segments.iter().map(String::as_str).collect();
+                        path.extend(entry.trim().split("::").map(str::trim));
+                        if let Some(f) = resolve(&path) {
+                            used.insert(f);
+                        }
+                    }
+                    break;
+                }
+                None => break,
+            }
+        }
+        let path: Vec<&str> = segments.iter().map(String::as_str).collect();
+        if let Some(f) = resolve(&path) {
+            used.insert(f);
+        }
+    }
+    let module = file.trim_end_matches(".rs").trim_end_matches("/mod");
+    used.retain(|f| {
+        let target = f.trim_end_matches(".rs").trim_end_matches("/mod");
+        target != module && !module.starts_with(&format!("{target}/"))
+    });
+    used
+}
+
+/// The house issue: `items.rs` and `deal/frame.rs` imported each other (through `deal.rs`, which
+/// re-exports its files), and `server/front.rs` and `server/ui.rs`. Across the whole crate, the
+/// files' `crate::` imports, their siblings (`super::NAME`) and their own children (`NAME::`)
+/// form no circle.
+#[test]
+fn no_two_files_of_the_crate_import_each_other_even_through_others() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
+    let graph: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|(f, text)| {
+            // The code itself: no comments (doc links name modules too), no unit tests.
+            let text = text.split("#[cfg(test)]").next().unwrap_or("");
+            let text: String = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let text = text.as_str();
+            let mut used = crate_imports(f, text, &names);
+            // Siblings by `super::NAME`, as files beside this one.
+            let dir = Path::new(f).parent().map_or(String::new(), |d| {
+                d.to_string_lossy().trim_end_matches('/').to_string()
+            });
+            let parent_dir = Path::new(&dir)
+                .parent()
+                .map(|d| d.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let prefix = |d: &str| {
+                if d.is_empty() {
+                    String::new()
+                } else {
+                    format!("{d}/")
+                }
+            };
+            // A file `a/b.rs` is module `a::b`; its `super` is `a`, whose children live in `a/`.
+            // `mod.rs` files and the crate root's children are one level up.
+            let siblings_dir = if f.ends_with("/mod.rs") {
+                parent_dir.clone()
+            } else {
+                dir.clone()
+            };
+            let modules: BTreeSet<String> = names
+                .iter()
+                .filter_map(|n| {
+                    let n = n.strip_prefix(&prefix(&siblings_dir))?;
+                    let stem = n.trim_end_matches(".rs").trim_end_matches("/mod");
+                    (!stem.contains('/')).then(|| stem.to_string())
+                })
+                .collect();
+            // Children named as `child::` (a module re-exporting or calling its own files).
+            let own_dir = f.trim_end_matches(".rs").trim_end_matches("/mod");
+            let own_dir = if f == "lib.rs" { "" } else { own_dir };
+            for child in names.iter().filter_map(|n| {
+                let n = n.strip_prefix(&prefix(own_dir))?;
+                let stem = n.trim_end_matches(".rs").trim_end_matches("/mod");
+                (!stem.contains('/')).then_some((stem.to_string(), n.to_string()))
+            }) {
+                let (stem, rest) = child;
+                let named = text.match_indices(&format!("{stem}::")).any(|(at, _)| {
+                    !text[..at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                });
+                if named {
+                    used.insert(format!("{}{rest}", prefix(own_dir)));
+                }
+            }
+            for sibling in siblings_used(text, &modules) {
+                for candidate in [
+                    format!("{}{sibling}.rs", prefix(&siblings_dir)),
+                    format!("{}{sibling}/mod.rs", prefix(&siblings_dir)),
+                ] {
+                    if names.contains(&candidate) && &candidate != f {
+                        used.insert(candidate);
+                    }
+                }
+            }
+            (f.clone(), used)
+        })
+        .collect();
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut circle = path[at..].to_vec();
+            circle.push(node.to_string());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    let mut circles = Vec::new();
+    for node in graph.keys() {
+        if let Some(circle) = visit(node, &graph, &mut Vec::new(), &mut done) {
+            circles.push(circle.join(" -> "));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles in src/:\n{}",
+        circles.join("\n")
+    );
+}

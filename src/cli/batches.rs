@@ -2,8 +2,8 @@
 //! `client` and `rps` alike.
 
 use crate::deal::Deal;
-use crate::items::Mark;
 pub use crate::items::{Items, Step};
+use crate::mark::Mark;
 
 use super::input::{Input, Reader, consumed};
 use super::shard::Segment;

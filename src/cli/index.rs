@@ -23,7 +23,8 @@ use super::output::ExitStatus;
 use super::resume;
 use super::values::{NO_MAX, whole};
 use crate::deal::DealReader;
-use crate::items::{Framed, Items, Mark};
+use crate::items::Items;
+use crate::mark::{Framed, Mark};
 use crate::rps::CaseReader;
 
 /// The index's layout; another version is not used.

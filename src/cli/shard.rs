@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::index;
 use super::input::{Input, Reader};
-use crate::items::{Framed, Items, Mark};
+use crate::items::Items;
+use crate::mark::{Framed, Mark};
 
 /// `--shard K/N`: the K-th of N shards, K from 0 (as a Kubernetes Indexed Job's
 /// `JOB_COMPLETION_INDEX` counts).

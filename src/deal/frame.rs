@@ -14,8 +14,8 @@
 
 use std::io::{self, Read};
 
-use crate::items::{Framed, Mark};
 use crate::lines::MAX_LINE_BYTES;
+use crate::mark::{Framed, Mark};
 
 use super::reader::count_tokens;
 use super::{CARDS, PILES};

@@ -45,8 +45,8 @@
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
-use crate::items::Mark;
 use crate::lines::Lines;
+use crate::mark::Mark;
 
 use super::{Case, CaseError, MAX_OTHERS, Token, Who, parse_triple, quote};
 

@@ -39,7 +39,7 @@ use tonic::body::Body;
 use tonic::transport::server::TcpConnectInfo;
 
 use super::call::Calls;
-use super::front::{Route, plain};
+use super::route::{Route, plain};
 use crate::reason::Said;
 use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
 use crate::service::SolverService;

@@ -10,8 +10,9 @@ use tonic_health::pb::health_server::{Health, HealthServer};
 
 use super::api::ApiSettings;
 use super::call::{Calls, FrameSettings, Gate, Served};
-use super::front::{Front, Route};
+use super::front::Front;
 use super::http_metrics::HttpMetrics;
+use super::route::Route;
 use super::{ServerConfig, ServerError};
 use crate::auth::RequireBearer;
 use crate::metrics::Metrics;

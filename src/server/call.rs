@@ -47,7 +47,7 @@ use tower::{Service, ServiceExt as _};
 use tracing::Instrument as _;
 
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
-use super::front::Route;
+use super::route::Route;
 use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};

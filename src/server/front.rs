@@ -14,11 +14,9 @@ use std::task::{Context, Poll};
 use http::{HeaderValue, Method, StatusCode, header};
 use tonic::body::Body;
 use tower::Service;
-use tower::util::BoxCloneSyncService;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-/// A service of the front, its type erased.
-pub type Route = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
+use super::route::{Route, plain};
 
 /// The plain HTTP API's routes.
 pub const API_ROUTES: [&str; 2] = ["/v1/solve", "/v1/rps"];
@@ -171,17 +169,6 @@ fn is_grpc_path(path: &str) -> bool {
         (parts.next(), parts.next(), parts.next()),
         (Some(service), Some(method), None) if service.contains('.') && !method.is_empty()
     )
-}
-
-/// A plain answer in words.
-pub(super) fn plain(status: StatusCode, text: &str) -> http::Response<Body> {
-    let mut response = http::Response::new(Body::new(format!("{text}\n")));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 impl Service<http::Request<Body>> for Front {

@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use http::{HeaderValue, Method, StatusCode, header};
 use tonic::body::Body;
 
-use super::front::{Route, plain};
+use super::route::{Route, plain};
 
 /// One file of the page.
 struct Asset {
