@@ -282,11 +282,12 @@ pub struct ClientArgs {
     pub addr: Vec<String>,
     #[command(flatten)]
     pub remote: RemoteArgs,
-    /// Deals per request message. A message costs the daemon and the client a few wake-ups
-    /// whatever its size, so large ones keep both busy solving; a small input still spreads over
-    /// several daemons one message each (docs/client.md).
-    #[arg(long, default_value_t = 1024, value_parser = whole::<u32>(1, 10_000))]
-    pub batch: u32,
+    /// Deals per request message [default: 256 in the first, doubling with each message up to
+    /// 1024]. A message costs the daemon and the client a few wake-ups whatever its size, so a
+    /// long input goes in large ones; a short one, or deals typed as they come, in small ones
+    /// (docs/client.md).
+    #[arg(long, value_parser = whole::<u32>(1, 10_000))]
+    pub batch: Option<u32>,
     /// Decimals printed per probability (6 matches the UVa judge).
     #[arg(long, default_value_t = crate::render::DEAL_PRECISION, value_parser = whole::<u8>(0, crate::render::MAX_PRECISION.into()))]
     pub precision: u8,

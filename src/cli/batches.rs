@@ -53,6 +53,11 @@ impl BatchSize {
         }
     }
 
+    /// The most a batch ever holds.
+    pub const fn max(&self) -> usize {
+        self.max
+    }
+
     /// The size of the next batch.
     fn take(&mut self) -> usize {
         let size = self.next;

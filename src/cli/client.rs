@@ -43,6 +43,11 @@ use crate::solver::Options;
 const SUBMIT_BURST: usize = 4;
 /// Fewest printer slots read ahead, whatever `--reorder-buffer-bytes` says.
 const AHEAD: usize = 32;
+/// `patience client`'s messages without `--batch`: the first of 256 deals, so that a short input
+/// (or deals typed as they come) is answered in several messages over several daemons, each next
+/// one twice as large up to 1,024, so that a long one costs few wake-ups a deal on either side
+/// (docs/client.md has the figures).
+const CLIENT_BATCH: BatchSize = BatchSize::growing(256, 1_024);
 /// What one item read ahead may hold at most, counted against `--reorder-buffer-bytes`: its
 /// request (a deal's 107 characters and the message around them, about 170 bytes), its place in
 /// the printer's slot and its answer, rounded up (docs/client.md has the measured figures).
@@ -53,7 +58,7 @@ struct Plan<'a> {
     files: &'a [std::path::PathBuf],
     /// What the items are called in the progress and the summary.
     unit: Unit,
-    batch: usize,
+    batch: BatchSize,
     /// `--reorder-buffer-bytes`.
     reorder_bytes: usize,
     render: Render,
@@ -65,7 +70,7 @@ struct Plan<'a> {
 fn config(
     addr: &[String],
     remote: &RemoteArgs,
-    batch: u32,
+    batch: BatchSize,
     asked: Option<Options>,
 ) -> anyhow::Result<ClientConfig> {
     let targets = addr
@@ -94,7 +99,7 @@ fn config(
         targets,
         connector,
         bearer,
-        window: client::window(batch as usize),
+        window: client::window(batch.max()),
         streams: remote.streams,
         stream_max_bytes: remote.stream_max_bytes,
         asked,
@@ -111,11 +116,14 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
     let asked = args.analysis.options()?;
     // JSON always carries winnable and states, so it always asks the daemon for an analysis.
     let wanted = (args.analysis.format == OutputFormat::Json).then_some(asked);
-    let config = config(&args.addr, &args.remote, args.batch, wanted)?;
+    let batch = args
+        .batch
+        .map_or(CLIENT_BATCH, |n| BatchSize::fixed(n as usize));
+    let config = config(&args.addr, &args.remote, batch, wanted)?;
     let plan = Plan {
         files: &args.files,
         unit: Unit::DEALS,
-        batch: args.batch as usize,
+        batch,
         reorder_bytes: args.remote.reorder_buffer_bytes,
         render: Render {
             format: args.analysis.format,
@@ -129,11 +137,12 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
 
 /// `patience rps --addr`: the cases go to the daemons, and print as in-process.
 pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
-    let config = config(&args.addr, &args.remote, args.batch, None)?;
+    let batch = BatchSize::fixed(args.batch as usize);
+    let config = config(&args.addr, &args.remote, batch, None)?;
     let plan = Plan {
         files: &args.files,
         unit: Unit::CASES,
-        batch: args.batch as usize,
+        batch,
         reorder_bytes: args.remote.reorder_buffer_bytes,
         render: args.render(),
         job: &args.job,
@@ -192,7 +201,7 @@ async fn stream<G: Protocol>(
     let batch = plan.batch;
     let reading = job.reading();
     let progress = &job.progress;
-    let ahead = AHEAD.max(plan.reorder_bytes / (AHEAD_BYTES_PER_ITEM * batch.max(1)));
+    let ahead = AHEAD.max(plan.reorder_bytes / (AHEAD_BYTES_PER_ITEM * batch.max().max(1)));
     let (slots_tx, slots) = mpsc::channel::<Piece<Answer>>(ahead);
     let (submit, submissions) = mpsc::channel::<Chunk<G>>(SUBMIT_BURST);
     let runtime = tokio::runtime::Handle::current();
@@ -278,7 +287,7 @@ fn joined(
 /// the pieces read ahead.
 fn read<G: Protocol>(
     reading: &ToRead,
-    batch: usize,
+    batch: BatchSize,
     analysis: Option<proto::AnalysisOptions>,
     pieces: &mpsc::Sender<Piece<Answer>>,
     submit: &mpsc::Sender<Chunk<G>>,
@@ -286,7 +295,7 @@ fn read<G: Protocol>(
 ) {
     // Room for the next chunks, taken SUBMIT_BURST at a time.
     let mut room: Option<mpsc::PermitIterator<'_, Chunk<G>>> = None;
-    read_items::<G::Reader<Reader>>(reading, BatchSize::fixed(batch), |event| {
+    read_items::<G::Reader<Reader>>(reading, batch, |event| {
         let (entries, at) = match event {
             Batched::Batch(entries, at) => (entries, at),
             Batched::Skipped { items, bad, at } => {
