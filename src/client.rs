@@ -5,8 +5,8 @@
 //! # Layout
 //! - [`connect`]: `--addr` values (`http://`, `https://`, `dns:///`), endpoints, TLS.
 //! - [`status`]: what a status that ended a call means: the daemon failed, or the run is refused.
-//! - [`answers`]: a response checked before anyone prints it.
-//! - [`game`]: what differs between the games: the rpc a lane opens, a chunk's size, the checks.
+//! - [`game`]: what a lane adds to a game's [`crate::exchange::Exchange`] (its requests and the
+//!   checks of responses, shared with the daemon's HTTP API): the rpc it opens on a channel.
 //! - [`dispatch`]: the policy, a synchronous state machine: assignment by load, resends,
 //!   hedging a daemon that went quiet and a slow one's last chunks, retiring, giving up.
 //! - [`lane`]: one connection to a daemon, calls bounded in bytes one after the other,
@@ -20,7 +20,6 @@
 //! One cancellation mechanism: a [`tokio_util::sync::CancellationToken`] for the run, cancelled
 //! when it ends however it ends; every lane and watcher stops on it.
 
-pub mod answers;
 pub mod connect;
 pub mod discovery;
 pub mod dispatch;
@@ -34,11 +33,11 @@ pub mod tally;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use answers::{Answer, Answers};
+pub use crate::exchange::{Answer, Answers, Chunk, Exchange, Unfit};
 pub use connect::{ConnectError, Connector, Daemon, Target, TlsFiles};
 pub use discovery::{Resolve, SystemResolver};
 pub use game::{DealProtocol, Protocol, RpsProtocol};
-pub use session::{Chunk, run};
+pub use session::run;
 pub use tally::{Sent, Share, Tally};
 
 use crate::auth::AddBearer;

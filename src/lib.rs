@@ -15,6 +15,8 @@
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint;
 //! - [`auth`]: bearer-token checks and secrets that never get logged; `x509`: the certificate
 //!   version check both ends of TLS make;
+//! - [`exchange`]: a game's streaming call as messages, what the client and the daemon's HTTP
+//!   API both send and check;
 //! - [`service`]: the `patience.v1.Solver` and `patience.v1.RpsService` gRPC services: admission,
 //!   streams in order, backpressure, deadlines, the drain;
 //! - [`server`]: the daemon's wiring: connections and their limits, TLS, health, reflection,
@@ -36,6 +38,7 @@ pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod deal;
+pub mod exchange;
 pub mod items;
 mod lines;
 pub mod mark;

@@ -266,6 +266,51 @@ fn crate_imports(file: &str, text: &str, files: &BTreeSet<String>) -> BTreeSet<S
     used
 }
 
+/// A file's code itself: no comments (doc links name modules too), no unit tests.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The house issue: the daemon imported the client library (`server/api/translate.rs` took its
+/// chunks and their checks from `client`), so a change to the client rebuilt and could break the
+/// daemon. What both sides use lives below both (`exchange`); no file of the daemon (`server`,
+/// `service`) names `client`.
+#[test]
+fn the_daemon_never_imports_the_client_library() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
+    let daemon = |f: &str| {
+        ["server", "service"]
+            .iter()
+            .any(|d| f == format!("{d}.rs") || f.starts_with(&format!("{d}/")))
+    };
+    let client = |f: &str| f == "client.rs" || f.starts_with("client/");
+    let arrows: Vec<String> = files
+        .iter()
+        .filter(|(f, _)| daemon(f))
+        .flat_map(|(f, text)| {
+            crate_imports(f, &code(text), &names)
+                .into_iter()
+                .filter(|used| client(used))
+                .map(move |used| format!("{f} -> {used}"))
+        })
+        .collect();
+    assert!(
+        files.iter().filter(|(f, _)| daemon(f)).count() > 20,
+        "the daemon's files were not found under src/"
+    );
+    assert!(
+        arrows.is_empty(),
+        "the daemon imports the client library:\n{}",
+        arrows.join("\n")
+    );
+}
+
 /// The house issue: `items.rs` and `deal/frame.rs` imported each other (through `deal.rs`, which
 /// re-exports its files), and `server/front.rs` and `server/ui.rs`. Across the whole crate, the
 /// files' `crate::` imports, their siblings (`super::NAME`) and their own children (`NAME::`)
@@ -278,13 +323,7 @@ fn no_two_files_of_the_crate_import_each_other_even_through_others() {
     let graph: BTreeMap<String, BTreeSet<String>> = files
         .iter()
         .map(|(f, text)| {
-            // The code itself: no comments (doc links name modules too), no unit tests.
-            let text = text.split("#[cfg(test)]").next().unwrap_or("");
-            let text: String = text
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("//"))
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = code(text);
             let text = text.as_str();
             let mut used = crate_imports(f, text, &names);
             // Siblings by `super::NAME`, as files beside this one.

@@ -24,11 +24,11 @@ use tonic::transport::{Channel, Endpoint};
 use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::answers::Answers;
 use super::dispatch::{FailureKind, LaneId, Seq};
-use super::game::{DealProtocol, Opened, Protocol};
+use super::game::{DealProtocol, Exchange, Opened, Protocol};
 use super::status::{Verdict, causes, verdict, with_hint};
 use crate::auth::AddBearer;
+use crate::exchange::Answers;
 use crate::solver::Options;
 
 const RETRY_FIRST: Duration = Duration::from_millis(500);
@@ -92,7 +92,7 @@ pub struct Lane<G: Protocol = DealProtocol> {
 
 /// A call's responses, then `None` once it has ended without an error.
 type CallResponses<G> =
-    Pin<Box<dyn Stream<Item = Option<Result<<G as Protocol>::Response, Status>>> + Send>>;
+    Pin<Box<dyn Stream<Item = Option<Result<<G as Exchange>::Response, Status>>> + Send>>;
 
 /// A call just opened: the connection it is on, where its requests go, where its responses come
 /// from.

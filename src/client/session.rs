@@ -15,52 +15,22 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::answers::{Answer, Answers};
 use super::connect::{Daemon, Target};
 use super::discovery::Watch;
 use super::dispatch::{Action, Delivery, Dispatcher, FailureKind, Group, LaneId, Policy, Seq};
-use super::game::{DealProtocol, Protocol};
+use super::game::Protocol;
 use super::lane::{LaneChunk, Report};
 use super::tally::Tally;
 use super::{ClientConfig, ClientError, Event, HEDGE_FACTOR, sleep_until_some};
-use crate::ordered::Piece;
+use crate::exchange::Chunk;
 
 mod ending;
 mod membership;
-
-/// One request message and where its answers go.
-#[derive(Debug)]
-pub struct Chunk<G: Protocol = DealProtocol> {
-    pub request: G::Request,
-    pub reply: oneshot::Sender<Answers>,
-}
-
-impl<G: Protocol> Chunk<G> {
-    /// A batch of entries (an item, or a bad item's message) as the ordered pipeline's piece,
-    /// and the chunk of its good items whose answers the piece waits for (none when every entry
-    /// is bad). `analysis`: what every deal asks for beside its probability.
-    pub fn of(
-        entries: Vec<Result<G::Item, String>>,
-        at: u64,
-        analysis: Option<crate::proto::AnalysisOptions>,
-    ) -> (Piece<Answer>, Option<Chunk<G>>) {
-        let mut chunk = None;
-        let piece = Piece::batch(entries, at, |items| {
-            let (reply, answers) = oneshot::channel();
-            chunk = Some(Chunk {
-                request: G::request(&items, analysis),
-                reply,
-            });
-            Box::pin(async { answers.await.ok() })
-        });
-        (piece, chunk)
-    }
-}
 
 /// A lane as the session sees it.
 struct LaneHandle<G: Protocol> {

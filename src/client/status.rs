@@ -5,6 +5,7 @@ use std::error::Error as _;
 
 use tonic::Code;
 
+use crate::exchange::Unfit;
 use crate::reason::Said;
 
 /// Why a lane's call ended early, which decides what the run does about it.
@@ -39,6 +40,18 @@ impl Verdict {
             | Verdict::Proxy(words)
             | Verdict::Foreign(words)
             | Verdict::Rejected(words) => words,
+        }
+    }
+}
+
+/// A response that cannot be printed: a malformed one fails its daemon (another may answer the
+/// chunk); one showing the daemon lacks what the run asks for stops the run, as every daemon of
+/// its version would answer the same.
+impl From<Unfit> for Verdict {
+    fn from(unfit: Unfit) -> Verdict {
+        match unfit {
+            Unfit::Malformed(words) => Verdict::Failed(words),
+            Unfit::Unsupported(words) => Verdict::Rejected(words),
         }
     }
 }

@@ -7,7 +7,7 @@
 //!   `curl -T -` sees each answer at once), each batch a piece for the printer and a chunk of its
 //!   good items ([`Chunk::of`], as `patience client` makes them);
 //! - the **feeder**: each chunk's request to the service, its reply queued for the answerer;
-//! - the **answerer**: each response checked ([`Protocol::check`]) and handed to its chunk's
+//! - the **answerer**: each response checked ([`Exchange::check`]) and handed to its chunk's
 //!   reply, in order;
 //! - the **printer**: [`ordered::drain`] into [`HttpLines`], bad items' `error:` lines in their
 //!   places.
@@ -28,7 +28,7 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
 use tonic::{Code, Status};
 
-use crate::client::{Answer, Answers, Chunk, DealProtocol, Protocol, RpsProtocol};
+use crate::exchange::{Answer, Answers, Chunk, DealProtocol, Exchange, RpsProtocol};
 use crate::items::{Items, Step};
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::render::{OutputFormat, Render};
@@ -117,10 +117,10 @@ pub struct ApiCall {
 /// How a game's stream is opened on the service, in process.
 type OpenStream<G> = fn(
     &SolverService,
-    Inbound<<G as Protocol>::Request>,
+    Inbound<<G as Exchange>::Request>,
     Option<SocketAddr>,
     tracing::Span,
-) -> GameStream<<G as Protocol>::Response>;
+) -> GameStream<<G as Exchange>::Response>;
 
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
 pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<Bytes, Failure>> {
@@ -165,7 +165,7 @@ fn body_reader(body: Body, gzip: bool) -> impl FnOnce() -> BodyReader + Send + '
     }
 }
 
-fn start<G: Protocol>(
+fn start<G: Exchange>(
     game: Endpoint,
     call: ApiCall,
     body: impl FnOnce() -> BodyReader + Send + 'static,
@@ -193,7 +193,7 @@ fn start<G: Protocol>(
 }
 
 /// The reader: see the module's doc. Stops when the printer or the feeder has gone.
-fn read<G: Protocol>(
+fn read<G: Exchange>(
     body: BodyReader,
     max: usize,
     analysis: Option<crate::proto::AnalysisOptions>,
@@ -229,7 +229,7 @@ fn read<G: Protocol>(
     }
 }
 
-async fn translate<G: Protocol>(
+async fn translate<G: Exchange>(
     call: ApiCall,
     mut entered: InProcess,
     open: OpenStream<G>,
@@ -307,7 +307,7 @@ async fn translate<G: Protocol>(
 type Queued = (usize, oneshot::Sender<Answers>);
 
 /// The feeder: see the module's doc.
-async fn feed<G: Protocol>(
+async fn feed<G: Exchange>(
     mut chunks: mpsc::Receiver<Chunk<G>>,
     requests: mpsc::Sender<G::Request>,
     queued: mpsc::UnboundedSender<Queued>,
@@ -326,7 +326,7 @@ async fn feed<G: Protocol>(
 
 /// The answerer: see the module's doc. Ends when the service ends the call: `Ok` with every
 /// response handed on.
-async fn answer<G: Protocol>(
+async fn answer<G: Exchange>(
     mut responses: GameStream<G::Response>,
     mut replies: mpsc::UnboundedReceiver<Queued>,
     entered: &InProcess,
@@ -340,7 +340,7 @@ async fn answer<G: Protocol>(
             return Err(Failure::Internal(what.into()));
         };
         let answers = G::check(response, sent, asked)
-            .map_err(|verdict| Failure::Internal(verdict.words().to_string()))?;
+            .map_err(|unfit| Failure::Internal(unfit.to_string()))?;
         // The printer may have stopped already: then nobody waits for these.
         let _ = reply.send(answers);
     }

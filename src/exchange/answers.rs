@@ -1,7 +1,7 @@
 //! A daemon's response to one chunk, checked before anyone prints it: one result per deal sent,
 //! each a probability (with the analysis the run asked for) or the daemon's error for that deal.
 
-use super::status::Verdict;
+use super::Unfit;
 use crate::proto::{self, result::Outcome};
 use crate::render::JsonAnalysis;
 use crate::solver::{Analysis, Options};
@@ -44,11 +44,11 @@ impl Answer {
 pub type Answers = Vec<Answer>;
 
 /// A response must answer each item sent, no more and no fewer.
-fn one_each(answered: usize, answers: &str, sent: usize, items: &str) -> Result<(), Verdict> {
+fn one_each(answered: usize, answers: &str, sent: usize, items: &str) -> Result<(), Unfit> {
     if answered == sent {
         return Ok(());
     }
-    Err(Verdict::Failed(format!(
+    Err(Unfit::Malformed(format!(
         "it answered {answered} {answers} for {sent} {items}"
     )))
 }
@@ -59,9 +59,9 @@ pub fn check_packed(
     probabilities: Vec<f64>,
     sent: usize,
     asked: Option<Options>,
-) -> Result<Answers, Verdict> {
+) -> Result<Answers, Unfit> {
     if asked.is_some() {
-        return Err(Verdict::Failed(
+        return Err(Unfit::Malformed(
             "it sent packed probabilities where an analysis was asked for".into(),
         ));
     }
@@ -75,7 +75,7 @@ pub fn check_packed(
                     analysis: None,
                 })
             } else {
-                Err(Verdict::Failed(format!(
+                Err(Unfit::Malformed(format!(
                     "it sent a malformed answer: a probability of {probability}"
                 )))
             }
@@ -89,7 +89,7 @@ pub fn check(
     results: Vec<proto::Result>,
     sent: usize,
     asked: Option<Options>,
-) -> Result<Answers, Verdict> {
+) -> Result<Answers, Unfit> {
     one_each(results.len(), "results", sent, "deals")?;
     results
         .into_iter()
@@ -99,13 +99,13 @@ pub fn check(
                     (None, _) => None,
                     (Some(_), Some(wire)) => {
                         Some(Box::new(Analysis::try_from((probability, &wire)).map_err(
-                            |e| Verdict::Failed(format!("it sent a malformed answer: {e}")),
+                            |e| Unfit::Malformed(format!("it sent a malformed answer: {e}")),
                         )?))
                     }
                     // A daemon older than the analysis API ignores the request's options: its
                     // lines would silently lack the fields `solve` prints.
                     (Some(_), None) => {
-                        return Err(Verdict::Rejected(
+                        return Err(Unfit::Unsupported(
                             "does not support analysis (--format json needs a newer daemon)".into(),
                         ));
                     }
@@ -116,7 +116,7 @@ pub fn check(
                 })
             }
             Some(Outcome::Error(e)) => Ok(Answer::Failed(e.message)),
-            None => Err(Verdict::Failed(
+            None => Err(Unfit::Malformed(
                 "it sent a malformed answer: a result with neither a probability nor an error"
                     .into(),
             )),
@@ -125,7 +125,7 @@ pub fn check(
 }
 
 /// [`check`] for the second game: one probability or error per case sent, nothing else.
-pub fn check_rps(results: Vec<proto::RpsResult>, sent: usize) -> Result<Answers, Verdict> {
+pub fn check_rps(results: Vec<proto::RpsResult>, sent: usize) -> Result<Answers, Unfit> {
     use proto::rps_result::Outcome;
     one_each(results.len(), "results", sent, "cases")?;
     results
@@ -136,7 +136,7 @@ pub fn check_rps(results: Vec<proto::RpsResult>, sent: usize) -> Result<Answers,
                 analysis: None,
             }),
             Some(Outcome::Error(e)) => Ok(Answer::Failed(e.message)),
-            None => Err(Verdict::Failed(
+            None => Err(Unfit::Malformed(
                 "it sent a malformed answer: a result with neither a probability nor an error"
                     .into(),
             )),
@@ -162,17 +162,17 @@ mod tests {
         let json = Some(Options::default());
         assert!(matches!(
             check(vec![solved(None)], 2, None),
-            Err(Verdict::Failed(_))
+            Err(Unfit::Malformed(_))
         ));
         let mut empty = solved(None);
         empty.outcome = None;
         assert!(matches!(
             check(vec![empty], 1, None),
-            Err(Verdict::Failed(_))
+            Err(Unfit::Malformed(_))
         ));
         assert!(matches!(
             check(vec![solved(None)], 1, json),
-            Err(Verdict::Rejected(reason)) if reason.contains("does not support analysis")
+            Err(Unfit::Unsupported(reason)) if reason.contains("does not support analysis")
         ));
         let no_move = proto::Analysis {
             moves: vec![proto::MoveOdds {
@@ -183,7 +183,7 @@ mod tests {
         };
         assert!(matches!(
             check(vec![solved(Some(no_move))], 1, json),
-            Err(Verdict::Failed(reason)) if reason.contains("malformed")
+            Err(Unfit::Malformed(reason)) if reason.contains("malformed")
         ));
         assert!(matches!(
             check(vec![solved(None)], 1, None).as_deref(),
