@@ -347,9 +347,14 @@ impl Typed {
 
     /// The next line on standard output (with its line end), within `limit`.
     pub fn next_line(&self, limit: Duration) -> String {
-        self.stdout
-            .recv_timeout(limit)
-            .expect("a line of output while the input is open")
+        self.stdout.recv_timeout(limit).unwrap_or_else(|e| {
+            let said: Vec<String> = self.stderr.try_iter().map(chomp).collect();
+            panic!(
+                "no line of output within {limit:?} while the input is open ({e:?}); standard \
+                 error so far:\n{}",
+                said.join("\n")
+            )
+        })
     }
 
     /// Waits for the exit with the input still open (unless closed), then returns (the rest of

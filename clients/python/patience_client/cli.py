@@ -58,6 +58,10 @@ def main(argv=None):
             on_failover=lambda failure, to: print(f"{PROG}: {failure}; going on at {to}",
                                                   file=sys.stderr),
         )
+        if "-" in (args.files or ["-"]):
+            # Deals typed or piped in as they come get their answers as they come, as
+            # `patience client` prints them; a file's answers go out a buffer at a time.
+            sys.stdout.reconfigure(line_buffering=True)
         status = 0
         for answer in answers:
             print(answer.text(args.precision))
