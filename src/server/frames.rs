@@ -28,6 +28,52 @@ use crate::reason::Reason;
 /// The length of a gRPC message's header.
 const HEADER_LEN: usize = 5;
 
+/// A message's header: its compression flag and the length of its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Header {
+    flag: u8,
+    len: usize,
+}
+
+impl Header {
+    /// The one reading of a header's bytes, whichever way the message goes.
+    fn read([flag, a, b, c, d]: [u8; HEADER_LEN]) -> Header {
+        Header {
+            flag,
+            len: u32::from_be_bytes([a, b, c, d]) as usize,
+        }
+    }
+
+    /// The header of the message at the front of `bytes`, when all of it has come.
+    fn at(bytes: &[u8]) -> Option<Header> {
+        let bytes: [u8; HEADER_LEN] = bytes.get(..HEADER_LEN)?.try_into().ok()?;
+        Some(Header::read(bytes))
+    }
+}
+
+/// A header gathered from bytes that come split anywhere, as a body's chunks do.
+#[derive(Debug, Default)]
+struct Gather {
+    bytes: [u8; HEADER_LEN],
+    have: usize,
+}
+
+impl Gather {
+    /// Takes what the header still lacks from the front of `data`; the header once it is whole
+    /// (and a new one begins).
+    fn take(&mut self, data: &mut &[u8]) -> Option<(Header, [u8; HEADER_LEN])> {
+        let n = (HEADER_LEN - self.have).min(data.len());
+        self.bytes[self.have..self.have + n].copy_from_slice(&data[..n]);
+        self.have += n;
+        *data = &data[n..];
+        if self.have < HEADER_LEN {
+            return None;
+        }
+        self.have = 0;
+        Some((Header::read(self.bytes), self.bytes))
+    }
+}
+
 /// What a client may compress requests with, as the server says it in `grpc-accept-encoding`.
 const ACCEPTED: &str = "zstd,gzip";
 
@@ -125,8 +171,7 @@ pub struct Incoming {
     limit: usize,
     encoding: Option<Encoding>,
     /// The current message's header, as far as it has come.
-    header: [u8; HEADER_LEN],
-    in_header: usize,
+    header: Gather,
     /// The current message's body: bytes still to come, and (when compressed) those come so far.
     remaining: usize,
     compressed: Option<BytesMut>,
@@ -141,8 +186,7 @@ impl Incoming {
         Incoming {
             limit,
             encoding,
-            header: [0; HEADER_LEN],
-            in_header: 0,
+            header: Gather::default(),
             remaining: 0,
             compressed: None,
             out: VecDeque::new(),
@@ -166,13 +210,11 @@ impl Incoming {
                 }
                 continue;
             }
-            let n = (HEADER_LEN - self.in_header).min(data.len());
-            self.header[self.in_header..self.in_header + n].copy_from_slice(&data[..n]);
-            self.in_header += n;
-            data.advance(n);
-            if self.in_header == HEADER_LEN {
-                self.in_header = 0;
-                self.start_message()?;
+            let mut rest = &data[..];
+            let header = self.header.take(&mut rest);
+            data.advance(data.len() - rest.len());
+            if let Some((header, bytes)) = header {
+                self.start_message(header, bytes)?;
             }
         }
         Ok(std::mem::take(&mut self.completed))
@@ -193,10 +235,9 @@ impl Incoming {
         self.out.clear();
     }
 
-    /// A message's header is complete.
-    fn start_message(&mut self) -> Result<(), Reason> {
-        let [flag, a, b, c, d] = self.header;
-        let len = u32::from_be_bytes([a, b, c, d]) as usize;
+    /// A message's header is complete: `bytes`, as it came.
+    fn start_message(&mut self, header: Header, bytes: [u8; HEADER_LEN]) -> Result<(), Reason> {
+        let Header { flag, len } = header;
         // The flag first: a body that is not gRPC at all has nonsense for a length too.
         if flag > 1 {
             return Err(Reason::MalformedMessage {
@@ -210,7 +251,7 @@ impl Incoming {
             return Err(Reason::MaxMessageBytes { limit: self.limit });
         }
         match (flag, self.encoding) {
-            (0, _) => self.out.push_back(Bytes::copy_from_slice(&self.header)),
+            (0, _) => self.out.push_back(Bytes::copy_from_slice(&bytes)),
             (_, None) => {
                 return Err(Reason::MalformedMessage {
                     detail: "a message is flagged compressed, and the call has no grpc-encoding"
@@ -274,8 +315,7 @@ impl Outgoing {
         self.pending.put(data);
         let mut out = BytesMut::new();
         let mut completed = 0;
-        while let Some(header) = self.pending.get(..HEADER_LEN) {
-            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        while let Some(Header { len, .. }) = Header::at(&self.pending) {
             if self.pending.len() < HEADER_LEN + len {
                 break;
             }
@@ -306,8 +346,7 @@ impl Outgoing {
 /// the messages completed.
 #[derive(Debug, Default)]
 struct Follow {
-    header: [u8; HEADER_LEN],
-    in_header: usize,
+    header: Gather,
     /// Bytes of the current message still to come, once its header is read.
     remaining: Option<usize>,
 }
@@ -319,16 +358,10 @@ impl Follow {
         loop {
             match self.remaining {
                 None => {
-                    let take = (HEADER_LEN - self.in_header).min(data.len());
-                    self.header[self.in_header..self.in_header + take]
-                        .copy_from_slice(&data[..take]);
-                    self.in_header += take;
-                    data = &data[take..];
-                    if self.in_header < HEADER_LEN {
+                    let Some((header, _)) = self.header.take(&mut data) else {
                         return done;
-                    }
-                    let [_, a, b, c, d] = self.header;
-                    self.remaining = Some(u32::from_be_bytes([a, b, c, d]) as usize);
+                    };
+                    self.remaining = Some(header.len);
                 }
                 Some(remaining) => {
                     let take = remaining.min(data.len());
@@ -338,7 +371,6 @@ impl Follow {
                         return done;
                     }
                     self.remaining = None;
-                    self.in_header = 0;
                     done += 1;
                 }
             }
@@ -384,7 +416,7 @@ mod tests {
             completed += requests.take(Bytes::copy_from_slice(piece))?;
         }
         assert_eq!(completed, messages(stream), "messages counted");
-        assert_eq!((requests.in_header, requests.remaining), (0, 0));
+        assert_eq!((requests.header.have, requests.remaining), (0, 0));
         Ok(requests.out.iter().flat_map(|b| b.to_vec()).collect())
     }
 
@@ -521,7 +553,7 @@ mod tests {
             assert_eq!(done, 3, "chunks of {chunk}");
             assert_eq!(out, body);
             assert_eq!(
-                (outgoing.follow.in_header, outgoing.follow.remaining),
+                (outgoing.follow.header.have, outgoing.follow.remaining),
                 (0, None)
             );
         }
