@@ -7,43 +7,29 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
-mod batches;
+use crate::jobs;
+
 mod client;
-mod compressed;
 mod generate;
 mod health;
-mod index;
-mod input;
-mod job;
-mod local;
-mod merge;
-mod object;
-mod output;
-mod part;
-mod progress;
 mod remote;
-mod report;
-mod resume;
 mod rps;
 mod serve;
-mod shard;
-mod sink;
 mod solve;
 mod traced;
-mod upload;
-mod values;
 
-use values::{
+use crate::values::{
     NO_MAX, at_least_one, parse_duration, parse_listen_addr, parse_optional_bytes,
     parse_optional_duration, whole,
 };
 
+pub use crate::jobs::job::JobArgs;
+pub use crate::jobs::output::ExitStatus;
+pub use crate::jobs::progress::ProgressMode;
 pub use crate::render::OutputFormat;
+pub use crate::values::{MaybeBytes, MaybeDuration};
 pub use health::HealthArgs;
-pub use job::{JobArgs, ProgressMode};
-pub use output::ExitStatus;
 pub use remote::{ClientTlsArgs, RemoteArgs};
-pub use values::{MaybeBytes, MaybeDuration};
 
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
@@ -88,12 +74,12 @@ pub enum Command {
     /// bytes), of one job, and tiling the input. Exit status: that of the whole run (0, or 1 when
     /// some item was bad); 2, writing nothing, when a part is missing, incomplete, cut or of
     /// another job, which it names.
-    Merge(merge::MergeArgs),
+    Merge(jobs::merge::MergeArgs),
     /// Index large input files for `--shard`: FILE.index.json beside each holds its items and,
     /// every 8 MiB, where an item begins, so that a shard skips the files before its range and
     /// reads only its share of the file it begins in (plus at most 8 MiB) instead of framing
     /// everything before it. Used only while FILE keeps its size and modification time.
-    Index(index::IndexArgs),
+    Index(jobs::index::IndexArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -347,8 +333,8 @@ pub struct RpsArgs {
 
 impl RpsArgs {
     /// How each case's line is rendered, in-process and through daemons alike.
-    fn render(&self) -> output::Render {
-        output::Render {
+    fn render(&self) -> jobs::output::Render {
+        jobs::output::Render {
             format: self.format,
             precision: self.precision,
             // No analysis for this game: JSON lines hold the index and the probability or error.
@@ -392,8 +378,8 @@ pub fn main() -> ExitCode {
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
-        Command::Merge(args) => merge::run(&args),
-        Command::Index(args) => index::run(&args),
+        Command::Merge(args) => jobs::merge::run(&args),
+        Command::Index(args) => jobs::index::run(&args),
     };
     match result {
         Ok(status) => status.into(),

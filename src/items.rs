@@ -1,5 +1,5 @@
 //! A file of either game's items, read one step at a time, for everyone who reads such files:
-//! the CLI's inputs (`cli/batches.rs`) and the daemon's plain HTTP API (`server/api.rs`), so that
+//! the CLI's inputs (`jobs/batches.rs`) and the daemon's plain HTTP API (`server/api.rs`), so that
 //! both cut, count and word bad items the same way.
 
 use std::io::{self, BufRead};

@@ -22,8 +22,13 @@
 //! - [`server`]: the daemon's wiring: connections and their limits, TLS, health, reflection,
 //!   graceful shutdown; and [`client`]: the multi-daemon client as a library (daemons by URL or
 //!   DNS, failover, hedging, reconnection; answers in order), for either game;
-//! - [`cli`]: the `patience` command line (`solve`, `rps`, `gen`, `serve`, `client`): flags
-//!   into validated configurations, then a call into the library.
+//! - `jobs`: what the commands do with inputs and answers: files, standard input, S3 objects
+//!   and gzip/zstd in and out, batches, shards and their index, `--output`, `--resume`, parts and
+//!   `merge`, progress;
+//! - [`cli`]: the `patience` command line (`solve`, `rps`, `gen`, `serve`, `client`, `health`,
+//!   `merge`, `index`): flags into validated configurations, then a call into the library.
+//!
+//! `values` (what a flag's value may be) serves the command line and the jobs' flag groups.
 #![forbid(unsafe_code)]
 // Nothing a client sends may panic the daemon, and output goes through the writers the CLI is
 // given. Tests are exempt (clippy.toml); the few direct prints say why they are.
@@ -40,6 +45,7 @@ pub mod client;
 pub mod deal;
 pub mod exchange;
 pub mod items;
+mod jobs;
 mod lines;
 pub mod mark;
 pub mod metrics;
@@ -54,5 +60,6 @@ pub mod service;
 pub mod solver;
 mod token;
 pub mod trace;
+mod values;
 pub mod wire;
 mod x509;

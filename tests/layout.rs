@@ -1,5 +1,6 @@
-//! The shape of the source itself: each type name means one thing in the whole crate, and the
-//! modules of the command line and of the client import one another one way only.
+//! The shape of the source itself: each type name means one thing in the whole crate, its files
+//! import one another one way only (no circle; the daemon never imports the client, the library
+//! never the command line), and docs/development.md's map names every file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -119,11 +120,11 @@ fn siblings_used(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
     used
 }
 
-/// Rough edge 11: `cli/client.rs` and `cli/rps.rs` imported from each other. Within `cli` and
-/// within `client`, the modules' imports must form no circle.
+/// Rough edge 11: `cli/client.rs` and `cli/rps.rs` imported from each other. Within `cli`,
+/// `client` and `jobs`, the modules' imports must form no circle.
 #[test]
 fn the_modules_of_the_cli_and_the_client_import_one_way() {
-    for parent in ["cli", "client"] {
+    for parent in ["cli", "client", "jobs"] {
         let dir = src().join(parent);
         let mut files = Vec::new();
         rust_files(&dir, &mut files);
@@ -275,39 +276,63 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
+/// Arrows (`file -> file it imports`) from the files `from` picks to those `to` picks.
+fn arrows(from: impl Fn(&str) -> bool, to: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
+    assert!(
+        files.iter().filter(|(f, _)| from(f)).count() > 5,
+        "the files to check were not found under src/"
+    );
+    files
+        .iter()
+        .filter(|(f, _)| from(f))
+        .flat_map(|(f, text)| {
+            crate_imports(f, &code(text), &names)
+                .into_iter()
+                .filter(|used| to(used))
+                .map(move |used| format!("{f} -> {used}"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether `file` is module `module` or one of its files.
+fn within(file: &str, module: &str) -> bool {
+    file == format!("{module}.rs") || file.starts_with(&format!("{module}/"))
+}
+
 /// The house issue: the daemon imported the client library (`server/api/translate.rs` took its
 /// chunks and their checks from `client`), so a change to the client rebuilt and could break the
 /// daemon. What both sides use lives below both (`exchange`); no file of the daemon (`server`,
 /// `service`) names `client`.
 #[test]
 fn the_daemon_never_imports_the_client_library() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
-    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
-    let daemon = |f: &str| {
-        ["server", "service"]
-            .iter()
-            .any(|d| f == format!("{d}.rs") || f.starts_with(&format!("{d}/")))
-    };
-    let client = |f: &str| f == "client.rs" || f.starts_with("client/");
-    let arrows: Vec<String> = files
-        .iter()
-        .filter(|(f, _)| daemon(f))
-        .flat_map(|(f, text)| {
-            crate_imports(f, &code(text), &names)
-                .into_iter()
-                .filter(|used| client(used))
-                .map(move |used| format!("{f} -> {used}"))
-        })
-        .collect();
-    assert!(
-        files.iter().filter(|(f, _)| daemon(f)).count() > 20,
-        "the daemon's files were not found under src/"
+    let wrong = arrows(
+        |f| within(f, "server") || within(f, "service"),
+        |f| within(f, "client"),
     );
     assert!(
-        arrows.is_empty(),
+        wrong.is_empty(),
         "the daemon imports the client library:\n{}",
-        arrows.join("\n")
+        wrong.join("\n")
+    );
+}
+
+/// The house issue: the jobs' files sat in `cli/` and 17 of their imports ran back up to the
+/// command line's flags. The commands are thin over the library: nothing but the binary and the
+/// crate root names `cli`, the jobs library included.
+#[test]
+fn the_library_never_imports_the_command_line() {
+    let wrong = arrows(
+        |f| !within(f, "cli") && f != "main.rs" && f != "lib.rs",
+        |f| within(f, "cli"),
+    );
+    assert!(
+        wrong.is_empty(),
+        "the library imports the command line:\n{}",
+        wrong.join("\n")
     );
 }
 
@@ -423,5 +448,62 @@ fn no_two_files_of_the_crate_import_each_other_even_through_others() {
         circles.is_empty(),
         "import circles in src/:\n{}",
         circles.join("\n")
+    );
+}
+
+/// The house issue: docs/development.md's map of the source missed files as the tree grew. Each
+/// file of `src/` is named in the map's table, as `src/PATH` or, in the row of its top folder
+/// (`src/cli/*.rs`), by its path inside that folder; and each file the map names exists.
+#[test]
+fn the_map_in_docs_development_names_every_file_of_the_source_and_no_other() {
+    let doc =
+        std::fs::read_to_string(src().join("../docs/development.md")).expect("docs/development.md");
+    let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| `src/")).collect();
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
+    // The names in backquotes ending in `.rs` of a row, and the folder its glob covers.
+    let quoted = |row: &str| -> Vec<String> {
+        row.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|q| q.ends_with(".rs"))
+            .map(str::to_string)
+            .collect()
+    };
+    let folder = |row: &str| -> Option<String> {
+        quoted(row).iter().find_map(|q| {
+            q.strip_prefix("src/")
+                .and_then(|q| q.strip_suffix("/*.rs"))
+                .map(str::to_string)
+        })
+    };
+    let mut named = BTreeSet::new();
+    let mut stale = Vec::new();
+    for row in &rows {
+        let folder = folder(row);
+        for q in quoted(row) {
+            let path = match (q.strip_prefix("src/"), &folder) {
+                (Some(p), _) if p.ends_with("/*.rs") => continue,
+                (Some(p), _) => p.to_string(),
+                (None, Some(dir)) => format!("{dir}/{q}"),
+                (None, None) => continue,
+            };
+            if names.contains(&path) {
+                named.insert(path);
+            } else {
+                stale.push(path);
+            }
+        }
+    }
+    let missing: Vec<&String> = names.difference(&named).collect();
+    assert!(
+        rows.len() > 10,
+        "no map of src/ found in docs/development.md"
+    );
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/development.md's map: files of src/ it does not name: {missing:?}; \
+         files it names that are not in src/: {stale:?}"
     );
 }

@@ -19,13 +19,6 @@ use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
-use super::batches::{BatchSize, Batched, ToRead, read_items};
-use super::input::Reader;
-use super::job::JobRun;
-use super::output::{ExitStatus, Printer, Printing, Render};
-use super::progress::Unit;
-use super::report;
-use super::sink::Sink;
 use super::traced;
 use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
@@ -33,6 +26,13 @@ use crate::client::{
     self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
     SystemResolver, Tally, Target,
 };
+use crate::jobs::batches::{BatchSize, Batched, ToRead, read_items};
+use crate::jobs::input::Reader;
+use crate::jobs::job::JobRun;
+use crate::jobs::output::{ExitStatus, Printer, Printing, Render};
+use crate::jobs::progress::Unit;
+use crate::jobs::report;
+use crate::jobs::sink::Sink;
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::proto;
 use crate::solver::Options;

@@ -5,8 +5,8 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context as _;
 
 use super::GenArgs;
-use super::output::ExitStatus;
 use crate::deal::Deal;
+use crate::jobs::output::ExitStatus;
 
 pub fn run(args: &GenArgs) -> anyhow::Result<ExitStatus> {
     let mut rng = args

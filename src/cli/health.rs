@@ -9,11 +9,11 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-use super::output::ExitStatus;
-use super::values::parse_duration;
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::health::probe;
 use crate::client::{Connector, Target};
+use crate::jobs::output::ExitStatus;
+use crate::values::parse_duration;
 
 /// Flags of `patience health`.
 #[derive(Debug, Args)]

@@ -6,12 +6,12 @@
 use anyhow::Context as _;
 
 use super::RpsArgs;
-use super::batches::BatchSize;
-use super::input::Reader;
-use super::job::JobRun;
-use super::local;
-use super::output::ExitStatus;
-use super::progress::Unit;
+use crate::jobs::batches::BatchSize;
+use crate::jobs::input::Reader;
+use crate::jobs::job::JobRun;
+use crate::jobs::local;
+use crate::jobs::output::ExitStatus;
+use crate::jobs::progress::Unit;
 use crate::pool::{Engines, Pool, default_workers};
 use crate::rps::{Case, CaseReader};
 

@@ -10,9 +10,9 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
-use super::output::ExitStatus;
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
+use crate::jobs::output::ExitStatus;
 use crate::metrics::Metrics;
 use crate::server::{self, ServerConfig, TlsIdentity};
 use crate::service::Limits;

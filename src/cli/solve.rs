@@ -4,13 +4,13 @@
 use anyhow::Context as _;
 
 use super::SolveArgs;
-use super::batches::BatchSize;
-use super::input::Reader;
-use super::job::JobRun;
-use super::local;
-use super::output::{ExitStatus, JsonAnalysis, Render};
-use super::progress::Unit;
 use crate::deal::DealReader;
+use crate::jobs::batches::BatchSize;
+use crate::jobs::input::Reader;
+use crate::jobs::job::JobRun;
+use crate::jobs::local;
+use crate::jobs::output::{ExitStatus, JsonAnalysis, Render};
+use crate::jobs::progress::Unit;
 use crate::pool::{Engines, Pool, default_workers};
 
 /// Deals per pool job: 16 at first, so that a short file still spreads over every worker, then

@@ -18,14 +18,14 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::input::{Input, Reader};
+use super::input::{Input, Reader, beside};
 use super::output::ExitStatus;
 use super::resume;
-use super::values::{NO_MAX, whole};
 use crate::deal::DealReader;
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
 use crate::rps::CaseReader;
+use crate::values::{NO_MAX, whole};
 
 /// The index's layout; another version is not used.
 const VERSION: u32 = 1;
@@ -90,9 +90,7 @@ impl Index {
 
 /// Where `file`'s index lives.
 fn index_path(file: &Path) -> PathBuf {
-    let mut name = file.as_os_str().to_owned();
-    name.push(".index.json");
-    PathBuf::from(name)
+    beside(file, ".index.json")
 }
 
 /// `file`'s size and modification time, as an index records them.

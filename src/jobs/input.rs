@@ -1,4 +1,4 @@
-//! Opening the inputs named on the command line.
+//! Opening the inputs named on the command line, and reading a file or object through.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -9,6 +9,36 @@ use super::object::{self, ObjectUrl};
 
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
+
+/// Reads `from` to its end in chunks of [`BUFFER`] bytes, handing each to `each`; the bytes read.
+/// The one loop for what reads a whole file or object as bytes (a part's checksum, a resumed
+/// file's complete lines, `merge`'s copy): `shown` names it in a read error.
+pub fn read_through(
+    mut from: impl Read,
+    shown: &dyn std::fmt::Display,
+    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut buffer = vec![0u8; BUFFER];
+    let mut bytes = 0u64;
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+        };
+        each(&buffer[..n])?;
+        bytes += n as u64;
+    }
+}
+
+/// The file beside `file` named as it is with `suffix` added (`NAME.resume.json`, `NAME.lock`):
+/// where every record, lock and temporary of a file sits. An object's is [`ObjectUrl::beside`].
+pub fn beside(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
 
 /// One input: a file, standard input, or an object in S3-compatible storage.
 #[derive(Clone, Debug)]

@@ -13,27 +13,12 @@ use super::input::{Input, Reader};
 use super::object::{ObjectUrl, StorageArgs};
 use super::output::{ExitStatus, Printer, Render};
 use super::part;
-use super::progress::{Progress, Setup, Unit};
+use super::progress::{Progress, ProgressMode, Setup, Unit};
 use super::resume::{self, Record, Resume};
 use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
 use super::upload;
-use super::values::parse_duration;
-
-/// What `solve`, `client` and `rps` say about a run's progress, on standard error.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProgressMode {
-    /// A bar when standard error is a terminal and the answers do not print on it; else nothing.
-    #[default]
-    Auto,
-    /// A bar whenever standard error is a terminal, even with the answers printing there too.
-    Bar,
-    /// A line about every 10 s (done, rate, bad, time left when the total is known), and a
-    /// summary at the end: for the logs of jobs and CI.
-    Log,
-    /// Nothing.
-    Off,
-}
+use crate::values::parse_duration;
 
 /// Where the answers go and what a long run says about itself, the same for `solve`, `client`
 /// and `rps`.

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::Args;
 
+use super::input::{beside, read_through};
 use super::object::StorageArgs;
 use super::output::ExitStatus;
 use super::part::{self, Done, PartPlace};
@@ -92,7 +93,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
             copy_all(&ordered, &mut out)?;
         }
         Some(PartPlace::File(output)) => {
-            let temporary = part::beside(output, ".merging");
+            let temporary = beside(output, ".merging");
             let written = File::create(&temporary)
                 .map_err(anyhow::Error::new)
                 .and_then(|mut file| {
@@ -280,24 +281,14 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
 
 /// Copies every part into `out`, checking each one's bytes against its record again on the way.
 fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
-    let mut buffer = vec![0u8; 1 << 20];
     for part in parts {
         let shown = &part.path;
-        let mut file = part.path.open()?;
         let mut crc = flate2::Crc::new();
-        let mut bytes = 0u64;
-        loop {
-            let n = match file.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
-            };
-            crc.update(&buffer[..n]);
-            bytes += n as u64;
-            out.write_all(&buffer[..n])
-                .context("cannot write the merged output")?;
-        }
+        let bytes = read_through(part.path.open()?, shown, |chunk| {
+            crc.update(chunk);
+            out.write_all(chunk)
+                .context("cannot write the merged output")
+        })?;
         if (bytes, crc.sum()) != (part.done.bytes, part.done.crc32) {
             bail!("{shown} changed while it was merged: merge again");
         }

@@ -23,7 +23,7 @@ use object_store::{
     RetryConfig,
 };
 
-use super::values::{NO_MAX, parse_duration, whole};
+use crate::values::{NO_MAX, parse_duration, whole};
 
 /// How long a call is retried (with exponential backoff from 100 ms to 15 s) before the run gives
 /// up on it, unless `--storage-retry-timeout` says otherwise.

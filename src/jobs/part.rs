@@ -25,6 +25,7 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use super::compressed::{self, Codec};
+use super::input::{beside, read_through};
 use super::object::{self, ObjectUrl};
 use super::output::ExitStatus;
 pub use super::resume::done_path;
@@ -127,13 +128,6 @@ impl std::fmt::Display for PartPlace {
     }
 }
 
-/// Where a file's sidecars live: `FILE` with `suffix` added.
-pub fn beside(output: &Path, suffix: &str) -> PathBuf {
-    let mut name = output.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// The lock file beside `output` (`NAME.lock`), opened (created if need be) but not taken, and
 /// its path: a run writing `output` holds it, a merge checks that none does.
 pub fn lock_file(output: &Path) -> anyhow::Result<(File, PathBuf)> {
@@ -226,21 +220,13 @@ pub struct PartSum {
 /// Reads the part for its [`PartSum`] (a compressed one twice: its bytes, then its members'
 /// lines).
 pub fn checksum(place: &PartPlace) -> anyhow::Result<PartSum> {
-    let mut file = place.open()?;
     let mut crc = flate2::Crc::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let (mut bytes, mut lines) = (0u64, 0u64);
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {place}"))),
-        };
-        crc.update(&buffer[..n]);
-        bytes += n as u64;
-        lines += memchr::memchr_iter(b'\n', &buffer[..n]).count() as u64;
-    }
+    let mut lines = 0u64;
+    let bytes = read_through(place.open()?, place, |chunk| {
+        crc.update(chunk);
+        lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
+        Ok(())
+    })?;
     // A compressed part's lines are its answers' lines, decoded: its members' bytes hold newlines
     // by chance.
     if let Some(codec) = place.codec() {

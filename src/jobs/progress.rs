@@ -22,8 +22,22 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, ProgressStyle};
 
-use super::ProgressMode;
 use super::report::{self, Counts};
+
+/// What `solve`, `client` and `rps` say about a run's progress, on standard error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A bar when standard error is a terminal and the answers do not print on it; else nothing.
+    #[default]
+    Auto,
+    /// A bar whenever standard error is a terminal, even with the answers printing there too.
+    Bar,
+    /// A line about every 10 s (done, rate, bad, time left when the total is known), and a
+    /// summary at the end: for the logs of jobs and CI.
+    Log,
+    /// Nothing.
+    Off,
+}
 
 /// What the progress counts, and the guess at the total before anything is printed.
 #[derive(Clone, Copy, Debug)]

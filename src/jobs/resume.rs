@@ -10,16 +10,16 @@
 //! input turns out shorter ([`Resume`]).
 
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
-use super::OutputFormat;
 use super::compressed::{self, Codec};
-use super::input::Input;
+use super::input::{Input, beside, read_through};
 use super::sink::{AnswerFile, Sink, Tell};
+use crate::render::OutputFormat;
 use crate::solver::Options;
 
 /// The record's layout; a record of another version is refused rather than guessed at.
@@ -117,16 +117,12 @@ impl Record {
 
 /// Where the record of `output` lives.
 pub fn record_path(output: &Path) -> PathBuf {
-    let mut name = output.as_os_str().to_owned();
-    name.push(".resume.json");
-    PathBuf::from(name)
+    beside(output, ".resume.json")
 }
 
 /// Where `output`'s completion record lives (`--shard`'s parts: `part.rs`).
 pub fn done_path(output: &Path) -> PathBuf {
-    let mut name = output.as_os_str().to_owned();
-    name.push(".done.json");
-    PathBuf::from(name)
+    beside(output, ".done.json")
 }
 
 /// Removes `output`'s completion record, if any: `output` is about to change.
@@ -221,7 +217,7 @@ fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
 /// A compressed FILE (`NAME.gz`, `NAME.zst`) keeps its complete members.
 fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
     let shown = output.display();
-    let mut file = match File::open(output) {
+    let file = match File::open(output) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
@@ -230,22 +226,16 @@ fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
         return compressed::complete_members(file, codec)
             .with_context(|| format!("cannot read {shown}"));
     }
-    let mut buffer = vec![0u8; 1 << 20];
-    let (mut read, mut len, mut lines) = (0u64, 0u64, 0u64);
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
-        };
-        let chunk = &buffer[..n];
+    let (mut len, mut lines) = (0u64, 0u64);
+    let mut at = 0u64;
+    let read = read_through(file, &shown, |chunk| {
         if let Some(last) = chunk.iter().rposition(|&b| b == b'\n') {
-            len = read + last as u64 + 1;
-            lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            len = at + last as u64 + 1;
+            lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         }
-        read += n as u64;
-    }
+        at += chunk.len() as u64;
+        Ok(())
+    })?;
     Ok((read > 0).then_some((len, lines)))
 }
 

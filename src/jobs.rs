@@ -1,0 +1,32 @@
+//! Jobs: what `solve`, `rps`, `client`, `merge` and `index` do with inputs and answers, as a
+//! library under the command line (`crate::cli` parses the flags, calls in here and prints the
+//! outcome; nothing here imports it).
+//!
+//! - where items come from: the inputs named (`input.rs`: files, standard input, `s3://`
+//!   objects, `object.rs`; gzip and zstd by their bytes, `compressed.rs`), read into batches
+//!   (`batches.rs`), `--shard`'s share of them (`shard.rs`) and the index that lets a shard skip
+//!   what comes before it (`index.rs`);
+//! - where answers go: the printer in input order (`output.rs`), standard output or `--output`
+//!   in whole lines (`sink.rs`; an object's multipart upload, `upload.rs`), `--resume` and the
+//!   record beside the file (`resume.rs`), a part's lock and completion record (`part.rs`) and
+//!   `merge` of the parts (`merge.rs`);
+//! - the run: what the three answering commands share (`job.rs`), the in-process pipeline of
+//!   `solve` and `rps` (`local.rs`), the progress bar and log lines (`progress.rs`) and their
+//!   words (`report.rs`).
+
+pub mod batches;
+pub mod compressed;
+pub mod index;
+pub mod input;
+pub mod job;
+pub mod local;
+pub mod merge;
+pub mod object;
+pub mod output;
+pub mod part;
+pub mod progress;
+pub mod report;
+pub mod resume;
+pub mod shard;
+pub mod sink;
+pub mod upload;
