@@ -142,31 +142,6 @@ fn the_modules_of_the_cli_and_the_client_import_one_way() {
                 (module(f), used)
             })
             .collect();
-        // Depth-first search for a circle.
-        fn visit(
-            node: &str,
-            graph: &BTreeMap<String, BTreeSet<String>>,
-            path: &mut Vec<String>,
-            done: &mut BTreeSet<String>,
-        ) -> Option<Vec<String>> {
-            if let Some(at) = path.iter().position(|n| n == node) {
-                let mut circle = path[at..].to_vec();
-                circle.push(node.to_string());
-                return Some(circle);
-            }
-            if done.contains(node) {
-                return None;
-            }
-            path.push(node.to_string());
-            for next in graph.get(node).into_iter().flatten() {
-                if let Some(circle) = visit(next, graph, path, done) {
-                    return Some(circle);
-                }
-            }
-            path.pop();
-            done.insert(node.to_string());
-            None
-        }
         let mut done = BTreeSet::new();
         for node in graph.keys() {
             if let Some(circle) = visit(node, &graph, &mut Vec::new(), &mut done) {
@@ -174,6 +149,32 @@ fn the_modules_of_the_cli_and_the_client_import_one_way() {
             }
         }
     }
+}
+
+/// Depth-first search from `node` for a circle in `graph`; `done`, the nodes already cleared.
+fn visit(
+    node: &str,
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    path: &mut Vec<String>,
+    done: &mut BTreeSet<String>,
+) -> Option<Vec<String>> {
+    if let Some(at) = path.iter().position(|n| n == node) {
+        let mut circle = path[at..].to_vec();
+        circle.push(node.to_string());
+        return Some(circle);
+    }
+    if done.contains(node) {
+        return None;
+    }
+    path.push(node.to_string());
+    for next in graph.get(node).into_iter().flatten() {
+        if let Some(circle) = visit(next, graph, path, done) {
+            return Some(circle);
+        }
+    }
+    path.pop();
+    done.insert(node.to_string());
+    None
 }
 
 /// The files of `src/` that a file names with `crate::` paths (in `use` lines or inline, or from a
@@ -413,30 +414,6 @@ fn no_two_files_of_the_crate_import_each_other_even_through_others() {
             (f.clone(), used)
         })
         .collect();
-    fn visit(
-        node: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|n| n == node) {
-            let mut circle = path[at..].to_vec();
-            circle.push(node.to_string());
-            return Some(circle);
-        }
-        if done.contains(node) {
-            return None;
-        }
-        path.push(node.to_string());
-        for next in graph.get(node).into_iter().flatten() {
-            if let Some(circle) = visit(next, graph, path, done) {
-                return Some(circle);
-            }
-        }
-        path.pop();
-        done.insert(node.to_string());
-        None
-    }
     let mut done = BTreeSet::new();
     let mut circles = Vec::new();
     for node in graph.keys() {
