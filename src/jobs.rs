@@ -2,8 +2,12 @@
 //! library under the command line (`crate::cli` parses the flags, calls in here and prints the
 //! outcome; nothing here imports it).
 //!
-//! - where items come from: the inputs named (`input.rs`: files, standard input, `s3://`
-//!   objects, `object.rs`; gzip and zstd by their bytes, `compressed.rs`), read into batches
+//! - where bytes are: a name becomes standard input, a file or an object in one place
+//!   (`location.rs`); objects are object_store's (`object.rs`: S3, and memory for the tests),
+//!   uploaded in parts (`multipart.rs`); the records beside an output are read and written one
+//!   way (`record.rs`);
+//! - where items come from: the inputs named (`input.rs`; gzip and zstd by their bytes,
+//!   `compressed.rs`), read into batches
 //!   (`batches.rs`), `--shard`'s share of them (`shard.rs`) and the index that lets a shard skip
 //!   what comes before it (`index.rs`);
 //! - where answers go: the printer in input order (`output.rs`), standard output or `--output`
@@ -20,13 +24,19 @@ pub mod index;
 pub mod input;
 pub mod job;
 pub mod local;
+pub mod location;
 pub mod merge;
+pub mod multipart;
 pub mod object;
 pub mod output;
 pub mod part;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod resume;
 pub mod shard;
 pub mod sink;
 pub mod upload;
+
+#[cfg(test)]
+mod in_memory;

@@ -145,9 +145,9 @@ pub fn read_items<R: Items<Reader>>(
         let reader = match input.open_at(segment.at.offset) {
             Ok(r) => r,
             Err(e) => {
-                let label = match input {
-                    Input::Stdin => "standard input".to_string(),
-                    Input::File(_) | Input::Object(_) => input.name(),
+                let label = match input.is_stdin() {
+                    true => "standard input".to_string(),
+                    false => input.name(),
                 };
                 if !emit(Batched::Unreadable(format!("cannot open {label}: {e}"))) {
                     return;

@@ -7,7 +7,6 @@
 //! partial member, which `--resume` cuts off as it cuts a plain file's partial last line
 //! ([`complete_members`]).
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 /// A compression that patience reads and writes.
@@ -112,21 +111,6 @@ impl<R: Read> Read for Damage<R> {
 /// Whether `magic` may still be what `head`, the bytes so far, begins.
 fn might_begin(magic: &[u8], head: &[u8]) -> bool {
     head.len() < magic.len() && magic.starts_with(head)
-}
-
-/// The codec of the file at `path` by its first bytes (`None`: plain, or nothing to read).
-pub fn sniff(file: &mut File) -> io::Result<Option<Codec>> {
-    let mut head = [0u8; 4];
-    let mut len = 0;
-    while len < head.len() {
-        match file.read(&mut head[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(sniff_bytes(&head[..len]))
 }
 
 /// The codec whose magic `head`, a file's first bytes, begins with.

@@ -12,15 +12,17 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
 use std::time::UNIX_EPOCH;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::input::{Input, Reader, beside};
+use super::input::{Input, Reader};
+use super::location::{Location, beside};
 use super::output::ExitStatus;
-use super::resume;
+use super::record::{self, Versioned};
 use crate::deal::DealReader;
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
@@ -88,9 +90,17 @@ impl Index {
     }
 }
 
+impl Versioned for Index {
+    const VERSION: u32 = VERSION;
+    const WHAT: &'static str = "an index";
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 /// Where `file`'s index lives.
-fn index_path(file: &Path) -> PathBuf {
-    beside(file, ".index.json")
+fn index_path(file: &Path) -> Location {
+    Location::File(beside(file, ".index.json"))
 }
 
 /// `file`'s size and modification time, as an index records them.
@@ -107,14 +117,10 @@ fn stamp(file: &Path) -> anyhow::Result<(u64, (u64, u32))> {
 
 /// `file`'s index for `answers`, if it has one that fits the file as it is now.
 pub fn load(file: &Path, answers: &str) -> Option<Index> {
-    let text = std::fs::read_to_string(index_path(file)).ok()?;
-    let index: Index = serde_json::from_str(&text).ok()?;
+    // An index of another version, or none that reads, is not used: the shards frame the file.
+    let index: Index = record::read(&index_path(file)).ok()??;
     let (size, modified) = stamp(file).ok()?;
-    (index.version == VERSION
-        && index.answers == answers
-        && index.size == size
-        && index.modified == modified)
-        .then_some(index)
+    (index.answers == answers && index.size == size && index.modified == modified).then_some(index)
 }
 
 pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
@@ -123,10 +129,8 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
             false => index::<DealReader<Reader>>(file, "deals", args.every)?,
             true => index::<CaseReader<Reader>>(file, "cases", args.every)?,
         };
-        let mut text = serde_json::to_string(&index).context("cannot write the index")?;
-        text.push('\n');
         let path = index_path(file);
-        resume::write_atomically(&path, &text)?;
+        record::write(&path, &index)?;
         writeln!(
             std::io::stdout().lock(),
             "{}: {} {}, {} marks in {}",
@@ -134,7 +138,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
             index.steps,
             index.answers,
             index.marks.len(),
-            path.display()
+            path
         )
         .context("cannot write to standard output")?;
     }
@@ -145,7 +149,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
 fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> anyhow::Result<Index> {
     let shown = file.display();
     let (size, modified) = stamp(file)?;
-    let reader = Input::File(file.to_path_buf())
+    let reader = Input::at(Location::File(file.to_path_buf()))
         .open()
         .with_context(|| format!("cannot open {shown}"))?;
     let (mut steps, mut next, mut marks, mut failed) = (0u64, 0u64, Vec::new(), None);

@@ -1,11 +1,10 @@
 //! Opening the inputs named on the command line, and reading a file or object through.
 
-use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::compressed::{self, Codec, decoded};
-use super::object::{self, ObjectUrl};
+use super::location::Location;
 
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
@@ -32,22 +31,10 @@ pub fn read_through(
     }
 }
 
-/// The file beside `file` named as it is with `suffix` added (`NAME.resume.json`, `NAME.lock`):
-/// where every record, lock and temporary of a file sits. An object's is [`ObjectUrl::beside`].
-pub fn beside(file: &Path, suffix: &str) -> PathBuf {
-    let mut name = file.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// One input: a file, standard input, or an object in S3-compatible storage.
+/// One input: standard input, a file or an object, or the reason its name is none of them
+/// (said when it is read, in its turn, as a missing file is).
 #[derive(Clone, Debug)]
-pub enum Input {
-    Stdin,
-    File(PathBuf),
-    /// `s3://BUCKET/KEY`, or the reason the name given is not one.
-    Object(Result<ObjectUrl, String>),
-}
+pub struct Input(Result<Location, String>);
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
 /// is when interactive input should see the answers so far. With [`Reader::consumed`] it also
@@ -78,20 +65,29 @@ impl Input {
     /// The inputs for a list of paths: standard input for an empty list or for `-`.
     pub fn from_args(paths: &[PathBuf]) -> Vec<Input> {
         if paths.is_empty() {
-            return vec![Input::Stdin];
+            return vec![Input(Ok(Location::Stdin))];
         }
-        paths
-            .iter()
-            .map(|p| {
-                if p == Path::new("-") {
-                    Input::Stdin
-                } else if let Some(url) = p.to_str().and_then(ObjectUrl::parse) {
-                    Input::Object(url)
-                } else {
-                    Input::File(p.clone())
-                }
-            })
-            .collect()
+        paths.iter().map(|p| Input(Location::parse(p))).collect()
+    }
+
+    /// The input at `location`.
+    pub fn at(location: Location) -> Input {
+        Input(Ok(location))
+    }
+
+    /// Where it is, when its name is good.
+    pub fn location(&self) -> Option<&Location> {
+        self.0.as_ref().ok()
+    }
+
+    pub fn is_stdin(&self) -> bool {
+        self.location() == Some(&Location::Stdin)
+    }
+
+    fn place(&self) -> io::Result<&Location> {
+        self.0
+            .as_ref()
+            .map_err(|said| io::Error::new(io::ErrorKind::InvalidInput, said.clone()))
     }
 
     pub fn open(&self) -> io::Result<Reader> {
@@ -102,35 +98,14 @@ impl Input {
     /// input only from its start. Compressed inputs (gzip, zstd: by their first bytes) are read
     /// decoded, and only from their start.
     pub fn open_at(&self, offset: u64) -> io::Result<Reader> {
-        use io::Seek as _;
-        let inner: Box<dyn Read + Send> = match self {
-            Input::Stdin if offset == 0 => decoded(Box::new(io::stdin()))?.1,
-            Input::Stdin => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "standard input cannot be read from the middle",
-                ));
+        let at = self.place()?;
+        let inner = if offset == 0 {
+            decoded(at.open_at(0)?)?.1
+        } else {
+            if let Some(codec) = self.codec()? {
+                return Err(from_the_middle(codec));
             }
-            Input::File(path) if offset == 0 => decoded(Box::new(File::open(path)?))?.1,
-            Input::File(path) => {
-                let mut file = File::open(path)?;
-                if let Some(codec) = compressed::sniff(&mut file)? {
-                    return Err(from_the_middle(codec));
-                }
-                file.seek(io::SeekFrom::Start(offset))?;
-                Box::new(file)
-            }
-            Input::Object(url) => {
-                let url = named(url)?;
-                if offset == 0 {
-                    decoded(Box::new(object::open(url, 0)?))?.1
-                } else {
-                    if let Some(codec) = self.codec()? {
-                        return Err(from_the_middle(codec));
-                    }
-                    Box::new(object::open(url, offset)?)
-                }
-            }
+            at.open_at(offset)?
         };
         Ok(BufReader::with_capacity(
             BUFFER,
@@ -138,73 +113,37 @@ impl Input {
         ))
     }
 
-    /// The size of a regular file, known before reading; `None` for standard input, pipes,
-    /// compressed files (whose decoded size is not) and anything that cannot be looked at
+    /// The size of a regular file or an object, known before reading; `None` for standard input,
+    /// pipes, compressed inputs (whose decoded size is not) and anything that cannot be looked at
     /// (reading it will report why).
     pub fn size(&self) -> Option<u64> {
-        match self {
-            Input::Stdin => None,
-            Input::File(path) => {
-                let size = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
-                let codec = compressed::sniff(&mut File::open(path).ok()?).ok()?;
-                codec.is_none().then_some(size)
-            }
-            Input::Object(url) => {
-                let size = object::size(url.as_ref().ok()?).ok()?;
-                self.codec().ok()?.is_none().then_some(size)
-            }
-        }
+        let size = self.exact_size().ok()?;
+        self.codec().ok()?.is_none().then_some(size)
     }
 
     /// The size of a file or object, or why it has none (`--shard`'s ranges need it).
     pub fn exact_size(&self) -> io::Result<u64> {
-        match self {
-            Input::Stdin => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "standard input has no size",
-            )),
-            Input::File(path) => {
-                let meta = std::fs::metadata(path)?;
-                if !meta.is_file() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "it is not a regular file",
-                    ));
-                }
-                Ok(meta.len())
-            }
-            Input::Object(url) => object::size(named(url)?),
-        }
+        self.place()?.size()
     }
 
-    /// The compression of a file, by its first bytes.
+    /// The compression of a file or object, by its first bytes.
     pub fn codec(&self) -> io::Result<Option<Codec>> {
-        match self {
-            Input::Stdin => Ok(None),
-            Input::File(path) => compressed::sniff(&mut File::open(path)?),
-            Input::Object(url) => Ok(compressed::sniff_bytes(&object::first_bytes(
-                named(url)?,
-                4,
-            )?)),
-        }
+        Ok(compressed::sniff_bytes(&self.place()?.first_bytes(4)?))
     }
 
     /// The input as the command line names it: its path, or `-`.
     pub fn name(&self) -> String {
-        match self {
-            Input::Stdin => "-".to_string(),
-            Input::File(path) => path.display().to_string(),
-            Input::Object(Ok(url)) => url.to_string(),
-            Input::Object(Err(said)) => said.clone(),
+        match &self.0 {
+            Ok(at) => at.to_string(),
+            Err(said) => said.clone(),
         }
     }
 
     /// How error lines name this input: files by path, standard input by nothing.
     pub fn prefix(&self) -> String {
-        match self {
-            Input::Stdin => String::new(),
-            Input::File(path) => format!("{}: ", path.display()),
-            Input::Object(_) => format!("{}: ", self.name()),
+        match self.is_stdin() {
+            true => String::new(),
+            false => format!("{}: ", self.name()),
         }
     }
 }
@@ -218,10 +157,4 @@ pub fn from_the_middle(codec: Codec) -> io::Error {
             codec.name()
         ),
     )
-}
-
-/// The object an input names, or why its name is not one.
-fn named(url: &Result<ObjectUrl, String>) -> io::Result<&ObjectUrl> {
-    url.as_ref()
-        .map_err(|said| io::Error::new(io::ErrorKind::InvalidInput, said.clone()))
 }

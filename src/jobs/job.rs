@@ -2,7 +2,7 @@
 //! where the answers go (standard output, or `--output FILE`, perhaps resumed), the progress on
 //! standard error, and the summary at the end.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
@@ -10,7 +10,8 @@ use clap::Args;
 
 use super::batches::{Items, ToRead};
 use super::input::{Input, Reader};
-use super::object::{ObjectUrl, StorageArgs};
+use super::location::Location;
+use super::object::StorageArgs;
 use super::output::{ExitStatus, Printer, Render};
 use super::part;
 use super::progress::{Progress, ProgressMode, Setup, Unit};
@@ -114,12 +115,16 @@ impl JobRun {
             &inputs,
         );
         record.shard = args.shard.map(|shard| shard.to_string());
-        let (sink, resume) = match &args.output {
+        // The one place the output's name becomes a file or an object.
+        let place = args
+            .output
+            .as_deref()
+            .map(Location::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        let (sink, resume) = match &place {
             None => (Sink::stdout(), None),
-            Some(path) if path.to_str().is_some_and(|p| p.starts_with("s3://")) => {
-                let url = ObjectUrl::parse(&path.to_string_lossy())
-                    .unwrap_or_else(|| Err(path.display().to_string()))
-                    .map_err(anyhow::Error::msg)?;
+            Some(Location::Object(url)) => {
                 if inputs.iter().any(|input| input.name() == url.to_string()) {
                     anyhow::bail!(
                         "--output {url} is also an input: the answers would overwrite it"
@@ -141,7 +146,7 @@ impl JobRun {
                 };
                 let value = serde_json::to_value(&record)?;
                 let (answers, kept) = upload::open(
-                    &url,
+                    url,
                     args.resume,
                     value,
                     &check,
@@ -153,7 +158,12 @@ impl JobRun {
                 };
                 (Sink::Object(Box::new(answers)), Some(resume))
             }
-            Some(path) => {
+            // `--output -` is a file named so, as it always was.
+            Some(Location::File(_) | Location::Stdin) => {
+                let path = match &place {
+                    Some(Location::File(path)) => path.as_path(),
+                    _ => Path::new("-"),
+                };
                 lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
                 let speaker = speaker.clone();
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
@@ -221,7 +231,7 @@ impl JobRun {
             // bad) is recorded complete.
             (Ok(status @ (ExitStatus::Ok | ExitStatus::BadInput)), Some(plan), Some(resume)) => {
                 let counts = self.progress.counts();
-                part::PartPlace::of(&resume.path)
+                part::place(&resume.path)
                     .and_then(|place| {
                         part::complete(
                             &place,

@@ -8,7 +8,7 @@
 //! what to do, with exit status 2. With `--output` the whole is written beside it and renamed
 //! into place at the end, so a merge that fails half-way leaves nothing that looks complete.
 //!
-//! Parts and the output may be objects (`s3://BUCKET/KEY`, [`PartPlace`]), read with streamed
+//! Parts and the output may be objects (`s3://BUCKET/KEY`, [`Location`]), read with streamed
 //! GETs; an object output is a multipart upload, which shows only once complete (and is aborted
 //! when the merge fails), as the file renamed into place.
 
@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use super::input::{beside, read_through};
+use super::input::read_through;
+use super::location::Location;
 use super::object::StorageArgs;
 use super::output::ExitStatus;
-use super::part::{self, Done, PartPlace};
-use super::upload::RawUpload;
+use super::part::{self, Done};
+use super::record;
 
 /// Flags of `patience merge`.
 #[derive(Debug, Args)]
@@ -45,7 +46,7 @@ pub struct MergeArgs {
 
 /// One part, checked complete.
 struct Part {
-    path: PartPlace,
+    path: Location,
     done: Done,
     /// Held while merging a file: a run writing the part would have it.
     _lock: Option<File>,
@@ -53,9 +54,9 @@ struct Part {
 
 pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
     args.storage.configure();
-    let output = args.output.as_deref().map(PartPlace::of).transpose()?;
-    let same = |a: &PartPlace, b: &PartPlace| match (a, b) {
-        (PartPlace::File(a), PartPlace::File(b)) => {
+    let output = args.output.as_deref().map(part::place).transpose()?;
+    let same = |a: &Location, b: &Location| match (a, b) {
+        (Location::File(a), Location::File(b)) => {
             a == b
                 || a.canonicalize()
                     .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
@@ -65,8 +66,8 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
     let places = args
         .parts
         .iter()
-        .map(|path| PartPlace::of(path))
-        .collect::<anyhow::Result<Vec<PartPlace>>>()?;
+        .map(|path| part::place(path))
+        .collect::<anyhow::Result<Vec<Location>>>()?;
     let mut parts = Vec::with_capacity(places.len());
     for (i, place) in places.iter().enumerate() {
         if output.as_ref().is_some_and(|output| same(output, place)) {
@@ -92,49 +93,32 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
             let mut out = stdout.lock();
             copy_all(&ordered, &mut out)?;
         }
-        Some(PartPlace::File(output)) => {
-            let temporary = beside(output, ".merging");
-            let written = File::create(&temporary)
-                .map_err(anyhow::Error::new)
-                .and_then(|mut file| {
-                    copy_all(&ordered, &mut file)?;
-                    file.sync_all().map_err(anyhow::Error::new)
-                })
-                .and_then(|()| std::fs::rename(&temporary, output).map_err(anyhow::Error::new));
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&temporary);
-                return Err(e.context(format!("cannot write {}", output.display())));
-            }
-        }
-        Some(PartPlace::Object(url)) => {
-            // Dropped on a failure, the upload is aborted: no object shows.
-            RawUpload::create(url, args.storage.upload_part_size)
-                .map_err(anyhow::Error::new)
-                .and_then(|mut upload| {
-                    copy_all(&ordered, &mut upload)?;
-                    upload.finish().map_err(anyhow::Error::new)
-                })
-                .with_context(|| format!("cannot write {url}"))?;
-        }
+        // Written whole or not at all: a failed merge leaves no output, and an earlier one as it
+        // was.
+        Some(output) => output
+            .create_whole(args.storage.upload_part_size)
+            .map_err(anyhow::Error::new)
+            .and_then(|mut whole| {
+                copy_all(&ordered, &mut whole)?;
+                whole.finish().map_err(anyhow::Error::new)
+            })
+            .with_context(|| format!("cannot write {output}"))?,
     }
     Ok(status)
 }
 
 /// The part at `place`, locked (a file), with its completion record, its bytes checked against
 /// it.
-fn checked(place: &PartPlace) -> anyhow::Result<Part> {
-    if !place.exists()? {
+fn checked(place: &Location) -> anyhow::Result<Part> {
+    if !part::exists(place)? {
         bail!("{place} is missing: run its shard (with --output {place})");
     }
-    let lock = match place {
-        PartPlace::File(path) => Some(lock(path)?),
-        PartPlace::Object(_) => None,
-    };
+    let lock = place.file().map(lock).transpose()?;
     let Some(done) = part::read_done(place)? else {
         bail!(
             "{place} is incomplete: it has no completion record ({}), so its shard has not \
              finished; run it again with --resume to finish it",
-            place.done_name()
+            record::done_of(place)
         );
     };
     let sum = part::checksum(place)?;
@@ -146,7 +130,7 @@ fn checked(place: &PartPlace) -> anyhow::Result<Part> {
             sum.bytes,
             sum.lines,
             sum.crc32,
-            place.done_name(),
+            record::done_of(place),
             done.bytes,
             done.lines,
             done.crc32,
@@ -284,7 +268,7 @@ fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
     for part in parts {
         let shown = &part.path;
         let mut crc = flate2::Crc::new();
-        let bytes = read_through(part.path.open()?, shown, |chunk| {
+        let bytes = read_through(part::open(&part.path)?, shown, |chunk| {
             crc.update(chunk);
             out.write_all(chunk)
                 .context("cannot write the merged output")

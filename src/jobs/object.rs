@@ -16,11 +16,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3Builder;
+use object_store::memory::InMemory;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    ClientOptions, GetOptions, GetRange, ObjectStore as _, ObjectStoreExt as _, PutPayload,
-    RetryConfig,
+    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt as _, PutPayload, RetryConfig,
 };
 
 use crate::values::{NO_MAX, parse_duration, whole};
@@ -41,20 +42,43 @@ pub const PART_SIZE: usize = 8 << 20;
 /// (and the socket's buffers), and no further.
 const AHEAD: usize = 8;
 
-/// `s3://BUCKET/KEY`.
+/// `s3://BUCKET/KEY`, or an object of this process's memory (`memory://BUCKET/KEY`, which only
+/// the tests name: resume, parts and merge run on it as on S3, without a server).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectUrl {
+    pub scheme: Scheme,
     pub bucket: String,
     pub key: String,
 }
+
+/// Which store holds an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    S3,
+    Memory,
+}
+
+/// What every store the jobs use can do: objects and their multipart uploads (object_store's S3
+/// and in-memory stores both can).
+pub trait Store: ObjectStore + MultipartStore {}
+
+impl<T: ObjectStore + MultipartStore> Store for T {}
 
 impl ObjectUrl {
     /// The URL `text` names, if it is one (`None`: a local path); an `s3://` name with no bucket
     /// or key is refused in words.
     pub fn parse(text: &str) -> Option<Result<ObjectUrl, String>> {
-        let rest = text.strip_prefix("s3://")?;
+        // The tests name objects of memory as the command line names S3's.
+        #[cfg(test)]
+        let (scheme, rest) = match text.strip_prefix("memory://") {
+            Some(rest) => (Scheme::Memory, rest),
+            None => (Scheme::S3, text.strip_prefix("s3://")?),
+        };
+        #[cfg(not(test))]
+        let (scheme, rest) = (Scheme::S3, text.strip_prefix("s3://")?);
         Some(match rest.split_once('/') {
             Some((bucket, key)) if bucket.len() >= 3 && !key.is_empty() => Ok(ObjectUrl {
+                scheme,
                 bucket: bucket.to_string(),
                 key: key.to_string(),
             }),
@@ -65,9 +89,20 @@ impl ObjectUrl {
         })
     }
 
+    /// An object of this process's memory (for tests).
+    #[cfg(test)]
+    pub fn in_memory(bucket: &str, key: &str) -> ObjectUrl {
+        ObjectUrl {
+            scheme: Scheme::Memory,
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        }
+    }
+
     /// The object beside this one whose key ends with `suffix` (its records).
     pub fn beside(&self, suffix: &str) -> ObjectUrl {
         ObjectUrl {
+            scheme: self.scheme,
             bucket: self.bucket.clone(),
             key: format!("{}{suffix}", self.key),
         }
@@ -80,7 +115,11 @@ impl ObjectUrl {
 
 impl std::fmt::Display for ObjectUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "s3://{}/{}", self.bucket, self.key)
+        let scheme = match self.scheme {
+            Scheme::S3 => "s3",
+            Scheme::Memory => "memory",
+        };
+        write!(f, "{scheme}://{}/{}", self.bucket, self.key)
     }
 }
 
@@ -136,7 +175,7 @@ pub fn configure(settings: StorageSettings) {
 /// The runtime the store's calls run on, and a client per bucket.
 pub struct Storage {
     runtime: tokio::runtime::Runtime,
-    stores: Mutex<HashMap<String, Arc<AmazonS3>>>,
+    stores: Mutex<HashMap<(Scheme, String), Arc<dyn Store>>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -169,11 +208,18 @@ pub fn storage() -> io::Result<&'static Storage> {
 }
 
 impl Storage {
-    /// The client of `bucket`, built from the environment on first use.
-    pub fn store(&self, url: &ObjectUrl) -> io::Result<Arc<AmazonS3>> {
+    /// The client of `url`'s bucket, built from the environment on first use (a bucket of
+    /// memory: empty, and kept for the process's life).
+    pub fn store(&self, url: &ObjectUrl) -> io::Result<Arc<dyn Store>> {
         let mut stores = self.stores.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(store) = stores.get(&url.bucket) {
+        let bucket = (url.scheme, url.bucket.clone());
+        if let Some(store) = stores.get(&bucket) {
             return Ok(store.clone());
+        }
+        if url.scheme == Scheme::Memory {
+            let store: Arc<dyn Store> = Arc::new(InMemory::new());
+            stores.insert(bucket, store.clone());
+            return Ok(store);
         }
         let settings = SETTINGS.get().copied().unwrap_or(StorageSettings {
             retry_timeout: RETRY_TIMEOUT,
@@ -212,8 +258,8 @@ impl Storage {
         if let Ok(region) = std::env::var("AWS_REGION") {
             builder = builder.with_region(region);
         }
-        let store = Arc::new(builder.build().map_err(|e| in_words(&e, url))?);
-        stores.insert(url.bucket.clone(), store.clone());
+        let store: Arc<dyn Store> = Arc::new(builder.build().map_err(|e| in_words(&e, url))?);
+        stores.insert(bucket, store.clone());
         Ok(store)
     }
 
@@ -318,10 +364,24 @@ fn full(e: &dyn std::error::Error) -> String {
 
 /// The size of the object at `url` (a HEAD, once per run: a failure is kept too, so that an
 /// endpoint that does not answer costs the retries' time once, not at each look).
-pub fn size(url: &ObjectUrl) -> io::Result<u64> {
-    type Sizes = Mutex<HashMap<String, Result<u64, (io::ErrorKind, String)>>>;
+/// Sizes looked up, and failures to, by URL.
+type Sizes = Mutex<HashMap<String, Result<u64, (io::ErrorKind, String)>>>;
+
+fn sizes() -> &'static Sizes {
     static SIZES: OnceLock<Sizes> = OnceLock::new();
-    let sizes = SIZES.get_or_init(Sizes::default);
+    SIZES.get_or_init(Sizes::default)
+}
+
+/// Forgets what [`size`] found at `url`: this process has just changed it.
+pub fn changed(url: &ObjectUrl) {
+    sizes()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&url.to_string());
+}
+
+pub fn size(url: &ObjectUrl) -> io::Result<u64> {
+    let sizes = sizes();
     let known = sizes
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -388,6 +448,7 @@ pub fn read_small(url: &ObjectUrl) -> io::Result<Option<Bytes>> {
 
 /// Puts `bytes` as the whole object at `url` (a record: one PUT, which shows whole or not at all).
 pub fn put_small(url: &ObjectUrl, bytes: Vec<u8>) -> io::Result<()> {
+    changed(url);
     let storage = storage()?;
     let store = storage.store(url)?;
     let path = url.path();
@@ -399,6 +460,7 @@ pub fn put_small(url: &ObjectUrl, bytes: Vec<u8>) -> io::Result<()> {
 
 /// Removes the object at `url`, if there is one.
 pub fn remove(url: &ObjectUrl) -> io::Result<()> {
+    changed(url);
     let storage = storage()?;
     let store = storage.store(url)?;
     let path = url.path();

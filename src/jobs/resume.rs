@@ -17,8 +17,11 @@ use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use super::compressed::{self, Codec};
-use super::input::{Input, beside, read_through};
+use super::input::{Input, read_through};
+use super::location::Location;
+use super::record::{self, Versioned};
 use super::sink::{AnswerFile, Sink, Tell};
+use super::upload;
 use crate::render::OutputFormat;
 use crate::solver::Options;
 
@@ -115,27 +118,11 @@ impl Record {
     }
 }
 
-/// Where the record of `output` lives.
-pub fn record_path(output: &Path) -> PathBuf {
-    beside(output, ".resume.json")
-}
-
-/// Where `output`'s completion record lives (`--shard`'s parts: `part.rs`).
-pub fn done_path(output: &Path) -> PathBuf {
-    beside(output, ".done.json")
-}
-
-/// Removes `output`'s completion record, if any: `output` is about to change.
-fn forget(output: &Path) -> anyhow::Result<()> {
-    let path = done_path(output);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(anyhow::Error::new(e).context(format!(
-            "cannot remove {} before writing {}",
-            path.display(),
-            output.display()
-        ))),
+impl Versioned for Record {
+    const VERSION: u32 = VERSION;
+    const WHAT: &'static str = "a record";
+    fn version(&self) -> u32 {
+        self.version
     }
 }
 
@@ -165,9 +152,10 @@ pub fn open(
         None
     };
     let shown = output.display();
+    let place = Location::File(output.to_path_buf());
     let Some((len, lines)) = kept else {
-        forget(output)?;
-        write_record(output, record)?;
+        record::forget(&place)?;
+        record::write(&record::resume_of(&place), record)?;
         let file =
             AnswerFile::create(output, tell).with_context(|| format!("cannot create {shown}"))?;
         let resume = Resume {
@@ -176,7 +164,7 @@ pub fn open(
         };
         return Ok((Sink::File(file), resume));
     };
-    let held = read_record(output)?;
+    let held = read_record(&place)?;
     if let Some((theirs, ours)) = record.differences(&held) {
         bail!(
             "cannot resume {shown}: it was written with {theirs}, where this run has {ours}; give \
@@ -184,7 +172,7 @@ pub fn open(
              --resume) to start again"
         );
     }
-    forget(output)?;
+    record::forget(&place)?;
     let file = AnswerFile::resume(output, len, lines, tell)
         .with_context(|| format!("cannot open {shown}"))?;
     let resume = Resume {
@@ -200,7 +188,7 @@ fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
         return Ok(());
     };
     for input in inputs {
-        if let Input::File(path) = input
+        if let Some(path) = input.location().and_then(Location::file)
             && path.canonicalize().is_ok_and(|p| p == ours)
         {
             bail!(
@@ -239,47 +227,21 @@ fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
     Ok((read > 0).then_some((len, lines)))
 }
 
-/// The record beside `output`, checked to be one this patience reads.
-pub(super) fn read_record(output: &Path) -> anyhow::Result<Record> {
-    let path = record_path(output);
-    let (shown, recorded) = (output.display(), path.display());
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(
-            "cannot resume {shown}: {recorded} is missing, so how its answers were written is \
+/// The run's record of `output`, checked to be one this patience reads: beside a file, the
+/// record itself; beside an object, the one its upload record holds (`upload.rs`).
+pub(super) fn read_record(output: &Location) -> anyhow::Result<Record> {
+    if let Some(url) = output.object() {
+        return serde_json::from_value(upload::record_of(url)?)
+            .with_context(|| format!("cannot resume {url}: its record is not one patience wrote"));
+    }
+    let at = record::resume_of(output);
+    match record::read(&at).with_context(|| format!("cannot resume {output}"))? {
+        Some(record) => Ok(record),
+        None => bail!(
+            "cannot resume {output}: {at} is missing, so how its answers were written is \
              unknown (was it written by `patience --output`?); leave out --resume to start again"
         ),
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {recorded}"))),
-    };
-    let record: Record = serde_json::from_str(&text).with_context(|| {
-        format!("cannot resume {shown}: {recorded} is not a record patience wrote")
-    })?;
-    if record.version != VERSION {
-        bail!(
-            "cannot resume {shown}: {recorded} is of version {} (this patience writes version \
-             {VERSION}); finish it with the patience that started it",
-            record.version
-        );
     }
-    Ok(record)
-}
-
-/// Writes the record whole or not at all.
-fn write_record(output: &Path, record: &Record) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string(record).context("cannot write the run's record")?;
-    text.push('\n');
-    write_atomically(&record_path(output), &text)
-}
-
-/// Writes `text` to `path` whole or not at all: a temporary file, synced, renamed over it.
-pub(super) fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let temporary = PathBuf::from(temporary);
-    let written = std::fs::write(&temporary, text)
-        .and_then(|()| File::open(&temporary)?.sync_all())
-        .and_then(|()| std::fs::rename(&temporary, path));
-    written.with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -344,14 +306,6 @@ mod tests {
                 "--format text, no --exact".into(),
                 "--format json, --exact".into()
             ))
-        );
-    }
-
-    #[test]
-    fn the_record_sits_beside_the_file() {
-        assert_eq!(
-            record_path(Path::new("/data/answers.txt")),
-            Path::new("/data/answers.txt.resume.json")
         );
     }
 }

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index;
 use super::input::{Input, Reader};
+use super::location::Location;
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
 
@@ -103,7 +104,7 @@ pub fn plan<R: Items<Reader>>(
 ) -> anyhow::Result<ShardPlan> {
     let mut sizes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        if let Input::Stdin = input {
+        if input.is_stdin() {
             bail!(
                 "--shard {shard} needs its inputs as files: the shards' ranges are set by their \
                  sizes, which standard input does not have (save it to a file first)"
@@ -140,10 +141,10 @@ pub fn plan<R: Items<Reader>>(
         if base >= end {
             break;
         }
-        let index = match input {
-            Input::File(path) => index::load(path, answers),
-            Input::Stdin | Input::Object(_) => None,
-        };
+        let index = input
+            .location()
+            .and_then(Location::file)
+            .and_then(|path| index::load(path, answers));
         let from = match &index {
             // A file wholly before the range: its items are counted, not framed. (Strictly
             // before: a case file's last step may begin at its end.)

@@ -14,14 +14,14 @@
 use std::io;
 
 use anyhow::{Context as _, bail};
-use object_store::aws::AmazonS3;
-use object_store::multipart::{MultipartStore as _, PartId};
-use object_store::{ObjectStoreExt as _, PutPayload};
+use object_store::multipart::PartId;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 use super::compressed::{Codec, Encoded};
-use super::object::{self, ObjectUrl, in_words, storage};
+use super::location::Location;
+use super::multipart::Multipart;
+use super::object::{self, ObjectUrl};
+use super::record::{self, Versioned};
 
 /// The record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
@@ -38,6 +38,14 @@ struct UploadRecord {
     complete: bool,
 }
 
+impl Versioned for UploadRecord {
+    const VERSION: u32 = VERSION;
+    const WHAT: &'static str = "an upload record";
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct UploadedPart {
     tag: String,
@@ -48,7 +56,6 @@ struct UploadedPart {
 /// The answers on their way to an object.
 pub struct ObjectAnswers {
     url: ObjectUrl,
-    store: Arc<AmazonS3>,
     state: UploadRecord,
     /// Bytes of a line not complete yet.
     pending: Vec<u8>,
@@ -70,27 +77,18 @@ pub fn open(
     check: &dyn Fn(serde_json::Value) -> anyhow::Result<()>,
     part_size: usize,
 ) -> anyhow::Result<(ObjectAnswers, u64)> {
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let record_url = url.beside(".resume.json");
-    let held = object::read_small(&record_url)
-        .with_context(|| format!("cannot read {record_url}"))?
-        .map(|bytes| {
-            serde_json::from_slice::<UploadRecord>(&bytes)
-                .with_context(|| format!("{record_url} is not a record patience wrote"))
-        })
-        .transpose()?;
+    let record_at = record::resume_of(&Location::Object(url.clone()));
+    let held: Option<UploadRecord> = match resume {
+        true => record::read(&record_at).with_context(|| format!("cannot resume {url}"))?,
+        // A new run only needs the upload an earlier one left, to abort it.
+        false => record::read(&record_at).ok().flatten(),
+    };
     // A shard's completion record goes before anything changes (`part.rs`), once the run is sure
     // to go on (a refused resume leaves it): the object is then incomplete until this run records
     // it complete again.
-    let forget = || {
-        let done = url.beside(".done.json");
-        object::remove(&done).with_context(|| format!("cannot remove {done} before writing {url}"))
-    };
     let codec = Codec::for_name(&url.key);
     let mut answers = ObjectAnswers {
         url: url.clone(),
-        store: store.clone(),
         state: UploadRecord {
             version: VERSION,
             record,
@@ -106,36 +104,20 @@ pub fn open(
     };
     match held {
         Some(held) if resume => {
-            if held.version != VERSION {
-                bail!(
-                    "cannot resume {url}: {record_url} is of version {} (this patience writes \
-                     version {VERSION})",
-                    held.version
-                );
-            }
             check(held.record.clone())?;
-            forget()?;
+            record::forget(&Location::Object(url.clone()))?;
             answers.state = held;
         }
         held => {
-            forget()?;
+            record::forget(&Location::Object(url.clone()))?;
             // A new run: the upload of an earlier one, if any, is dropped, and an earlier object
             // of this key goes before anything else happens.
             if let Some(id) = held.and_then(|held| held.upload) {
-                let (client, path) = (store.clone(), url.path());
-                let _ = storage.wait(async move { client.abort_multipart(&path, &id).await });
+                let _ = Multipart::resume(url, id)?.abort();
             }
-            let (client, path) = (store.clone(), url.path());
-            match storage.wait(async move { client.delete(&path).await })? {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(in_words(&e, url)).context(format!("cannot write {url}")),
-            }
-            let (client, path) = (store.clone(), url.path());
-            let id = storage
-                .wait(async move { client.create_multipart(&path).await })?
-                .map_err(|e| in_words(&e, url))
-                .with_context(|| format!("cannot write {url}"))?;
-            answers.state.upload = Some(id);
+            object::remove(url).with_context(|| format!("cannot write {url}"))?;
+            let upload = Multipart::create(url).with_context(|| format!("cannot write {url}"))?;
+            answers.state.upload = Some(upload.id().to_string());
             answers.save()?;
         }
     }
@@ -143,45 +125,21 @@ pub fn open(
     Ok((answers, kept))
 }
 
-/// Uploads `bytes` as part `index` of upload `id` of the object at `url`; its tag, for the
-/// completion.
-fn put_part(
-    store: &Arc<AmazonS3>,
-    url: &ObjectUrl,
-    id: String,
-    index: usize,
-    bytes: Vec<u8>,
-) -> io::Result<PartId> {
-    let (store, path) = (store.clone(), url.path());
-    storage()?
-        .wait(async move {
-            store
-                .put_part(&path, &id, index, PutPayload::from(bytes))
-                .await
-        })?
-        .map_err(|e| in_words(&e, url))
-}
-
 /// The run's record that `url`'s upload record holds (`KEY.resume.json`), for its completion
 /// record.
 pub fn record_of(url: &ObjectUrl) -> anyhow::Result<serde_json::Value> {
-    let record_url = url.beside(".resume.json");
-    let Some(bytes) =
-        object::read_small(&record_url).with_context(|| format!("cannot read {record_url}"))?
-    else {
-        bail!("{record_url} is missing: {url} was not written by `patience --output`");
-    };
-    let held: UploadRecord = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{record_url} is not a record patience wrote"))?;
-    Ok(held.record)
+    let record_at = record::resume_of(&Location::Object(url.clone()));
+    match record::read::<UploadRecord>(&record_at)? {
+        Some(held) => Ok(held.record),
+        None => bail!("{record_at} is missing: {url} was not written by `patience --output`"),
+    }
 }
 
 impl ObjectAnswers {
     /// Writes the record beside the object.
     fn save(&self) -> io::Result<()> {
-        let mut text = serde_json::to_vec(&self.state).map_err(io::Error::other)?;
-        text.push(b'\n');
-        object::put_small(&self.url.beside(".resume.json"), text)
+        let at = record::resume_of(&Location::Object(self.url.clone()));
+        record::write(&at, &self.state).map_err(|e| io::Error::other(format!("{e:#}")))
     }
 
     /// Takes `buf` in; uploads a part once the complete lines make one.
@@ -224,7 +182,7 @@ impl ObjectAnswers {
             return Err(io::Error::other("no upload is going on"));
         };
         let len = bytes.len() as u64;
-        let part = put_part(&self.store, &self.url, id, self.state.parts.len(), bytes)?;
+        let part = Multipart::resume(&self.url, id)?.put(self.state.parts.len(), bytes)?;
         self.state.parts.push(UploadedPart {
             tag: part.content_id,
             lines: std::mem::take(&mut self.part_lines),
@@ -253,10 +211,7 @@ impl ObjectAnswers {
                 content_id: part.tag.clone(),
             })
             .collect();
-        let (store, path) = (self.store.clone(), self.url.path());
-        storage()?
-            .wait(async move { store.complete_multipart(&path, &id, parts).await })?
-            .map_err(|e| in_words(&e, &self.url))?;
+        Multipart::resume(&self.url, id)?.complete(parts)?;
         self.state.upload = None;
         self.state.complete = true;
         self.save()
@@ -269,92 +224,5 @@ impl std::fmt::Debug for ObjectAnswers {
             .field("url", &self.url)
             .field("parts", &self.state.parts.len())
             .finish_non_exhaustive()
-    }
-}
-
-/// An object written from bytes as they come, in parts of `part_size` (`patience merge`'s
-/// output, already whole lines): it shows only once [`RawUpload::finish`] completes it, and an
-/// earlier object of its key stays until then. Dropped unfinished (a failed merge), its upload
-/// is aborted, so nothing is left behind. Memory: one part.
-pub struct RawUpload {
-    url: ObjectUrl,
-    store: Arc<AmazonS3>,
-    /// The multipart upload going on (none once complete or aborted).
-    id: Option<String>,
-    parts: Vec<PartId>,
-    buffer: Vec<u8>,
-    part_size: usize,
-}
-
-impl RawUpload {
-    /// Starts the upload of `url`.
-    pub fn create(url: &ObjectUrl, part_size: usize) -> io::Result<RawUpload> {
-        let store = storage()?.store(url)?;
-        let (client, path) = (store.clone(), url.path());
-        let id = storage()?
-            .wait(async move { client.create_multipart(&path).await })?
-            .map_err(|e| in_words(&e, url))?;
-        Ok(RawUpload {
-            url: url.clone(),
-            store,
-            id: Some(id),
-            parts: Vec::new(),
-            buffer: Vec::with_capacity(part_size),
-            part_size,
-        })
-    }
-
-    /// Uploads what the buffer holds as the next part.
-    fn put(&mut self) -> io::Result<()> {
-        let Some(id) = self.id.clone() else {
-            return Err(io::Error::other("no upload is going on"));
-        };
-        let bytes = std::mem::replace(&mut self.buffer, Vec::with_capacity(self.part_size));
-        let part = put_part(&self.store, &self.url, id, self.parts.len(), bytes)?;
-        self.parts.push(part);
-        Ok(())
-    }
-
-    /// Uploads the rest and completes the object: only now does it show.
-    pub fn finish(mut self) -> io::Result<()> {
-        if !self.buffer.is_empty() || self.parts.is_empty() {
-            self.put()?;
-        }
-        let Some(id) = self.id.clone() else {
-            return Err(io::Error::other("no upload is going on"));
-        };
-        let (store, path, parts) = (self.store.clone(), self.url.path(), self.parts.clone());
-        storage()?
-            .wait(async move { store.complete_multipart(&path, &id, parts).await })?
-            .map_err(|e| in_words(&e, &self.url))?;
-        self.id = None;
-        Ok(())
-    }
-}
-
-impl io::Write for RawUpload {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // Filled to a part's size and no further, so that the buffer never grows past one part.
-        let n = buf.len().min(self.part_size - self.buffer.len());
-        self.buffer.extend_from_slice(&buf[..n]);
-        if self.buffer.len() >= self.part_size {
-            self.put()?;
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for RawUpload {
-    fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            let (store, path) = (self.store.clone(), self.url.path());
-            if let Ok(storage) = storage() {
-                let _ = storage.wait(async move { store.abort_multipart(&path, &id).await });
-            }
-        }
     }
 }
