@@ -7,7 +7,7 @@
 //!   uploaded in parts (`multipart.rs`); the records beside an output are read and written one
 //!   way (`record.rs`);
 //! - where items come from: the inputs named (`input.rs`; gzip and zstd by their bytes,
-//!   `compressed.rs`), read into batches
+//!   `crate::compressed`, which the HTTP API's bodies share), read into batches
 //!   (`batches.rs`), `--shard`'s share of them (`shard.rs`) and the index that lets a shard skip
 //!   what comes before it (`index.rs`);
 //! - where answers go: the printer in input order (`output.rs`), standard output or `--output`
@@ -19,7 +19,6 @@
 //!   words (`report.rs`).
 
 pub mod batches;
-pub mod compressed;
 pub mod index;
 pub mod input;
 pub mod job;

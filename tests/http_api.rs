@@ -149,6 +149,36 @@ fn deals_over_http_are_the_reference_s_lines_and_solve_s_byte_for_byte() {
     );
     assert_eq!(gz.code, 200, "{}", gz.stderr);
     assert!(gz.body == reference, "gzip: not the reference");
+    // A zstd body (libzstd's), with its header or without: read by its bytes, as files are.
+    let zstd = scratch.write(
+        "random1000.in.zst",
+        zstd::encode_all(std::fs::read(&random).unwrap().as_slice(), 3).unwrap(),
+    );
+    let body = format!("@{zstd}");
+    for header in [&["-H", "Content-Encoding: zstd"][..], &[]] {
+        let args = [header, &["--data-binary", &body]].concat();
+        let zst = curl(&scratch, &args, &url);
+        assert_eq!(zst.code, 200, "{header:?}: {}", zst.stderr);
+        assert!(zst.body == reference, "zstd {header:?}: not the reference");
+    }
+    // A header naming a compression the bytes are not: said, and nothing answered.
+    let liar = curl(
+        &scratch,
+        &[
+            "-H",
+            "Content-Encoding: gzip",
+            "--data-binary",
+            &format!("@{zstd}"),
+        ],
+        &url,
+    );
+    assert_eq!(liar.code, 400, "{}", liar.body);
+    assert!(
+        liar.body
+            .contains("Content-Encoding: gzip, but it is not gzip data"),
+        "{}",
+        liar.body
+    );
 }
 
 #[test]
@@ -226,7 +256,10 @@ fn what_is_not_a_call_gets_an_http_answer_in_words() {
         &url,
     );
     assert_eq!(brotli.code, 415);
-    assert_eq!(brotli.header("accept-encoding"), Some("gzip, identity"));
+    assert_eq!(
+        brotli.header("accept-encoding"),
+        Some("gzip, zstd, identity")
+    );
     // A body that is not text ends the answer as `solve` ends its run: said, before any line.
     let nul = scratch.write("binary.in", b"6S\x007S\n");
     let binary = curl(&scratch, &["--data-binary", &format!("@{nul}")], &url);

@@ -3,8 +3,8 @@
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 
-use super::compressed::{self, Codec, decoded};
 use super::location::Location;
+use crate::compressed::{self, Codec, decoded};
 
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;

@@ -12,9 +12,9 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::compressed::Codec;
 use super::multipart::WholeUpload;
 use super::object::{self, ObjectUrl};
+use crate::compressed::Codec;
 
 /// A place bytes are read from or written to.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -24,13 +24,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
-use super::compressed;
 use super::input::read_through;
 use super::location::{Location, beside};
 use super::output::ExitStatus;
 use super::record::{self, Versioned};
 use super::resume::{self, Record};
 use super::shard::{Range, ShardPlan};
+use crate::compressed;
 
 /// The completion record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;

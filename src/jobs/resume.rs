@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
-use super::compressed::{self, Codec};
 use super::input::{Input, read_through};
 use super::location::Location;
 use super::record::{self, Versioned};
 use super::sink::{AnswerFile, Sink, Tell};
 use super::upload;
+use crate::compressed::{self, Codec};
 use crate::render::OutputFormat;
 use crate::solver::Options;
 

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::compressed::{Codec, Encoded};
 use super::upload::ObjectAnswers;
+use crate::compressed::{Codec, Encoded};
 
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);

@@ -17,11 +17,11 @@ use anyhow::{Context as _, bail};
 use object_store::multipart::PartId;
 use serde::{Deserialize, Serialize};
 
-use super::compressed::{Codec, Encoded};
 use super::location::Location;
 use super::multipart::Multipart;
 use super::object::{self, ObjectUrl};
 use super::record::{self, Versioned};
+use crate::compressed::{Codec, Encoded};
 
 /// The record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;

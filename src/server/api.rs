@@ -19,7 +19,7 @@
 //!
 //! Query parameters, as the commands' flags: `precision` (0 to 17; by default 6, and 10 for
 //! rps), `format` (`text` or `json`), and for deals `exact`, `moves`, `line` (JSON only; present,
-//! `true` or `1`). A body may be sent with `Content-Encoding: gzip`.
+//! `true` or `1`). A body may be sent compressed, gzip or zstd (with or without its `Content-Encoding`).
 
 mod translate;
 
@@ -40,6 +40,7 @@ use tonic::transport::server::TcpConnectInfo;
 
 use super::call::Calls;
 use super::route::{Route, plain};
+use crate::compressed::Codec;
 use crate::reason::Said;
 use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
 use crate::service::SolverService;
@@ -101,18 +102,22 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
         Ok(render) => render,
         Err(message) => return plain(StatusCode::BAD_REQUEST, &message),
     };
-    let gzip = match request.headers().get(header::CONTENT_ENCODING) {
-        None => false,
-        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"identity") => false,
-        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"gzip") => true,
+    // The body is read through the decoder files are (by its first bytes); a header that names
+    // a compression says what those bytes must be.
+    let encoding = request.headers().get(header::CONTENT_ENCODING);
+    let encoded = match encoding.map(|v| v.as_bytes().to_ascii_lowercase()) {
+        None => None,
+        Some(v) if v == b"identity" => None,
+        Some(v) if v == b"gzip" => Some(Codec::Gzip),
+        Some(v) if v == b"zstd" => Some(Codec::Zstd),
         Some(_) => {
             let mut response = plain(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "the body's Content-Encoding is not taken: send it as is, or gzip",
+                "the body's Content-Encoding is not taken: send it as is, gzip or zstd",
             );
             response.headers_mut().insert(
                 header::ACCEPT_ENCODING,
-                HeaderValue::from_static("gzip, identity"),
+                HeaderValue::from_static("gzip, zstd, identity"),
             );
             return response;
         }
@@ -129,7 +134,7 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
         render,
         batch: game.batch().min(settings.max_items_per_request).max(1),
         max_queued: settings.max_in_flight.saturating_mul(2).max(1024),
-        gzip,
+        encoded,
     };
     respond(translate::run(game, call, body), render.format).await
 }

@@ -28,6 +28,7 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
 use tonic::{Code, Status};
 
+use crate::compressed::{self, Codec};
 use crate::exchange::{Answer, Answers, Chunk, DealProtocol, Exchange, RpsProtocol};
 use crate::items::{Items, Step};
 use crate::ordered::{self, Drained, Piece, Stopped};
@@ -111,7 +112,8 @@ pub struct ApiCall {
     pub batch: usize,
     /// Items (and bad items' messages) read ahead of the printer, at most about.
     pub max_queued: usize,
-    pub gzip: bool,
+    /// The compression the body's `Content-Encoding` names, if any.
+    pub encoded: Option<Codec>,
 }
 
 /// How a game's stream is opened on the service, in process.
@@ -125,7 +127,7 @@ type OpenStream<G> = fn(
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
 pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<Bytes, Failure>> {
     let (lines, receiver) = mpsc::channel(4);
-    let reader = body_reader(body, call.gzip);
+    let reader = body_reader(body, call.encoded);
     match game {
         Endpoint::Deals => start::<DealProtocol>(
             game,
@@ -149,19 +151,35 @@ pub fn run(game: Endpoint, call: ApiCall, body: Body) -> mpsc::Receiver<Result<B
 type BodyReader = BufReader<Box<dyn Read + Send + 'static>>;
 
 /// The body as a blocking reader, for the game readers. Made in the async context (the bridge
-/// needs its runtime), and finished on the reader's thread: a gzip decoder reads its header as
-/// soon as it is made, which must not block the runtime.
-fn body_reader(body: Body, gzip: bool) -> impl FnOnce() -> BodyReader + Send + 'static {
+/// needs its runtime), and finished on the reader's thread: the decoder reads the body's first
+/// bytes as soon as it is made, which must not block the runtime. A body compressed with gzip or
+/// zstd is read decoded, as a file is; one whose `Content-Encoding` names a compression its
+/// bytes are not fails at its first read, in words.
+fn body_reader(body: Body, encoded: Option<Codec>) -> impl FnOnce() -> BodyReader + Send + 'static {
     let bytes: Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>> =
         Box::pin(http_body_util::BodyDataStream::new(body).map_err(io::Error::other));
     let raw = SyncIoBridge::new(StreamReader::new(bytes));
     move || {
-        let inner: Box<dyn Read + Send> = if gzip {
-            Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(raw)))
-        } else {
-            Box::new(raw)
+        let inner: Box<dyn Read + Send> = match compressed::decoded(Box::new(raw)) {
+            Ok((found, _)) if encoded.is_some_and(|said| found != Some(said)) => {
+                Box::new(Refused(format!(
+                    "the body is sent with Content-Encoding: {}, but it is not {0} data",
+                    encoded.map_or("identity", Codec::name)
+                )))
+            }
+            Ok((_, reader)) => reader,
+            Err(e) => Box::new(Refused(format!("cannot read the body: {e}"))),
         };
         BufReader::with_capacity(BUFFER, inner)
+    }
+}
+
+/// A body that cannot be read, for the reason given.
+struct Refused(String);
+
+impl Read for Refused {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(io::Error::new(io::ErrorKind::InvalidData, self.0.clone()))
     }
 }
 

@@ -1,5 +1,6 @@
-//! gzip and zstd, in and out, at the edge of the command line: inputs are recognised by their first
-//! bytes (whatever their names), outputs are compressed when their names end in `.gz` or `.zst`.
+//! gzip and zstd, in and out: inputs (files, objects, the HTTP API's request bodies) are
+//! recognised by their first bytes, whatever their names or headers say, and read through one
+//! decoder ([`decoded`]); outputs are compressed when their names end in `.gz` or `.zst`.
 //!
 //! An output is written as a run of gzip members or zstd frames, each holding whole lines only and
 //! ended at every sync (at most once a second, and at the end): both formats decode such a run as
