@@ -4,42 +4,36 @@
 //! only once its upload completes.
 
 use std::io;
-use std::sync::Arc;
 
 use object_store::PutPayload;
 use object_store::multipart::PartId;
 
-use super::object::{self, ObjectUrl, Store, in_words, storage};
+use super::object::{self, ObjectUrl};
 
 /// An upload going on.
 pub struct Multipart {
     url: ObjectUrl,
-    store: Arc<dyn Store>,
     id: String,
 }
 
 impl Multipart {
     /// Starts a new upload of `url`.
     pub fn create(url: &ObjectUrl) -> io::Result<Multipart> {
-        let store = storage()?.store(url)?;
-        let (client, path) = (store.clone(), url.path());
-        let id = storage()?
-            .wait(async move { client.create_multipart(&path).await })?
-            .map_err(|e| in_words(&e, url))?;
+        let id = object::checked(url, |store, path| async move {
+            store.create_multipart(&path).await
+        })?;
         Ok(Multipart {
             url: url.clone(),
-            store,
             id,
         })
     }
 
     /// The upload `id` of `url` that an earlier run started (its record names it).
-    pub fn resume(url: &ObjectUrl, id: String) -> io::Result<Multipart> {
-        Ok(Multipart {
+    pub fn resume(url: &ObjectUrl, id: String) -> Multipart {
+        Multipart {
             url: url.clone(),
-            store: storage()?.store(url)?,
             id,
-        })
+        }
     }
 
     /// The store's name for the upload, for a record.
@@ -49,32 +43,30 @@ impl Multipart {
 
     /// Uploads `bytes` as part `index` (from 0); its tag, for the completion.
     pub fn put(&self, index: usize, bytes: Vec<u8>) -> io::Result<PartId> {
-        let (store, path, id) = (self.store.clone(), self.url.path(), self.id.clone());
-        storage()?
-            .wait(async move {
-                store
-                    .put_part(&path, &id, index, PutPayload::from(bytes))
-                    .await
-            })?
-            .map_err(|e| in_words(&e, &self.url))
+        let id = self.id.clone();
+        object::checked(&self.url, |store, path| async move {
+            store
+                .put_part(&path, &id, index, PutPayload::from(bytes))
+                .await
+        })
     }
 
     /// Completes the object from `parts`, in order: only now does it show.
     pub fn complete(&self, parts: Vec<PartId>) -> io::Result<()> {
         object::changed(&self.url);
-        let (store, path, id) = (self.store.clone(), self.url.path(), self.id.clone());
-        storage()?
-            .wait(async move { store.complete_multipart(&path, &id, parts).await })?
-            .map(|_| ())
-            .map_err(|e| in_words(&e, &self.url))
+        let id = self.id.clone();
+        object::checked(&self.url, |store, path| async move {
+            store.complete_multipart(&path, &id, parts).await
+        })
+        .map(|_| ())
     }
 
     /// Drops the upload and its parts (nothing shows).
     pub fn abort(&self) -> io::Result<()> {
-        let (store, path, id) = (self.store.clone(), self.url.path(), self.id.clone());
-        storage()?
-            .wait(async move { store.abort_multipart(&path, &id).await })?
-            .map_err(|e| in_words(&e, &self.url))
+        let id = self.id.clone();
+        object::checked(&self.url, |store, path| async move {
+            store.abort_multipart(&path, &id).await
+        })
     }
 }
 

@@ -264,7 +264,7 @@ impl Storage {
     }
 
     /// Runs `call` on the storage runtime and waits for it, from any thread.
-    pub fn wait<T: Send + 'static>(
+    fn wait<T: Send + 'static>(
         &self,
         call: impl Future<Output = T> + Send + 'static,
     ) -> io::Result<T> {
@@ -278,6 +278,35 @@ impl Storage {
             .recv()
             .map_err(|_| io::Error::other("a storage call ended without an answer"))
     }
+}
+
+/// One call to `url`'s store (`make` gets the store and the object's path), run on the storage
+/// runtime and waited for from any thread: the one bridge from the jobs' plain threads into the
+/// store's async calls. The store's own error is handed back, for a caller to whom some are no
+/// failure (a missing key).
+pub fn call<T, F>(
+    url: &ObjectUrl,
+    make: impl FnOnce(Arc<dyn Store>, ObjectPath) -> F,
+) -> io::Result<object_store::Result<T>>
+where
+    T: Send + 'static,
+    F: Future<Output = object_store::Result<T>> + Send + 'static,
+{
+    let storage = storage()?;
+    let store = storage.store(url)?;
+    storage.wait(make(store, url.path()))
+}
+
+/// [`call`], with every failure said in words.
+pub fn checked<T, F>(
+    url: &ObjectUrl,
+    make: impl FnOnce(Arc<dyn Store>, ObjectPath) -> F,
+) -> io::Result<T>
+where
+    T: Send + 'static,
+    F: Future<Output = object_store::Result<T>> + Send + 'static,
+{
+    call(url, make)?.map_err(|e| in_words(&e, url))
 }
 
 /// What went wrong with `url`, in words, as an `io::Error` of the right kind.
@@ -390,34 +419,30 @@ pub fn size(url: &ObjectUrl) -> io::Result<u64> {
     let size = match known {
         Some(size) => size,
         None => {
-            let storage = storage()?;
-            let store = storage.store(url)?;
-            let path = url.path();
-            let size = storage
-                .wait(async move {
-                    match store.head(&path).await {
-                        // A HEAD's 404 or 403 has no body to say whether the bucket or the key
-                        // is missing, or the credentials or the permissions are wrong: a GET's
-                        // says.
-                        Err(
-                            object_store::Error::NotFound { .. }
-                            | object_store::Error::PermissionDenied { .. }
-                            | object_store::Error::Unauthenticated { .. },
-                        ) => {
-                            let first = GetOptions {
-                                range: Some(GetRange::Bounded(0..1)),
-                                ..GetOptions::default()
-                            };
-                            store.get_opts(&path, first).await.map(|got| got.meta)
-                        }
-                        head => head,
+            let size = call(url, |store, path| async move {
+                match store.head(&path).await {
+                    // A HEAD's 404 or 403 has no body to say whether the bucket or the key
+                    // is missing, or the credentials or the permissions are wrong: a GET's
+                    // says.
+                    Err(
+                        object_store::Error::NotFound { .. }
+                        | object_store::Error::PermissionDenied { .. }
+                        | object_store::Error::Unauthenticated { .. },
+                    ) => {
+                        let first = GetOptions {
+                            range: Some(GetRange::Bounded(0..1)),
+                            ..GetOptions::default()
+                        };
+                        store.get_opts(&path, first).await.map(|got| got.meta)
                     }
-                })?
-                .map(|meta| meta.size)
-                .map_err(|e| {
-                    let e = in_words(&e, url);
-                    (e.kind(), e.to_string())
-                });
+                    head => head,
+                }
+            })?
+            .map(|meta| meta.size)
+            .map_err(|e| {
+                let e = in_words(&e, url);
+                (e.kind(), e.to_string())
+            });
             sizes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -430,10 +455,7 @@ pub fn size(url: &ObjectUrl) -> io::Result<u64> {
 
 /// The whole body of a small object (a record), or `None` when there is no such key.
 pub fn read_small(url: &ObjectUrl) -> io::Result<Option<Bytes>> {
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let path = url.path();
-    let got = storage.wait(async move {
+    let got = call(url, |store, path| async move {
         match store.get(&path).await {
             Ok(got) => got.bytes().await,
             Err(e) => Err(e),
@@ -449,22 +471,16 @@ pub fn read_small(url: &ObjectUrl) -> io::Result<Option<Bytes>> {
 /// Puts `bytes` as the whole object at `url` (a record: one PUT, which shows whole or not at all).
 pub fn put_small(url: &ObjectUrl, bytes: Vec<u8>) -> io::Result<()> {
     changed(url);
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let path = url.path();
-    storage
-        .wait(async move { store.put(&path, PutPayload::from(bytes)).await })?
-        .map(|_| ())
-        .map_err(|e| in_words(&e, url))
+    checked(url, |store, path| async move {
+        store.put(&path, PutPayload::from(bytes)).await
+    })
+    .map(|_| ())
 }
 
 /// Removes the object at `url`, if there is one.
 pub fn remove(url: &ObjectUrl) -> io::Result<()> {
     changed(url);
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let path = url.path();
-    match storage.wait(async move { store.delete(&path).await })? {
+    match call(url, |store, path| async move { store.delete(&path).await })? {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(in_words(&e, url)),
     }
@@ -475,18 +491,17 @@ pub fn remove(url: &ObjectUrl) -> io::Result<()> {
 pub fn open(url: &ObjectUrl, offset: u64) -> io::Result<ObjectReader> {
     // Known missing or unreachable already: said at once, without the retries again.
     size(url)?;
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let path = url.path();
     let options = GetOptions {
         range: (offset > 0).then_some(GetRange::Offset(offset)),
         ..GetOptions::default()
     };
-    let got = storage.wait(async move { store.get_opts(&path, options).await })?;
-    let mut stream = got.map_err(|e| in_words(&e, url))?.into_stream();
+    let got = checked(url, |store, path| async move {
+        store.get_opts(&path, options).await
+    })?;
+    let mut stream = got.into_stream();
     let (send, receive) = std::sync::mpsc::sync_channel(AHEAD);
     let named = url.clone();
-    let handle = storage.runtime.handle().clone();
+    let handle = storage()?.runtime.handle().clone();
     // A thread of its own pulls the body, so that a full channel holds it back without holding
     // up the runtime's other calls; it ends when the body does or the reader is dropped.
     std::thread::Builder::new()
@@ -512,12 +527,9 @@ pub fn first_bytes(url: &ObjectUrl, len: u64) -> io::Result<Bytes> {
     if len == 0 {
         return Ok(Bytes::new());
     }
-    let storage = storage()?;
-    let store = storage.store(url)?;
-    let path = url.path();
-    storage
-        .wait(async move { store.get_range(&path, 0..len).await })?
-        .map_err(|e| in_words(&e, url))
+    checked(url, |store, path| async move {
+        store.get_range(&path, 0..len).await
+    })
 }
 
 /// The reading end of a streamed GET.

@@ -113,7 +113,7 @@ pub fn open(
             // A new run: the upload of an earlier one, if any, is dropped, and an earlier object
             // of this key goes before anything else happens.
             if let Some(id) = held.and_then(|held| held.upload) {
-                let _ = Multipart::resume(url, id)?.abort();
+                let _ = Multipart::resume(url, id).abort();
             }
             object::remove(url).with_context(|| format!("cannot write {url}"))?;
             let upload = Multipart::create(url).with_context(|| format!("cannot write {url}"))?;
@@ -182,7 +182,7 @@ impl ObjectAnswers {
             return Err(io::Error::other("no upload is going on"));
         };
         let len = bytes.len() as u64;
-        let part = Multipart::resume(&self.url, id)?.put(self.state.parts.len(), bytes)?;
+        let part = Multipart::resume(&self.url, id).put(self.state.parts.len(), bytes)?;
         self.state.parts.push(UploadedPart {
             tag: part.content_id,
             lines: std::mem::take(&mut self.part_lines),
@@ -211,7 +211,7 @@ impl ObjectAnswers {
                 content_id: part.tag.clone(),
             })
             .collect();
-        Multipart::resume(&self.url, id)?.complete(parts)?;
+        Multipart::resume(&self.url, id).complete(parts)?;
         self.state.upload = None;
         self.state.complete = true;
         self.save()
