@@ -29,6 +29,7 @@ pub mod lane;
 pub mod session;
 pub mod status;
 pub mod tally;
+pub mod words;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -24,14 +24,14 @@ use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
     self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
-    SystemResolver, Tally, Target,
+    SystemResolver, Tally, Target, words,
 };
 use crate::jobs::batches::{BatchSize, Batched, ToRead, read_items};
 use crate::jobs::input::Reader;
 use crate::jobs::job::JobRun;
 use crate::jobs::output::{ExitStatus, Printer, Printing, Render};
 use crate::jobs::progress::Unit;
-use crate::jobs::report;
+
 use crate::jobs::sink::Sink;
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::proto;
@@ -184,7 +184,7 @@ async fn stream_files<G: Protocol>(
         JobRun::start::<G::Reader<Reader>>(plan.job, plan.files, plan.unit, &plan.render)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
-    job.end(ended, tally.map(|t| report::daemons(&t, plan.unit.noun)))
+    job.end(ended, tally.map(|t| words::daemons(&t, plan.unit.noun)))
 }
 
 /// The run: the reader, the session and the printer, and how they ended; `tally` gets what the
@@ -224,7 +224,7 @@ async fn stream<G: Protocol>(
                 match event {
                     Event::Done(done) => tally = Some(done),
                     event => {
-                        if let Some(line) = report::event(&event) {
+                        if let Some(line) = words::event(&event) {
                             progress.eprintln(format_args!("{line}"));
                         }
                     }
