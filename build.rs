@@ -9,7 +9,10 @@ use prost::Message as _;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // compile_fds does not emit rerun-if-changed for the protos (grpc/grpc-rust#2511).
     println!("cargo:rerun-if-changed=proto");
-    let descriptors = protox::compile(["patience/v1/patience.proto"], ["proto"])?;
+    let descriptors = protox::compile(
+        ["patience/v1/patience.proto", "patience/v1/jobs.proto"],
+        ["proto"],
+    )?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(
         out.join("patience_descriptor.bin"),

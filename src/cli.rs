@@ -254,6 +254,18 @@ pub struct ServeArgs {
     /// Log format; filter with RUST_LOG (default: info).
     #[arg(long, env = "PATIENCE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Run jobs (patience.v1.JobService, /v1/jobs): their local inputs and outputs are paths in
+    /// DIR, and DIR/.patience-jobs keeps their records, so a daemon started again on DIR goes on
+    /// with the jobs it had not finished [default: no jobs].
+    #[arg(long, env = "PATIENCE_JOBS_DIR", value_name = "DIR")]
+    pub jobs_dir: Option<PathBuf>,
+    /// Jobs running at once; more wait in the order they came. They share the solver threads
+    /// with the calls served.
+    #[arg(long, env = "PATIENCE_MAX_JOBS", value_parser = at_least_one, default_value = "1")]
+    pub max_jobs: NonZeroUsize,
+    /// Object storage's limits, for jobs' s3:// inputs and outputs.
+    #[command(flatten)]
+    pub storage: jobs::object::StorageArgs,
 }
 
 /// Flags of `patience client`.

@@ -16,9 +16,13 @@
 //!   `merge` of the parts (`merge.rs`);
 //! - the run: what the three answering commands share (`job.rs`), the in-process pipeline of
 //!   `solve` and `rps` (`local.rs`), the progress bar and log lines (`progress.rs`) and their
-//!   words (`report.rs`).
+//!   words (`report.rs`);
+//! - jobs the daemon runs: what one reads and writes, checked against `--jobs-dir` (`spec.rs`),
+//!   and the daemon's queue of them, run on its pool and taken up again after a restart
+//!   (`board.rs`).
 
 pub mod batches;
+pub mod board;
 pub mod index;
 pub mod input;
 pub mod job;
@@ -35,6 +39,7 @@ pub mod report;
 pub mod resume;
 pub mod shard;
 pub mod sink;
+pub mod spec;
 pub mod upload;
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use crate::pool::Pool;
 
 mod grpc;
 mod http;
+mod jobs;
 mod operations;
 mod process;
 
@@ -115,6 +116,7 @@ pub struct Metrics {
     limits: Family<LimitLabels, Gauge>,
     limit_seconds: Family<LimitLabels, Gauge<f64, AtomicU64>>,
     operations: operations::OperationsGauges,
+    jobs: jobs::JobSeries,
     grpc: grpc::GrpcFamilies,
     http: http::HttpFamily,
     /// When each kind of refusal was last logged, and how many went unlogged since.
@@ -271,6 +273,7 @@ impl Metrics {
             limit_seconds.clone(),
         );
         let operations = operations::OperationsGauges::register(registry);
+        let jobs = jobs::JobSeries::register(registry);
         registry.register(
             "build",
             "The running version",
@@ -298,6 +301,7 @@ impl Metrics {
             calls_cut,
             spans_dropped,
             limits,
+            jobs,
             limit_seconds,
             operations,
             grpc,
@@ -425,6 +429,16 @@ impl Metrics {
     /// Whether the pool counts as stalled (see `server/liveness.rs`).
     pub fn pool_stalled(&self, stalled: bool) {
         self.operations.pool_stalled(stalled);
+    }
+
+    /// The gauge of the daemon's jobs in `state` (`queued`, `running`, ...).
+    pub fn jobs_in_state(&self, state: &'static str) -> Gauge {
+        self.jobs.in_state(state)
+    }
+
+    /// The count of items the daemon's jobs answered.
+    pub fn job_items(&self) -> Counter {
+        self.jobs.items()
     }
 
     /// The standard gRPC series of one method, created now at zero, to record its calls into.

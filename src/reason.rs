@@ -22,7 +22,7 @@ pub const RETRY_AFTER_LOAD: Duration = Duration::from_secs(1);
 
 /// Every reason's name, in the order the documents list them (README.md, docs/api.md and the
 /// proto, which the tests hold to this list).
-pub const NAMES: [&str; 16] = [
+pub const NAMES: [&str; 19] = [
     "MAX_MESSAGE_BYTES",
     "MAX_DEALS_PER_REQUEST",
     "MAX_OPEN_STREAMS",
@@ -39,6 +39,9 @@ pub const NAMES: [&str; 16] = [
     "MALFORMED_MESSAGE",
     "UNSUPPORTED_ENCODING",
     "INTERNAL",
+    "JOB_INVALID",
+    "JOB_PRECONDITION",
+    "JOB_NOT_FOUND",
 ];
 
 /// Why a call failed or was refused.
@@ -87,6 +90,12 @@ pub enum Reason {
     UnsupportedEncoding { encoding: String },
     /// The server's own machinery failed.
     Internal { detail: String },
+    /// A job spec that no daemon would run (`field` says which part).
+    JobInvalid { field: String, detail: String },
+    /// A job this daemon cannot start now: an input it cannot read, an id taken by another spec.
+    JobPrecondition { field: String, detail: String },
+    /// No job of that id.
+    JobNotFound { id: String },
 }
 
 impl Reason {
@@ -111,6 +120,9 @@ impl Reason {
             Reason::MalformedMessage { .. } => "MALFORMED_MESSAGE",
             Reason::UnsupportedEncoding { .. } => "UNSUPPORTED_ENCODING",
             Reason::Internal { .. } => "INTERNAL",
+            Reason::JobInvalid { .. } => "JOB_INVALID",
+            Reason::JobPrecondition { .. } => "JOB_PRECONDITION",
+            Reason::JobNotFound { .. } => "JOB_NOT_FOUND",
         }
     }
 
@@ -123,7 +135,10 @@ impl Reason {
             | Reason::StallTimeout { .. } => Code::ResourceExhausted,
             Reason::MaxDealsPerRequest { .. }
             | Reason::BadTimeout
-            | Reason::MalformedMessage { .. } => Code::InvalidArgument,
+            | Reason::MalformedMessage { .. }
+            | Reason::JobInvalid { .. } => Code::InvalidArgument,
+            Reason::JobPrecondition { .. } => Code::FailedPrecondition,
+            Reason::JobNotFound { .. } => Code::NotFound,
             Reason::Draining | Reason::DrainTimeout { .. } | Reason::DrainCut { .. } => {
                 Code::Unavailable
             }
@@ -202,6 +217,10 @@ impl Reason {
                  and zstd"
             ),
             Reason::Internal { detail } => format!("internal error: {detail}"),
+            Reason::JobInvalid { field, detail } | Reason::JobPrecondition { field, detail } => {
+                format!("{field}: {detail}")
+            }
+            Reason::JobNotFound { id } => format!("no job {id:?} on this daemon"),
         }
     }
 
@@ -284,6 +303,9 @@ impl Reason {
             }
             Reason::MalformedMessage { detail } => {
                 details.add_bad_request_violation("message", detail.clone());
+            }
+            Reason::JobInvalid { field, detail } | Reason::JobPrecondition { field, detail } => {
+                details.add_bad_request_violation(field.clone(), detail.clone());
             }
             _ => {}
         }
@@ -380,6 +402,15 @@ mod tests {
             Reason::Internal {
                 detail: "oops".into(),
             },
+            Reason::JobInvalid {
+                field: "spec.output".into(),
+                detail: "../x is not inside".into(),
+            },
+            Reason::JobPrecondition {
+                field: "spec.inputs[0]".into(),
+                detail: "cannot read a.in".into(),
+            },
+            Reason::JobNotFound { id: "j1".into() },
         ];
         let mut names = std::collections::HashSet::new();
         for reason in all {
@@ -402,7 +433,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(names.len(), 16, "one name per cause");
+        assert_eq!(names.len(), 19, "one name per cause");
         assert_eq!(names, NAMES.into_iter().collect(), "NAMES lists them all");
     }
 

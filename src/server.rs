@@ -31,10 +31,12 @@ use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::auth::Secret;
+use crate::jobs::board::{Board, BoardSettings, JobMetrics, JobState};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
+use crate::service::jobs::JobsService;
 use crate::service::{Admission, Caps, Lifecycle, Limits, Phase, SolverService};
 
 pub use front::CorsOrigins;
@@ -162,6 +164,8 @@ pub struct ServerConfig {
     pub metrics_addr: Option<SocketAddr>,
     /// Where the service records; give one in to read it (tests do).
     pub metrics: Metrics,
+    /// The jobs the daemon runs (`--jobs-dir`, `--max-jobs`); none without a folder.
+    pub jobs: Option<BoardSettings>,
 }
 
 /// PEM-encoded TLS material for the server.
@@ -216,6 +220,7 @@ impl Default for ServerConfig {
             auth_token: None,
             metrics_addr: None,
             metrics: Metrics::new(),
+            jobs: None,
         }
     }
 }
@@ -225,6 +230,9 @@ impl Default for ServerConfig {
 pub enum ServerError {
     #[error("cannot start the solver threads")]
     Pool(#[source] std::io::Error),
+    /// The jobs' folder cannot be used (its words, with their causes).
+    #[error("cannot take up the jobs of --jobs-dir: {0}")]
+    Jobs(String),
     #[error("cannot build the reflection service")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("cannot serve metrics on {0}")]
@@ -311,6 +319,21 @@ async fn serve(
         lifecycle.clone(),
         metrics.clone(),
     );
+    let board = match config.jobs.clone() {
+        None => None,
+        Some(settings) => {
+            let job_metrics = JobMetrics {
+                by_state: JobState::ALL.map(|state| metrics.jobs_in_state(state.name())),
+                items: metrics.job_items(),
+            };
+            let pool = pool.clone();
+            let opened =
+                tokio::task::spawn_blocking(move || Board::open(settings, pool, job_metrics))
+                    .await
+                    .map_err(|e| ServerError::Jobs(e.to_string()))?;
+            Some(opened.map_err(|e| ServerError::Jobs(format!("{e:#}")))?)
+        }
+    };
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(listener) = metrics_listener {
         let bound = listener
@@ -343,7 +366,8 @@ async fn serve(
         )))
     });
 
-    let app = app::build(&config, service, &admission, health_service, &metrics)?;
+    let jobs = board.clone().map(JobsService::new);
+    let app = app::build(&config, service, jobs, &admission, health_service, &metrics)?;
 
     let settings = Arc::new(connection::Settings {
         handshake_timeout: config.handshake_timeout,
@@ -362,6 +386,7 @@ async fn serve(
         ),
     });
 
+    let drain_timeout = config.drain_timeout;
     let stop = {
         let health = health.clone();
         let phase = &phase;
@@ -386,6 +411,12 @@ async fn serve(
                 .await;
             phase.advance(Phase::Draining);
             tracing::info!("shutting down: draining calls in flight");
+            // Running jobs stop where they are (resumable; their records stay running, so the
+            // next start takes them up), and their watches end.
+            if let Some(board) = board {
+                let within = drain_timeout;
+                let _ = tokio::task::spawn_blocking(move || board.close(within)).await;
+            }
         }
     };
     let connections = TaskTracker::new();

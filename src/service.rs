@@ -52,6 +52,7 @@ mod deadline;
 mod deals;
 mod end;
 mod game;
+pub mod jobs;
 mod lifecycle;
 mod limits;
 mod outbox;

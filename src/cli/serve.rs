@@ -12,6 +12,7 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
+use crate::jobs::board::BoardSettings;
 use crate::jobs::output::ExitStatus;
 use crate::metrics::Metrics;
 use crate::server::{self, ServerConfig, TlsIdentity};
@@ -80,6 +81,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         cors_allow_origins: server::CorsOrigins(args.cors_allow_origins.clone()),
         ui: !args.no_ui,
         metrics,
+        jobs: args.jobs_dir.clone().map(|dir| BoardSettings {
+            dir,
+            max_jobs: args.max_jobs.get(),
+            storage: args.storage.clone(),
+        }),
         ..ServerConfig::default()
     };
     runtime.block_on(async {
@@ -128,6 +134,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
                 LogFormat::Json => "json",
             },
             traces = tracing.as_ref().map_or("off", |t| t.endpoint()),
+            jobs_dir = %config.jobs.as_ref().map_or_else(|| "off".to_string(), |j| j.dir.display().to_string()),
+            max_jobs = config.jobs.as_ref().map_or(0, |j| j.max_jobs),
             version = env!("CARGO_PKG_VERSION"),
             "listening on {bound}"
         );

@@ -12,9 +12,87 @@ use tokio::sync::mpsc;
 
 use super::batches::{BatchSize, Batched, Entry, Items, ToRead, read_items};
 use super::input::Reader;
-use super::output::{ExitStatus, Printer, Printing};
+use super::job::JobRun;
+use super::output::{ExitStatus, JsonAnalysis, Printer, Printing, Render};
+use super::sink::Sink;
+use crate::deal::DealReader;
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::pool::{Engines, Pool};
+use crate::rps::{Case, CaseReader};
+use crate::solver::Options;
+
+/// Deals per pool job for `solve`: 16 at first, so that a short file still spreads over every
+/// worker, then doubling up to 256, where the per-job cost (a queue hop and a wake-up or two,
+/// several microseconds each on a VM) is a few thousandths of the job's ~3 ms of solving.
+/// Measured (docs/performance.md): jobs of 32 throughout cost `solve --workers 1` some 4% of its
+/// time in waking the printer alone.
+pub const DEALS_BATCH: BatchSize = BatchSize::growing(16, 256);
+
+/// Cases per pool job. A case with 15 other players takes about a millisecond and one with none a
+/// few nanoseconds, so batches are smaller than `solve`'s: big enough that a file of small cases
+/// does not pay a queue hop per case, small enough that a run of large ones spreads over every
+/// worker.
+pub const CASES_BATCH: BatchSize = BatchSize::fixed(16);
+
+/// Why a run stopped before its end when [`deals`] or [`cases`] was asked to stop: its output
+/// holds whole lines, a correct prefix, and its records stay, so `--resume` goes on from it.
+pub const STOPPED: &str = "the run was stopped; its output goes on with --resume";
+
+/// A printer's answer to a stop asked for: the pipeline ends as on a failed write.
+fn stop_asked() -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, STOPPED)
+}
+
+/// `job`'s deals solved on `pool` in jobs of `batch`, with the analysis `asked`, printed into
+/// `sink` with `render`: `solve`'s run, and a job's the daemon runs. `stop` is asked before each
+/// answer is printed; once it says so the run ends with [`STOPPED`].
+pub fn deals(
+    job: &JobRun,
+    sink: Sink,
+    render: Render,
+    pool: &Pool,
+    batch: BatchSize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> anyhow::Result<ExitStatus> {
+    let asked: Options = render.asked;
+    run::<DealReader<_>, _>(
+        &job.reading(),
+        pool,
+        batch,
+        // With nothing asked this is a plain solve.
+        move |engines: &mut Engines, entry| entry.map(|deal| engines.deals.analyze(&deal, asked)),
+        job.printer(sink, render),
+        |printer, answer| match answer {
+            _ if stop() => Err(stop_asked()),
+            Ok(a) => printer.solved(a.probability, Some(JsonAnalysis::from_engine(&a, asked))),
+            Err(message) => printer.failed(&message),
+        },
+    )
+}
+
+/// `job`'s cases solved on `pool`: `rps`'s run, and a job's the daemon runs (as [`deals`]).
+pub fn cases(
+    job: &JobRun,
+    sink: Sink,
+    render: Render,
+    pool: &Pool,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> anyhow::Result<ExitStatus> {
+    run::<CaseReader<Reader>, _>(
+        &job.reading(),
+        pool,
+        CASES_BATCH,
+        |engines: &mut Engines, entry: Result<Case, String>| {
+            entry.map(|case| engines.rps.solve(&case))
+        },
+        job.printer(sink, render),
+        |printer, answer| match answer {
+            _ if stop() => Err(stop_asked()),
+            Ok(p) => printer.solved(p, None),
+            Err(message) => printer.failed(&message),
+        },
+    )
+}
 
 /// One item's answer, or the message of its `error:` line (already naming the file, item and
 /// line).

@@ -211,6 +211,8 @@ impl Progress {
             kept: s.setup.kept,
             file: s.setup.file.clone(),
             total,
+            consumed,
+            bytes: s.bytes,
             answering: lock(&s.answering).elapsed(),
             wall: s.started.elapsed(),
         }

@@ -21,18 +21,31 @@ pub struct Counts {
     pub file: Option<String>,
     /// The estimated number of items, when every input is a regular file.
     pub total: Option<u64>,
+    /// Input bytes the items so far span, and the inputs' bytes in all when known.
+    pub consumed: u64,
+    pub bytes: Option<u64>,
     /// Since this run started answering (after the skipped items), and since it started.
     pub answering: Duration,
     pub wall: Duration,
 }
 
 impl Counts {
-    fn all(&self) -> u64 {
+    /// Items answered or found answered already.
+    pub fn all(&self) -> u64 {
         self.done + self.skipped
     }
 
+    /// The time left at this run's rate, when the total is known.
+    pub fn left(&self) -> Option<Duration> {
+        let rate = self.rate(self.answering);
+        let total = self.total.filter(|_| rate > 0.0)?;
+        Some(Duration::from_secs_f64(
+            total.saturating_sub(self.all()) as f64 / rate,
+        ))
+    }
+
     /// Items per second this run answered.
-    fn rate(&self, over: Duration) -> f64 {
+    pub fn rate(&self, over: Duration) -> f64 {
         match over.as_secs_f64() {
             s if s > 0.0 => self.done as f64 / s,
             _ => 0.0,
@@ -71,14 +84,8 @@ pub fn progress_line(c: &Counts) -> String {
         ", {} bad, {rate:.0} {noun}/s",
         c.bad + c.skipped_bad
     ));
-    if let Some(total) = c.total
-        && rate > 0.0
-    {
-        let left = total.saturating_sub(all) as f64 / rate;
-        line.push_str(&format!(
-            ", about {} left",
-            duration(Duration::from_secs_f64(left))
-        ));
+    if let Some(left) = c.left() {
+        line.push_str(&format!(", about {} left", duration(left)));
     }
     line
 }
@@ -145,6 +152,8 @@ mod tests {
             kept: 0,
             file: None,
             total: Some(5000),
+            consumed: 0,
+            bytes: None,
             answering: Duration::from_secs(3),
             wall: Duration::from_secs(3),
         }

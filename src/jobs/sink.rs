@@ -21,6 +21,16 @@ use tokio::sync::oneshot;
 use super::upload::ObjectAnswers;
 use crate::compressed::{Codec, Encoded};
 
+/// Set when this process's SIGINT and SIGTERM are someone else's: the daemon's, whose drain
+/// stops the jobs it runs (their outputs then end as every keeper ends them, complete lines
+/// synced). A command's keeper ends the process on them instead.
+static SIGNALS_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Leaves this process's SIGINT and SIGTERM to the caller: no output's keeper watches them.
+pub fn leave_signals_alone() {
+    SIGNALS_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Pending bytes that make a write without waiting for the timer.
@@ -293,6 +303,13 @@ struct Signals {
 
 impl Signals {
     fn new() -> Signals {
+        #[cfg(unix)]
+        if SIGNALS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
+            return Signals {
+                interrupt: None,
+                terminate: None,
+            };
+        }
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};

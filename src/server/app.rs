@@ -16,8 +16,10 @@ use super::route::Route;
 use super::{ServerConfig, ServerError};
 use crate::auth::RequireBearer;
 use crate::metrics::Metrics;
+use crate::proto::job_service_server::JobServiceServer;
 use crate::proto::rps_service_server::RpsServiceServer;
 use crate::proto::solver_server::SolverServer;
+use crate::service::jobs::JobsService;
 use crate::service::{Admission, SolverService};
 
 /// The whole stack, served on every connection.
@@ -26,6 +28,7 @@ pub type App = HttpMetrics<Front>;
 pub fn build(
     config: &ServerConfig,
     service: SolverService,
+    jobs: Option<JobsService>,
     admission: &Admission,
     health: HealthServer<impl Health>,
     metrics: &Metrics,
@@ -43,7 +46,7 @@ pub fn build(
     // tonic's message limit is only a backstop: the call layer holds request messages to it
     // first, with the status that names the flag, and decompresses them itself.
     let limit = config.limits.max_message_bytes;
-    let served = [
+    let mut served = vec![
         Served::new(
             SolverServer::<SolverService>::NAME,
             Route::new(
@@ -83,6 +86,15 @@ pub fn build(
             false,
         )?,
     ];
+    // The jobs, behind the token as the solving services are (WatchJob under the streams' cap).
+    if let Some(jobs) = jobs {
+        served.push(Served::new(
+            JobServiceServer::<JobsService>::NAME,
+            Route::new(JobServiceServer::new(jobs)),
+            crate::proto::FILE_DESCRIPTOR_SET,
+            true,
+        )?);
+    }
     // Every gRPC call's life owned by one layer, which routes it to its service by its path: the
     // token and admission first, counted as go-grpc-prometheus counts it, refused ones included,
     // its messages framed (held to the limit, decompressed, compressed); under the front, so

@@ -1,0 +1,643 @@
+//! The jobs a daemon runs: created, queued in order for one of `--max-jobs` places, run on the
+//! daemon's own solver pool, watched, cancelled, and taken up again after a restart.
+//!
+//! A job's run is `patience solve INPUTS --output OUTPUT` (or `rps`) in this process: the same
+//! [`JobRun`] opens its output with its records (the answers appear whole: a file holds a correct
+//! prefix with `NAME.resume.json` beside it, an object shows once its upload completes) and the
+//! same pipeline ([`local`]) answers it on the shared pool, in jobs of at most [`BATCH`] items so
+//! that the calls the daemon serves meanwhile wait behind little. What the daemon knows of each
+//! job (its spec, state, counts) is a record in `--jobs-dir/.patience-jobs/ID.json`; a job still
+//! queued or running there when the daemon starts is queued again, and its run resumes its output
+//! where the last one stopped (`--resume`), ending with the same bytes as one uninterrupted run.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use super::batches::BatchSize;
+use super::input::Reader;
+use super::job::{JobArgs, JobRun};
+use super::local;
+use super::location::Location;
+use super::object::StorageArgs;
+use super::output::ExitStatus;
+use super::progress::{Progress, ProgressMode};
+use super::record::{self, Versioned};
+use super::spec::{JobGame, JobSpec, Placed, Refusal};
+use crate::deal::DealReader;
+use crate::pool::Pool;
+use crate::rps::CaseReader;
+
+/// Items per pool job of a job's run: small, so that a unary call arriving behind a running job
+/// waits for a few short pool jobs, not for 256-deal ones (docs/jobs.md has the p99 figures).
+pub const BATCH: BatchSize = BatchSize::growing(16, 64);
+/// The job records' folder, in `--jobs-dir`.
+const RECORDS: &str = ".patience-jobs";
+const VERSION: u32 = 1;
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            JobState::Succeeded | JobState::Failed | JobState::Cancelled
+        )
+    }
+}
+
+/// What `--jobs-dir/.patience-jobs/ID.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Kept {
+    version: u32,
+    id: String,
+    spec: JobSpec,
+    state: JobState,
+    #[serde(default)]
+    error: String,
+    created_ms: i64,
+    #[serde(default)]
+    ended_ms: i64,
+    /// Runs started: a second one resumes the output.
+    runs: u32,
+    /// Items answered and bad, as the last run ended.
+    #[serde(default)]
+    done: u64,
+    #[serde(default)]
+    bad: u64,
+}
+
+impl Versioned for Kept {
+    const VERSION: u32 = VERSION;
+    const WHAT: &'static str = "a job record";
+    fn version(&self) -> u32 {
+        self.version
+    }
+}
+
+/// A job as it is now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobView {
+    pub id: String,
+    pub spec: JobSpec,
+    pub state: JobState,
+    pub items_done: u64,
+    pub items_bad: u64,
+    pub bytes_done: u64,
+    pub bytes_total: Option<u64>,
+    pub items_per_second: f64,
+    pub eta_seconds: Option<f64>,
+    pub error: String,
+    pub created_ms: i64,
+    pub ended_ms: i64,
+}
+
+/// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`).
+#[derive(Clone, Debug)]
+pub struct BoardSettings {
+    pub dir: PathBuf,
+    pub max_jobs: usize,
+    pub storage: StorageArgs,
+}
+
+/// The series jobs report into: jobs by state, and items answered by jobs.
+#[derive(Clone, Debug, Default)]
+pub struct JobMetrics {
+    pub by_state: [Gauge; 5],
+    pub items: Counter,
+}
+
+/// Why a running job is asked to stop.
+const GO: u8 = 0;
+const CANCEL: u8 = 1;
+const CLOSE: u8 = 2;
+
+struct JobEntry {
+    kept: Kept,
+    /// The run's progress while it runs.
+    live: Option<Progress>,
+    stop: Arc<AtomicU8>,
+}
+
+#[derive(Default)]
+struct Table {
+    jobs: HashMap<String, JobEntry>,
+    /// Every id, oldest first.
+    order: Vec<String>,
+    queue: VecDeque<String>,
+    running: usize,
+    made: u64,
+}
+
+struct BoardShared {
+    settings: BoardSettings,
+    pool: Arc<Pool>,
+    metrics: JobMetrics,
+    table: Mutex<Table>,
+    changed: watch::Sender<u64>,
+    runners: Mutex<Vec<JoinHandle<()>>>,
+    /// Set once the daemon is ending: watches end, nothing starts.
+    closing: std::sync::atomic::AtomicBool,
+}
+
+/// The daemon's jobs.
+#[derive(Clone)]
+pub struct Board {
+    inner: Arc<BoardShared>,
+}
+
+impl std::fmt::Debug for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board")
+            .field("dir", &self.inner.settings.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Board {
+    /// The jobs of `settings.dir`: those its records leave queued or running are queued again,
+    /// oldest first, and start as places free.
+    pub fn open(
+        settings: BoardSettings,
+        pool: Arc<Pool>,
+        metrics: JobMetrics,
+    ) -> anyhow::Result<Board> {
+        use anyhow::Context as _;
+        settings.storage.configure();
+        // The daemon's drain stops the jobs' outputs; their keepers leave the signals alone.
+        super::sink::leave_signals_alone();
+        let records = settings.dir.join(RECORDS);
+        std::fs::create_dir_all(&records)
+            .with_context(|| format!("cannot make {}", records.display()))?;
+        let mut kept: Vec<Kept> = Vec::new();
+        for entry in std::fs::read_dir(&records)
+            .with_context(|| format!("cannot read {}", records.display()))?
+        {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                match record::read::<Kept>(&Location::File(path.clone())) {
+                    Ok(Some(job)) => kept.push(job),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = %format!("{e:#}"), "a job record is left out"),
+                }
+            }
+        }
+        kept.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        let mut table = Table::default();
+        for job in kept {
+            if !job.state.ended() {
+                table.queue.push_back(job.id.clone());
+            }
+            table.order.push(job.id.clone());
+            let mut job = job;
+            if !job.state.ended() {
+                job.state = JobState::Queued;
+            }
+            table.jobs.insert(
+                job.id.clone(),
+                JobEntry {
+                    kept: job,
+                    live: None,
+                    stop: Arc::default(),
+                },
+            );
+        }
+        let board = Board {
+            inner: Arc::new(BoardShared {
+                settings,
+                pool,
+                metrics,
+                table: Mutex::new(table),
+                changed: watch::Sender::new(0),
+                runners: Mutex::default(),
+                closing: std::sync::atomic::AtomicBool::new(false),
+            }),
+        };
+        let resumed = board.table().queue.len();
+        if resumed > 0 {
+            tracing::info!(
+                jobs = resumed,
+                "taking up the jobs a last run left unfinished"
+            );
+        }
+        board.pump(board.table());
+        Ok(board)
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.inner
+            .table
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Creates job `id` (one made up when `None`) of `spec`, queued; with an `id` known already
+    /// and the same spec, that job as it is now.
+    pub fn create(&self, id: Option<&str>, spec: JobSpec) -> Result<JobView, Refusal> {
+        if let Some(id) = id {
+            check_id(id)?;
+            let mut table = self.table();
+            if let Some(entry) = table.jobs.get_mut(id) {
+                if entry.kept.spec != spec {
+                    return Err(Refusal::Unmet {
+                        field: "job_id".into(),
+                        message: format!("job {id} exists, with another spec"),
+                    });
+                }
+                // A job cancelled or failed goes on from its output as it stands.
+                if matches!(entry.kept.state, JobState::Cancelled | JobState::Failed) {
+                    entry.kept.state = JobState::Queued;
+                    entry.kept.error.clear();
+                    entry.kept.ended_ms = 0;
+                    let kept = entry.kept.clone();
+                    if let Err(e) = self.keep(&kept) {
+                        tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+                    }
+                    table.queue.push_back(id.to_string());
+                    let again = view(&table.jobs[id]);
+                    self.pump(table);
+                    return Ok(again);
+                }
+                return Ok(view(entry));
+            }
+        }
+        // Checked before anything is kept: a refused spec leaves no trace.
+        spec.place(&self.inner.settings.dir)?;
+        let mut table = self.table();
+        let id = match id {
+            Some(id) => id.to_string(),
+            None => loop {
+                table.made += 1;
+                let id = format!("job-{}-{}", now_ms(), table.made);
+                if !table.jobs.contains_key(&id) {
+                    break id;
+                }
+            },
+        };
+        if let Some(entry) = table.jobs.get(&id) {
+            // Created by a call racing this one.
+            return Ok(view(entry));
+        }
+        let kept = Kept {
+            version: VERSION,
+            id: id.clone(),
+            spec,
+            state: JobState::Queued,
+            error: String::new(),
+            created_ms: now_ms(),
+            ended_ms: 0,
+            runs: 0,
+            done: 0,
+            bad: 0,
+        };
+        self.keep(&kept).map_err(|e| Refusal::Unmet {
+            field: "job_id".into(),
+            message: format!("cannot keep the job's record: {e:#}"),
+        })?;
+        table.order.push(id.clone());
+        table.queue.push_back(id.clone());
+        table.jobs.insert(
+            id.clone(),
+            JobEntry {
+                kept,
+                live: None,
+                stop: Arc::default(),
+            },
+        );
+        tracing::info!(job_id = %id, "job created");
+        let made = view(&table.jobs[&id]);
+        self.pump(table);
+        Ok(made)
+    }
+
+    /// Job `id` as it is now.
+    pub fn get(&self, id: &str) -> Option<JobView> {
+        self.table().jobs.get(id).map(view)
+    }
+
+    /// Every job, oldest first.
+    pub fn list(&self) -> Vec<JobView> {
+        let table = self.table();
+        table
+            .order
+            .iter()
+            .filter_map(|id| table.jobs.get(id))
+            .map(view)
+            .collect()
+    }
+
+    /// Stops job `id`: a queued one at once, a running one within a second (its output is left
+    /// as it stands, resumable); an ended one stays as it is.
+    pub fn cancel(&self, id: &str) -> Option<JobView> {
+        let mut table = self.table();
+        let entry = table.jobs.get_mut(id)?;
+        match entry.kept.state {
+            JobState::Queued => {
+                entry.kept.state = JobState::Cancelled;
+                entry.kept.ended_ms = now_ms();
+                let kept = entry.kept.clone();
+                table.queue.retain(|queued| queued != id);
+                if let Err(e) = self.keep(&kept) {
+                    tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+                }
+                self.told(&table);
+            }
+            JobState::Running => entry.stop.store(CANCEL, Ordering::Relaxed),
+            _ => {}
+        }
+        table.jobs.get(id).map(view)
+    }
+
+    /// Whether the daemon is ending (watches end then).
+    pub fn closing(&self) -> bool {
+        self.inner.closing.load(Ordering::Relaxed)
+    }
+
+    /// Told of every change of any job (a new value each time).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Stops the running jobs for the daemon's end, their outputs resumable and their records
+    /// left running (so the next start takes them up), and waits up to `within` for them.
+    pub fn close(&self, within: Duration) {
+        self.inner.closing.store(true, Ordering::Relaxed);
+        {
+            let mut table = self.table();
+            table.queue.clear();
+            for entry in table.jobs.values() {
+                if entry.kept.state == JobState::Running {
+                    entry.stop.store(CLOSE, Ordering::Relaxed);
+                }
+            }
+            self.told(&table);
+        }
+        let runners = std::mem::take(
+            &mut *self
+                .inner
+                .runners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let deadline = std::time::Instant::now() + within;
+        for runner in runners {
+            while !runner.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Starts queued jobs while places are free.
+    fn pump(&self, mut table: MutexGuard<'_, Table>) {
+        while table.running < self.inner.settings.max_jobs.max(1) {
+            let Some(id) = table.queue.pop_front() else {
+                break;
+            };
+            let Some(entry) = table.jobs.get_mut(&id) else {
+                continue;
+            };
+            entry.kept.state = JobState::Running;
+            entry.kept.runs += 1;
+            entry.stop.store(GO, Ordering::Relaxed);
+            let (kept, stop) = (entry.kept.clone(), entry.stop.clone());
+            table.running += 1;
+            if let Err(e) = self.keep(&kept) {
+                tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+            }
+            let board = self.clone();
+            let runner = std::thread::Builder::new()
+                .name(format!("job-{id}"))
+                .spawn(move || board.run(kept, stop));
+            match runner {
+                Ok(runner) => self
+                    .inner
+                    .runners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(runner),
+                Err(e) => {
+                    table.running -= 1;
+                    if let Some(entry) = table.jobs.get_mut(&id) {
+                        entry.kept.state = JobState::Failed;
+                        entry.kept.error = format!("cannot start the job's thread: {e}");
+                    }
+                }
+            }
+        }
+        self.told(&table);
+    }
+
+    /// One run of a job, on its own thread.
+    fn run(&self, kept: Kept, stop: Arc<AtomicU8>) {
+        let span = tracing::info_span!("job", job_id = %kept.id, runs = kept.runs);
+        let _entered = span.enter();
+        tracing::info!(inputs = ?kept.spec.inputs, output = %kept.spec.output, "job started");
+        let ended = self.answer(&kept, &stop);
+        let why = stop.load(Ordering::Relaxed);
+        let mut table = self.table();
+        table.running -= 1;
+        let Some(entry) = table.jobs.get_mut(&kept.id) else {
+            return;
+        };
+        let last = entry.live.take().map(|progress| progress.counts());
+        if let Some(counts) = &last {
+            entry.kept.done = counts.all();
+            entry.kept.bad = counts.bad + counts.skipped_bad;
+        }
+        let (state, error) = match (ended, why) {
+            // The daemon is ending: the record stays running, for the next start.
+            (Err(_), CLOSE) => {
+                tracing::info!(job_id = %kept.id, "job stopped by the daemon's end; it resumes at the next start");
+                self.told(&table);
+                return;
+            }
+            (Err(_), CANCEL) => (JobState::Cancelled, String::new()),
+            (Err(e), _) => (JobState::Failed, format!("{e:#}")),
+            (Ok(ExitStatus::Ok | ExitStatus::BadInput), _) => (JobState::Succeeded, String::new()),
+            (Ok(status), _) => (
+                JobState::Failed,
+                format!(
+                    "an input could not be read through (exit status {}; the daemon's log says \
+                     which)",
+                    status as u8
+                ),
+            ),
+        };
+        entry.kept.state = state;
+        entry.kept.error = error;
+        entry.kept.ended_ms = now_ms();
+        let kept = entry.kept.clone();
+        tracing::info!(
+            job_id = %kept.id,
+            state = state.name(),
+            items = kept.done,
+            bad = kept.bad,
+            error = %kept.error,
+            "job ended"
+        );
+        if let Err(e) = self.keep(&kept) {
+            tracing::warn!(job_id = %kept.id, error = %format!("{e:#}"), "cannot keep the job's record");
+        }
+        self.pump(table);
+    }
+
+    /// The job's answers, into its output.
+    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> anyhow::Result<ExitStatus> {
+        let Placed {
+            inputs,
+            output,
+            shard,
+            render,
+            unit,
+        } = kept.spec.place(&self.inner.settings.dir)?;
+        let args = JobArgs {
+            output: Some(output),
+            // A first run writes the output anew, as `--output` does; a later one goes on.
+            resume: kept.runs > 1,
+            progress: ProgressMode::Off,
+            quiet: true,
+            verbose: false,
+            shard,
+            storage: self.inner.settings.storage.clone(),
+            progress_every: Duration::from_secs(10),
+        };
+        let items = self.inner.metrics.items.clone();
+        let stopped = || {
+            items.inc();
+            stop.load(Ordering::Relaxed) != GO
+        };
+        let pool = &self.inner.pool;
+        match kept.spec.game {
+            JobGame::Deals => {
+                let (job, sink) =
+                    JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
+                self.running(&kept.id, &job.progress);
+                let status = local::deals(&job, sink, render, pool, BATCH, &stopped);
+                job.end(status, None)
+            }
+            JobGame::Rps => {
+                let (job, sink) =
+                    JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
+                self.running(&kept.id, &job.progress);
+                let status = local::cases(&job, sink, render, pool, &stopped);
+                job.end(status, None)
+            }
+        }
+    }
+
+    /// Job `id`'s run has its output open: its progress is what views show from now.
+    fn running(&self, id: &str, progress: &Progress) {
+        let mut table = self.table();
+        if let Some(entry) = table.jobs.get_mut(id) {
+            entry.live = Some(progress.clone());
+        }
+        self.told(&table);
+    }
+
+    /// Writes a job's record.
+    fn keep(&self, kept: &Kept) -> anyhow::Result<()> {
+        let at = self
+            .inner
+            .settings
+            .dir
+            .join(RECORDS)
+            .join(format!("{}.json", kept.id));
+        record::write(&Location::File(at), kept)
+    }
+
+    /// Tells the watchers, and the metrics, that something changed.
+    fn told(&self, table: &Table) {
+        for (gauge, state) in self.inner.metrics.by_state.iter().zip(JobState::ALL) {
+            let n = table
+                .jobs
+                .values()
+                .filter(|entry| entry.kept.state == state)
+                .count();
+            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        self.inner.changed.send_modify(|n| *n += 1);
+    }
+}
+
+/// A job id a caller chose: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot (it names
+/// a file).
+fn check_id(id: &str) -> Result<(), Refusal> {
+    let fits = (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    match fits {
+        true => Ok(()),
+        false => Err(Refusal::Invalid {
+            field: "job_id".into(),
+            message: format!(
+                "{id:?} is not a job id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot"
+            ),
+        }),
+    }
+}
+
+fn view(entry: &JobEntry) -> JobView {
+    let kept = &entry.kept;
+    let counts = entry.live.as_ref().map(Progress::counts);
+    let rate = counts.as_ref().map_or(0.0, |c| c.rate(c.answering));
+    JobView {
+        id: kept.id.clone(),
+        spec: kept.spec.clone(),
+        state: kept.state,
+        items_done: counts.as_ref().map_or(kept.done, |c| c.all()),
+        items_bad: counts.as_ref().map_or(kept.bad, |c| c.bad + c.skipped_bad),
+        bytes_done: counts.as_ref().map_or(0, |c| c.consumed),
+        bytes_total: counts.as_ref().and_then(|c| c.bytes),
+        items_per_second: rate,
+        eta_seconds: counts
+            .as_ref()
+            .and_then(|c| c.left())
+            .map(|left| left.as_secs_f64()),
+        error: kept.error.clone(),
+        created_ms: kept.created_ms,
+        ended_ms: kept.ended_ms,
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,230 @@
+//! `patience.v1.JobService`: the daemon's jobs (`crate::jobs::board`) on the wire. Each call is a
+//! conversion, the board's answer and its conversion back; a refusal is its reason's status
+//! (`JOB_INVALID`, `JOB_PRECONDITION`, `JOB_NOT_FOUND`, with the field in a `BadRequest`).
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::jobs::board::{Board, JobState, JobView};
+use crate::jobs::spec::{JobGame, JobSpec, Refusal};
+use crate::proto::{self, job_service_server::JobService};
+use crate::reason::Reason;
+
+/// How often a watch sends a running job's counts, changed or not.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The service, over the daemon's board.
+#[derive(Clone, Debug)]
+pub struct JobsService {
+    board: Board,
+}
+
+impl JobsService {
+    pub fn new(board: Board) -> JobsService {
+        JobsService { board }
+    }
+}
+
+/// A spec from the wire; the unset fields are their defaults (deals, text, 6 decimals).
+pub fn spec_from(spec: Option<proto::JobSpec>) -> Result<JobSpec, Reason> {
+    let spec = spec.ok_or_else(|| Reason::JobInvalid {
+        field: "spec".into(),
+        detail: "a job needs its spec: inputs and output".into(),
+    })?;
+    let game = match proto::JobGame::try_from(spec.game) {
+        Ok(proto::JobGame::Unspecified | proto::JobGame::Deals) => JobGame::Deals,
+        Ok(proto::JobGame::Rps) => JobGame::Rps,
+        Err(_) => {
+            return Err(Reason::JobInvalid {
+                field: "spec.game".into(),
+                detail: format!("{} is not a game", spec.game),
+            });
+        }
+    };
+    let format = match proto::JobFormat::try_from(spec.format) {
+        Ok(proto::JobFormat::Unspecified | proto::JobFormat::Text) => "text",
+        Ok(proto::JobFormat::Json) => "json",
+        Err(_) => {
+            return Err(Reason::JobInvalid {
+                field: "spec.format".into(),
+                detail: format!("{} is not a format", spec.format),
+            });
+        }
+    };
+    let precision = match spec.precision {
+        None => 6,
+        Some(p) => u8::try_from(p).map_err(|_| Reason::JobInvalid {
+            field: "spec.precision".into(),
+            detail: format!("{p} decimals: at most 17"),
+        })?,
+    };
+    Ok(JobSpec {
+        inputs: spec.inputs,
+        output: spec.output,
+        game,
+        format: format.to_string(),
+        precision,
+        shard: (!spec.shard.is_empty()).then_some(spec.shard),
+    })
+}
+
+/// A refusal's reason.
+pub fn refused(refusal: Refusal) -> Reason {
+    match refusal {
+        Refusal::Invalid { field, message } => Reason::JobInvalid {
+            field,
+            detail: message,
+        },
+        Refusal::Unmet { field, message } => Reason::JobPrecondition {
+            field,
+            detail: message,
+        },
+    }
+}
+
+/// A job for the wire.
+pub fn job_to(view: JobView) -> proto::Job {
+    let state = match view.state {
+        JobState::Queued => proto::JobState::Queued,
+        JobState::Running => proto::JobState::Running,
+        JobState::Succeeded => proto::JobState::Succeeded,
+        JobState::Failed => proto::JobState::Failed,
+        JobState::Cancelled => proto::JobState::Cancelled,
+    };
+    let spec = view.spec;
+    proto::Job {
+        job_id: view.id,
+        spec: Some(proto::JobSpec {
+            inputs: spec.inputs,
+            output: spec.output,
+            game: match spec.game {
+                JobGame::Deals => proto::JobGame::Deals,
+                JobGame::Rps => proto::JobGame::Rps,
+            } as i32,
+            format: match spec.format.as_str() {
+                "json" => proto::JobFormat::Json,
+                _ => proto::JobFormat::Text,
+            } as i32,
+            precision: Some(u32::from(spec.precision)),
+            shard: spec.shard.unwrap_or_default(),
+        }),
+        state: state as i32,
+        items_done: view.items_done,
+        items_bad: view.items_bad,
+        bytes_done: view.bytes_done,
+        bytes_total: view.bytes_total,
+        items_per_second: view.items_per_second,
+        eta_seconds: view.eta_seconds,
+        error: view.error,
+        created_unix_ms: view.created_ms,
+        ended_unix_ms: view.ended_ms,
+    }
+}
+
+impl JobsService {
+    fn found(&self, id: &str) -> Result<JobView, Status> {
+        self.board
+            .get(id)
+            .ok_or_else(|| Reason::JobNotFound { id: id.to_string() }.status())
+    }
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<proto::WatchJobResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl JobService for JobsService {
+    async fn create_job(
+        &self,
+        request: Request<proto::CreateJobRequest>,
+    ) -> Result<Response<proto::CreateJobResponse>, Status> {
+        let request = request.into_inner();
+        let spec = spec_from(request.spec).map_err(|r| r.status())?;
+        let id = (!request.job_id.is_empty()).then_some(request.job_id);
+        let board = self.board.clone();
+        // The spec's check opens its inputs (an object's HEAD): off the runtime's threads.
+        let made = tokio::task::spawn_blocking(move || board.create(id.as_deref(), spec))
+            .await
+            .map_err(|e| {
+                Reason::Internal {
+                    detail: e.to_string(),
+                }
+                .status()
+            })?
+            .map_err(|r| refused(r).status())?;
+        Ok(Response::new(proto::CreateJobResponse {
+            job: Some(job_to(made)),
+        }))
+    }
+
+    async fn get_job(
+        &self,
+        request: Request<proto::GetJobRequest>,
+    ) -> Result<Response<proto::GetJobResponse>, Status> {
+        let job = self.found(&request.into_inner().job_id)?;
+        Ok(Response::new(proto::GetJobResponse {
+            job: Some(job_to(job)),
+        }))
+    }
+
+    async fn list_jobs(
+        &self,
+        _: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        Ok(Response::new(proto::ListJobsResponse {
+            jobs: self.board.list().into_iter().map(job_to).collect(),
+        }))
+    }
+
+    async fn cancel_job(
+        &self,
+        request: Request<proto::CancelJobRequest>,
+    ) -> Result<Response<proto::CancelJobResponse>, Status> {
+        let id = request.into_inner().job_id;
+        let job = self
+            .board
+            .cancel(&id)
+            .ok_or_else(|| Reason::JobNotFound { id }.status())?;
+        Ok(Response::new(proto::CancelJobResponse {
+            job: Some(job_to(job)),
+        }))
+    }
+
+    type WatchJobStream = WatchStream;
+
+    async fn watch_job(
+        &self,
+        request: Request<proto::WatchJobRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        let id = request.into_inner().job_id;
+        self.found(&id)?;
+        let (board, mut changes) = (self.board.clone(), self.board.changes());
+        let (send, receive) = mpsc::channel(1);
+        tokio::spawn(async move {
+            loop {
+                let Some(job) = board.get(&id) else { return };
+                if board.closing() {
+                    // The daemon is ending: the watch ends (watch again once it is back).
+                    return;
+                }
+                let ended = job.state.ended();
+                let sent = proto::WatchJobResponse {
+                    job: Some(job_to(job)),
+                };
+                if send.send(Ok(sent)).await.is_err() || ended {
+                    return;
+                }
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    () = tokio::time::sleep(WATCH_EVERY) => {}
+                    () = send.closed() => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receive))))
+    }
+}
