@@ -21,6 +21,7 @@
 //! rps), `format` (`text` or `json`), and for deals `exact`, `moves`, `line` (JSON only; present,
 //! `true` or `1`). A body may be sent compressed, gzip or zstd (with or without its `Content-Encoding`).
 
+pub mod jobs;
 mod translate;
 
 use std::convert::Infallible;
@@ -44,6 +45,7 @@ use crate::compressed::Codec;
 use crate::reason::Said;
 use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
 use crate::service::SolverService;
+use crate::service::jobs::JobsService;
 use crate::solver::Options;
 use translate::{ApiCall, Endpoint, Failure};
 
@@ -59,10 +61,16 @@ pub struct ApiSettings {
 
 /// The API as a route of the front: its calls are entered in `calls` as calls of their rpc, and
 /// made on `service` directly.
-pub fn route(calls: Calls, service: SolverService, settings: ApiSettings) -> Route {
+pub fn route(
+    calls: Calls,
+    service: SolverService,
+    jobs: Option<JobsService>,
+    settings: ApiSettings,
+) -> Route {
     let api = Arc::new(Api {
         calls,
         service,
+        jobs,
         settings,
     });
     Route::new(tower::service_fn(move |request: http::Request<Body>| {
@@ -75,10 +83,15 @@ pub fn route(calls: Calls, service: SolverService, settings: ApiSettings) -> Rou
 struct Api {
     calls: Calls,
     service: SolverService,
+    /// The daemon's jobs (`/v1/jobs`), when it runs any.
+    jobs: Option<JobsService>,
     settings: ApiSettings,
 }
 
 async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body> {
+    if jobs::is_jobs_path(request.uri().path()) {
+        return jobs::answer(&api.calls, api.jobs.as_ref(), request).await;
+    }
     let settings = &api.settings;
     let game = match request.uri().path() {
         "/v1/rps" => Endpoint::Rps,
@@ -166,13 +179,16 @@ async fn respond(
 
 /// An answer in words for a call that failed before its first line.
 fn refused(failure: &Failure) -> http::Response<Body> {
-    let status = match failure {
-        Failure::ApiCall(status) => status,
-        Failure::Unreadable(_) => return plain(StatusCode::BAD_REQUEST, &failure.to_string()),
-        Failure::Internal(_) => {
-            return plain(StatusCode::INTERNAL_SERVER_ERROR, &failure.to_string());
-        }
-    };
+    match failure {
+        Failure::ApiCall(status) => refused_status(status),
+        Failure::Unreadable(_) => plain(StatusCode::BAD_REQUEST, &failure.to_string()),
+        Failure::Internal(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, &failure.to_string()),
+    }
+}
+
+/// A call's failing status in HTTP's words: the status its code maps to, the message, the
+/// reason in `X-Patience-Reason`, `Retry-After` and `WWW-Authenticate` where they apply.
+fn refused_status(status: &tonic::Status) -> http::Response<Body> {
     let said = Said::of(status);
     // Too large for the daemon is 413 in HTTP's words, not 429 (which says "later").
     let code = match said.as_ref().map(|s| s.reason.as_str()) {

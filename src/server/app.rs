@@ -87,7 +87,7 @@ pub fn build(
         )?,
     ];
     // The jobs, behind the token as the solving services are (WatchJob under the streams' cap).
-    if let Some(jobs) = jobs {
+    if let Some(jobs) = jobs.clone() {
         served.push(Served::new(
             JobServiceServer::<JobsService>::NAME,
             Route::new(JobServiceServer::new(jobs)),
@@ -118,6 +118,7 @@ pub fn build(
     let api = super::api::route(
         grpc.clone(),
         service,
+        jobs,
         ApiSettings {
             max_items_per_request: config.limits.max_deals_per_request,
             max_in_flight: config.limits.max_in_flight,

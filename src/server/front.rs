@@ -151,7 +151,7 @@ fn kind(request: &http::Request<Body>) -> Destination {
         } else {
             Destination::GrpcOverHttp1
         }
-    } else if API_ROUTES.contains(&path) {
+    } else if API_ROUTES.contains(&path) || super::api::jobs::is_jobs_path(path) {
         Destination::Api
     } else if super::ui::is_page_request(request.method(), path) {
         Destination::Page

@@ -41,6 +41,7 @@ impl<S> HttpMetrics<S> {
     pub fn new(inner: S, metrics: &Metrics, grpc_paths: impl IntoIterator<Item = String>) -> Self {
         let routes = API_ROUTES
             .iter()
+            .chain(&super::api::jobs::ROUTES[..1])
             .map(|r| r.to_string())
             .chain(grpc_paths)
             .collect();
@@ -86,6 +87,9 @@ where
         // The analysis board's page and its files (`ui.rs`), as two routes.
         let route = if self.routes.contains(path) || path == "/" {
             path.to_string()
+        } else if path.starts_with("/v1/jobs/") {
+            // The jobs' routes without the id, which would make a series per job.
+            "/v1/jobs/{id}".to_string()
         } else if path.starts_with("/ui/") {
             "/ui/*".to_string()
         } else {

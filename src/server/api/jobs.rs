@@ -1,0 +1,224 @@
+//! The daemon's jobs on the plain HTTP API, JSON in and out: `POST /v1/jobs` creates one (the
+//! body: `job_id`, `inputs`, `output`, `game`, `format`, `precision`, `shard`; only `inputs` and
+//! `output` needed), `GET /v1/jobs` lists them, `GET /v1/jobs/ID` shows one, `DELETE
+//! /v1/jobs/ID` cancels it. Each is entered in the call layer as its JobService rpc (the token,
+//! the unary calls' cap, the series, the span), then made on the service directly, as the
+//! solving routes are; a refusal is its reason's HTTP status with the words and
+//! `X-Patience-Reason`.
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::BodyExt as _;
+use serde::Deserialize;
+use tonic::body::Body;
+use tonic::{Code, Request};
+
+use super::{plain, refused_status};
+use crate::proto::{self, job_service_server::JobService as _};
+use crate::server::call::Calls;
+use crate::service::jobs::JobsService;
+
+/// The most bytes a job's JSON may have.
+const MAX_BODY: usize = 64 << 10;
+/// The routes' label in the metrics: the id is left out.
+pub const ROUTES: [&str; 2] = ["/v1/jobs", "/v1/jobs/{id}"];
+
+/// A job to create, as the body says it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    #[serde(default)]
+    job_id: String,
+    inputs: Vec<String>,
+    output: String,
+    #[serde(default)]
+    game: Option<String>,
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    precision: Option<u32>,
+    #[serde(default)]
+    shard: Option<String>,
+}
+
+/// Whether `path` is one of the jobs' routes.
+pub fn is_jobs_path(path: &str) -> bool {
+    path == "/v1/jobs"
+        || path
+            .strip_prefix("/v1/jobs/")
+            .is_some_and(|id| !id.contains('/'))
+}
+
+/// Answers a request of the jobs' routes.
+pub async fn answer(
+    calls: &Calls,
+    jobs: Option<&JobsService>,
+    request: http::Request<Body>,
+) -> http::Response<Body> {
+    let Some(jobs) = jobs else {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "this daemon runs no jobs: start it with --jobs-dir",
+        );
+    };
+    let path = request.uri().path().to_string();
+    let id = path.strip_prefix("/v1/jobs/").map(str::to_string);
+    let method = request.method().clone();
+    let rpc = match (&method, &id) {
+        (&Method::POST, None) => "CreateJob",
+        (&Method::GET, None) => "ListJobs",
+        (&Method::GET, Some(_)) => "GetJob",
+        (&Method::DELETE, Some(_)) => "CancelJob",
+        _ => {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "/v1/jobs takes POST (a job) and GET; /v1/jobs/ID takes GET and DELETE",
+            );
+            let allow = match id {
+                None => "GET, POST",
+                Some(_) => "GET, DELETE",
+            };
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
+            return response;
+        }
+    };
+    let (parts, body) = request.into_parts();
+    let peer = parts
+        .extensions
+        .get::<tonic::transport::server::TcpConnectInfo>()
+        .and_then(|info| info.remote_addr);
+    let mut entered = match calls.enter(
+        &format!("/patience.v1.JobService/{rpc}"),
+        &path,
+        &parts.headers,
+        peer,
+    ) {
+        Ok(entered) => entered,
+        Err(status) => return refused_status(&status),
+    };
+    let answered = match (rpc, id) {
+        ("CreateJob", _) => match create(body).await {
+            Ok(request) => jobs
+                .create_job(Request::new(request))
+                .await
+                .map(|r| one(r.into_inner().job)),
+            Err(words) => {
+                entered.end(Code::InvalidArgument);
+                return plain(StatusCode::BAD_REQUEST, &words);
+            }
+        },
+        ("ListJobs", _) => jobs
+            .list_jobs(Request::new(proto::ListJobsRequest {}))
+            .await
+            .map(|r| {
+                let all: Vec<serde_json::Value> =
+                    r.into_inner().jobs.iter().map(job_json).collect();
+                serde_json::json!({ "jobs": all })
+            }),
+        ("GetJob", Some(job_id)) => jobs
+            .get_job(Request::new(proto::GetJobRequest { job_id }))
+            .await
+            .map(|r| one(r.into_inner().job)),
+        (_, job_id) => jobs
+            .cancel_job(Request::new(proto::CancelJobRequest {
+                job_id: job_id.unwrap_or_default(),
+            }))
+            .await
+            .map(|r| one(r.into_inner().job)),
+    };
+    match answered {
+        Ok(json) => {
+            entered.sent();
+            entered.end(Code::Ok);
+            let mut text = json.to_string();
+            text.push('\n');
+            let mut response =
+                http::Response::new(Body::new(http_body_util::Full::new(Bytes::from(text))));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(status) => {
+            entered.end(status.code());
+            refused_status(&status)
+        }
+    }
+}
+
+/// The body of a `POST /v1/jobs`, read (up to [`MAX_BODY`]) into its rpc's request.
+async fn create(body: Body) -> Result<proto::CreateJobRequest, String> {
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    let bytes = limited
+        .collect()
+        .await
+        .map_err(|e| format!("cannot read the job's JSON (at most {MAX_BODY} bytes): {e}"))?
+        .to_bytes();
+    let job: Create = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "the body is not a job's JSON ({e}): {{\"inputs\": [...], \"output\": \"...\"}}, \
+             optionally job_id, game (deals, rps), format (text, json), precision, shard (K/N)"
+        )
+    })?;
+    let game = match job.game.as_deref() {
+        None | Some("deals") => proto::JobGame::Deals,
+        Some("rps") => proto::JobGame::Rps,
+        Some(other) => return Err(format!("game {other:?} is not deals or rps")),
+    };
+    let format = match job.format.as_deref() {
+        None | Some("text") => proto::JobFormat::Text,
+        Some("json") => proto::JobFormat::Json,
+        Some(other) => return Err(format!("format {other:?} is not text or json")),
+    };
+    Ok(proto::CreateJobRequest {
+        job_id: job.job_id,
+        spec: Some(proto::JobSpec {
+            inputs: job.inputs,
+            output: job.output,
+            game: game as i32,
+            format: format as i32,
+            precision: job.precision,
+            shard: job.shard.unwrap_or_default(),
+        }),
+    })
+}
+
+/// One job's JSON, or `null`.
+fn one(job: Option<proto::Job>) -> serde_json::Value {
+    job.as_ref().map_or(serde_json::Value::Null, job_json)
+}
+
+/// A job as JSON: the rpc's fields, snake_case, the state and enums by their short names.
+pub fn job_json(job: &proto::Job) -> serde_json::Value {
+    let state = match proto::JobState::try_from(job.state) {
+        Ok(proto::JobState::Queued) => "queued",
+        Ok(proto::JobState::Running) => "running",
+        Ok(proto::JobState::Succeeded) => "succeeded",
+        Ok(proto::JobState::Failed) => "failed",
+        Ok(proto::JobState::Cancelled) => "cancelled",
+        _ => "unspecified",
+    };
+    let spec = job.spec.clone().unwrap_or_default();
+    serde_json::json!({
+        "job_id": job.job_id,
+        "state": state,
+        "inputs": spec.inputs,
+        "output": spec.output,
+        "game": if spec.game == proto::JobGame::Rps as i32 { "rps" } else { "deals" },
+        "format": if spec.format == proto::JobFormat::Json as i32 { "json" } else { "text" },
+        "precision": spec.precision,
+        "shard": (!spec.shard.is_empty()).then_some(spec.shard),
+        "items_done": job.items_done,
+        "items_bad": job.items_bad,
+        "bytes_done": job.bytes_done,
+        "bytes_total": job.bytes_total,
+        "items_per_second": job.items_per_second,
+        "eta_seconds": job.eta_seconds,
+        "error": (!job.error.is_empty()).then_some(&job.error),
+        "created_unix_ms": job.created_unix_ms,
+        "ended_unix_ms": (job.ended_unix_ms > 0).then_some(job.ended_unix_ms),
+    })
+}
