@@ -10,6 +10,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use crate::jobs;
 
 mod client;
+mod daemon_jobs;
 mod generate;
 mod health;
 mod remote;
@@ -80,6 +81,9 @@ pub enum Command {
     /// reads only its share of the file it begins in (plus at most 8 MiB) instead of framing
     /// everything before it. Used only while FILE keeps its size and modification time.
     Index(jobs::index::IndexArgs),
+    /// The jobs a daemon runs (serve --jobs-dir): submit one and watch it with a progress bar,
+    /// watch, get, list or cancel them.
+    Jobs(daemon_jobs::JobsArgs),
 }
 
 /// How the daemon writes its logs (to standard error).
@@ -392,6 +396,7 @@ pub fn main() -> ExitCode {
         Command::Health(args) => health::run(&args),
         Command::Merge(args) => jobs::merge::run(&args),
         Command::Index(args) => jobs::index::run(&args),
+        Command::Jobs(args) => daemon_jobs::run(&args),
     };
     match result {
         Ok(status) => status.into(),
