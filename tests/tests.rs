@@ -12,6 +12,7 @@ mod clients;
 mod cluster;
 mod connections;
 mod daemon;
+mod daemon_jobs;
 mod daemon_process;
 mod engine;
 mod hardening;

@@ -475,6 +475,8 @@ impl Board {
             return;
         };
         let last = entry.live.take().map(|progress| progress.counts());
+        // Items the output held already, which this run read again without answering them.
+        let resumed = last.as_ref().map_or(0, |counts| counts.skipped);
         if let Some(counts) = &last {
             entry.kept.done = counts.all();
             entry.kept.bad = counts.bad + counts.skipped_bad;
@@ -507,6 +509,7 @@ impl Board {
             state = state.name(),
             items = kept.done,
             bad = kept.bad,
+            resumed,
             error = %kept.error,
             "job ended"
         );

@@ -1,0 +1,390 @@
+//! Jobs the daemon runs (`serve --jobs-dir`), through the binaries: `patience jobs` (gRPC), the
+//! HTTP API's `/v1/jobs` (curl), a daemon killed with SIGKILL mid-job and started again, a
+//! cancel and a resubmission, the refusals, the metrics, and a job from a zstd object to an object
+//! of a real S3-compatible server (moto).
+//!
+//! A job's output must be byte for byte what `patience solve` prints for the same inputs; its
+//! first input is a corpus file whose answers come from the reference solver's output.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::{Daemon, Output, S3Server, Scratch, data, patience, text};
+
+/// Deals of the generated part of the inputs: enough that the job runs for a few seconds on two
+/// workers, so that it is seen running and killed or cancelled mid-way.
+const DEALS: &str = "300000";
+
+/// A jobs folder with `in/a.in` (the corpus' 1,000 random deals) and `in/b.in` (generated).
+fn jobs_dir(name: &str) -> Scratch {
+    let scratch = Scratch::new(name);
+    std::fs::create_dir_all(scratch.join("in")).unwrap();
+    std::fs::copy(data("random1000.in"), scratch.join("in/a.in")).unwrap();
+    let generated = patience()
+        .args(&["gen", "--count", DEALS, "--seed", "2027"])
+        .output();
+    assert_eq!(generated.code(), Some(0));
+    std::fs::write(scratch.join("in/b.in"), generated.stdout_str()).unwrap();
+    scratch
+}
+
+/// What `patience solve` prints for the two inputs, checked against the reference's answers for
+/// the corpus part.
+fn solved(dir: &Scratch) -> String {
+    let out = patience()
+        .arg("solve")
+        .arg(dir.join("in/a.in"))
+        .arg(dir.join("in/b.in"))
+        .output();
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    let reference = text("random1000.out6");
+    assert!(
+        out.stdout_str().starts_with(&reference),
+        "solve does not begin with the reference's answers"
+    );
+    out.stdout_str().to_string()
+}
+
+fn jobs(daemon: &Daemon, args: &[&str]) -> Output {
+    patience()
+        .args(&["jobs", "--addr", &daemon.addr])
+        .args(args)
+        .output()
+}
+
+/// `patience jobs get ID`'s line, and the items it says are done.
+fn get(daemon: &Daemon, id: &str) -> (String, u64) {
+    let out = jobs(daemon, &["get", id]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+    let line = out.stdout_str().trim().to_string();
+    let items = line
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (line, items)
+}
+
+/// Waits until job `id` is running and has answered some items (but not all): an event.
+fn running_mid_way(daemon: &Daemon, id: &str) {
+    let seen = crate::common::wait::poll_blocking(Duration::from_secs(60), || {
+        let (line, items) = get(daemon, id);
+        assert!(
+            !line.contains("succeeded"),
+            "the job ended before it could be stopped mid-way: {line}"
+        );
+        (line.contains("running") && items > 2_000).then_some(())
+    });
+    assert!(seen.is_some(), "job {id} never ran");
+}
+
+#[test]
+fn a_job_killed_with_its_daemon_resumes_at_the_next_start_and_writes_what_solve_prints() {
+    let dir = jobs_dir("jobs-kill");
+    let expected = solved(&dir);
+    let folder = dir.path().display().to_string();
+    let mut daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
+    let submitted = jobs(
+        &daemon,
+        &[
+            "submit",
+            "in/a.in",
+            "in/b.in",
+            "-o",
+            "out/all.txt",
+            "--id",
+            "k1",
+            "--detach",
+        ],
+    );
+    assert_eq!(submitted.code(), Some(0), "{}", submitted.stderr_str());
+    assert!(
+        submitted.stdout_str().starts_with("k1 "),
+        "{}",
+        submitted.stdout_str()
+    );
+    running_mid_way(&daemon, "k1");
+    // Killed once the output holds some 10,000 answers (written in whole lines as they come).
+    let written = crate::common::wait::poll_blocking(Duration::from_secs(60), || {
+        let len = std::fs::metadata(dir.join("out/all.txt")).map_or(0, |m| m.len());
+        (len >= 90_000).then_some(len)
+    });
+    assert!(
+        written.is_some(),
+        "the output never grew: {:?}",
+        get(&daemon, "k1")
+    );
+    daemon.kill();
+    let record = std::fs::read_to_string(dir.join(".patience-jobs/k1.json")).unwrap();
+    assert!(record.contains("\"state\":\"running\""), "{record}");
+    assert!(!dir.join("out/all.txt.done.json").exists());
+
+    let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
+    daemon.logged(
+        "taking up the jobs a last run left unfinished",
+        Duration::from_secs(10),
+    );
+    let watched = jobs(&daemon, &["watch", "k1"]);
+    assert_eq!(watched.code(), Some(0), "{}", watched.stderr_str());
+    assert_eq!(
+        watched.stdout_str().trim(),
+        "k1 succeeded: 301000 items, 0 bad -> out/all.txt"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("out/all.txt")).unwrap() == expected,
+        "the resumed job's output is not what solve prints"
+    );
+    // The second run went on from the first's answers, not from nothing.
+    let ended = daemon.logged("job ended", Duration::from_secs(10));
+    let resumed: u64 = crate::common::log_field(&ended, "resumed")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(resumed >= 10_000, "{ended}");
+}
+
+#[test]
+fn a_cancelled_job_stops_within_a_second_and_goes_on_when_submitted_again() {
+    let dir = jobs_dir("jobs-cancel");
+    let expected = solved(&dir);
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&[
+        "--workers",
+        "2",
+        "--jobs-dir",
+        &folder,
+        "--metrics-addr",
+        "127.0.0.1:0",
+    ]);
+    let spec = ["in/a.in", "in/b.in", "-o", "out/c.txt", "--id", "c1"];
+    let detached = jobs(&daemon, &[&["submit"][..], &spec, &["--detach"]].concat());
+    assert_eq!(detached.code(), Some(0), "{}", detached.stderr_str());
+    running_mid_way(&daemon, "c1");
+    let cancelled = jobs(&daemon, &["cancel", "c1"]);
+    assert_eq!(cancelled.code(), Some(0), "{}", cancelled.stderr_str());
+    let stopped = crate::common::wait::poll_blocking(Duration::from_secs(1), || {
+        let (line, items) = get(&daemon, "c1");
+        line.contains("cancelled").then_some(items)
+    });
+    let items = stopped.expect("the job was not cancelled within a second");
+    assert!(items < 301_000, "{items}");
+    // Left as it stands: whole lines, a prefix of the answers, and no completion.
+    let partial = std::fs::read_to_string(dir.join("out/c.txt")).unwrap();
+    assert!(
+        expected.starts_with(&partial),
+        "not a prefix of the answers"
+    );
+
+    // The same id with another spec is refused; with the same spec the job goes on.
+    let other = jobs(
+        &daemon,
+        &["submit", "in/a.in", "-o", "out/c.txt", "--id", "c1"],
+    );
+    assert_eq!(other.code(), Some(2));
+    assert!(
+        other
+            .stderr_str()
+            .contains("job c1 exists, with another spec"),
+        "{}",
+        other.stderr_str()
+    );
+    let again = jobs(&daemon, &[&["submit"][..], &spec].concat());
+    assert_eq!(again.code(), Some(0), "{}", again.stderr_str());
+    assert_eq!(
+        again.stdout_str().trim(),
+        "c1 succeeded: 301000 items, 0 bad -> out/c.txt"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("out/c.txt")).unwrap() == expected,
+        "the resubmitted job's output is not what solve prints"
+    );
+
+    let scrape = crate::common::scrape(&daemon.metrics_addr());
+    assert_eq!(
+        crate::common::metric(&scrape, "patience_jobs{state=\"succeeded\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        crate::common::metric(&scrape, "patience_jobs{state=\"running\"}"),
+        Some(0.0)
+    );
+    let items = crate::common::metric(&scrape, "patience_job_items_total").unwrap_or(0.0);
+    assert!(items >= 301_000.0, "{items}");
+}
+
+#[test]
+fn jobs_on_the_http_api_and_specs_refused_in_words_before_they_start() {
+    let dir = Scratch::new("jobs-http");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::copy(data("random1000.in"), dir.join("in/a.in")).unwrap();
+    std::os::unix::fs::symlink("/etc", dir.join("etc")).unwrap();
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "1", "--jobs-dir", &folder]);
+    let url = format!("{}/v1/jobs", daemon.addr);
+    let curl = |args: &[&str]| {
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.to_string(), body.to_string())
+    };
+    let post = |json: &str| curl(&["-X", "POST", "--data-binary", json, &url]);
+
+    let (code, body) =
+        post(r#"{"job_id":"h1","inputs":["in/a.in"],"output":"out/a.json","format":"json"}"#);
+    assert_eq!(code, "200", "{body}");
+    let job: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(job["job_id"], "h1");
+    let done = crate::common::wait::poll_blocking(Duration::from_secs(30), || {
+        let (_, body) = curl(&[&format!("{url}/h1")]);
+        let job: serde_json::Value = serde_json::from_str(&body).unwrap();
+        (job["state"] == "succeeded").then_some(job)
+    })
+    .expect("the job did not end");
+    assert_eq!(done["items_done"], 1000);
+    let json = patience()
+        .args(&["solve", "--format", "json"])
+        .arg(dir.join("in/a.in"))
+        .output();
+    assert!(std::fs::read_to_string(dir.join("out/a.json")).unwrap() == json.stdout_str());
+    let (_, listed) = curl(&[&url]);
+    assert!(listed.contains("\"h1\""), "{listed}");
+
+    for (json, code, field) in [
+        (
+            r#"{"inputs":["../a.in"],"output":"x"}"#,
+            "400",
+            "spec.inputs[0]",
+        ),
+        (
+            r#"{"inputs":["/etc/passwd"],"output":"x"}"#,
+            "400",
+            "spec.inputs[0]",
+        ),
+        (
+            r#"{"inputs":["etc/passwd"],"output":"x"}"#,
+            "400",
+            "leads outside",
+        ),
+        (
+            r#"{"inputs":["in/a.in"],"output":"../x"}"#,
+            "400",
+            "spec.output",
+        ),
+        (
+            r#"{"inputs":["in/a.in"],"output":"in/a.in"}"#,
+            "400",
+            "also an input",
+        ),
+        (
+            r#"{"inputs":["in/missing.in"],"output":"x"}"#,
+            "400",
+            "cannot read in/missing.in",
+        ),
+        (r#"{"inputs":[],"output":"x"}"#, "400", "spec.inputs"),
+        (
+            r#"{"inputs":["in/a.in"],"output":"x","shard":"3/3"}"#,
+            "400",
+            "spec.shard",
+        ),
+        (r#"{"inputs":["in/a.in"]}"#, "400", "not a job's JSON"),
+    ] {
+        let (got, body) = post(json);
+        assert_eq!(got, code, "{json}: {body}");
+        assert!(body.contains(field), "{json}: {body}");
+    }
+    let reason = Command::new("curl")
+        .args([
+            "-s",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-X",
+            "POST",
+            "--data-binary",
+        ])
+        .arg(r#"{"inputs":["in/missing.in"],"output":"x"}"#)
+        .arg(&url)
+        .output()
+        .unwrap();
+    let head = String::from_utf8(reason.stdout)
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(
+        head.contains("x-patience-reason: job_precondition"),
+        "{head}"
+    );
+    let (code, body) = curl(&[&format!("{url}/nope")]);
+    assert_eq!(
+        (code.as_str(), body.contains("no job")),
+        ("404", true),
+        "{body}"
+    );
+    // A refused spec left no job behind.
+    let (_, listed) = curl(&[&url]);
+    assert_eq!(listed.matches("\"job_id\"").count(), 1, "{listed}");
+
+    // Over gRPC, the same refusal with its code.
+    let refused = jobs(&daemon, &["submit", "../a.in", "-o", "x"]);
+    assert_eq!(refused.code(), Some(2));
+    assert!(
+        refused.stderr_str().contains("spec.inputs[0]"),
+        "{}",
+        refused.stderr_str()
+    );
+}
+
+#[test]
+fn a_job_reads_a_zstd_object_and_writes_an_object_of_a_real_s3_server() {
+    let Some(s3) = S3Server::start() else { return };
+    s3.make_bucket("jobs");
+    let dir = jobs_dir("jobs-s3");
+    let expected = solved(&dir);
+    let both = [
+        std::fs::read(dir.join("in/a.in")).unwrap(),
+        std::fs::read(dir.join("in/b.in")).unwrap(),
+    ]
+    .concat();
+    let packed = dir.write("all.in.zst", zstd::encode_all(both.as_slice(), 3).unwrap());
+    s3.put_file("jobs", "in/all.in.zst", Path::new(&packed));
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start_with(
+        &["--workers", "2", "--jobs-dir", &folder],
+        &[&[("RUST_LOG", "info")][..], &s3.vars()].concat(),
+        None,
+    );
+    let watched = jobs(
+        &daemon,
+        &[
+            "submit",
+            "s3://jobs/in/all.in.zst",
+            "-o",
+            "s3://jobs/out/answers.txt",
+            "--id",
+            "s1",
+        ],
+    );
+    assert_eq!(watched.code(), Some(0), "{}", watched.stderr_str());
+    let got = s3
+        .get("jobs", "out/answers.txt")
+        .expect("the output object");
+    assert!(
+        got == expected.as_bytes(),
+        "the object is not what solve prints"
+    );
+    // An object that is not there is refused before the job starts.
+    let missing = jobs(
+        &daemon,
+        &["submit", "s3://jobs/in/none.in", "-o", "s3://jobs/x"],
+    );
+    assert_eq!(missing.code(), Some(2));
+    assert!(
+        missing.stderr_str().contains("no such key"),
+        "{}",
+        missing.stderr_str()
+    );
+}
