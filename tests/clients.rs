@@ -572,3 +572,56 @@ fn the_library_examples_of_the_clients_page_print_what_it_shows() {
         assert_eq!(out.stdout_str(), shown, "docs/clients.md, Node: {out:?}");
     }
 }
+
+/// The Python client's `jobs` module (grpcio) submits a job to a daemon, watches it to its end
+/// and reads a refusal's reason: the output is what `patience solve` prints.
+#[test]
+fn the_python_client_submits_and_watches_a_daemon_job() {
+    let Some(client) = python() else { return };
+    let Some(venv) = venv() else { return };
+    let dir = Scratch::new("clients-jobs");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::copy(data("random1000.in"), dir.join("in/a.in")).unwrap();
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
+    let script = r#"
+import sys
+from patience_client import jobs
+from patience_client.client import RpcFailure
+addr = sys.argv[1]
+job = jobs.submit(addr, ["in/a.in"], "out/a.txt", job_id="py1")
+print("created", job.job_id, jobs.STATES[job.state])
+states = [jobs.STATES[j.state] for j in jobs.watch(addr, "py1")]
+last = jobs.get(addr, "py1")
+print("watched", states[-1], last.items_done, last.items_bad)
+try:
+    jobs.submit(addr, ["../a.in"], "x")
+except RpcFailure as refused:
+    print("refused", refused.code.name, refused.reason)
+"#;
+    let mut cmd = Command::new(venv.join("bin/python"));
+    without_patience_env(&mut cmd);
+    for (key, value) in &client.env {
+        cmd.env(key, value);
+    }
+    let out = cmd.args(["-c", script, &daemon.addr]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        [
+            "created py1 queued",
+            "watched succeeded 1000 0",
+            "refused INVALID_ARGUMENT JOB_INVALID"
+        ],
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out/a.txt")).unwrap(),
+        text("random1000.out6")
+    );
+}

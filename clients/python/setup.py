@@ -16,7 +16,8 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 PROTO_DIR = Path(os.environ.get("PATIENCE_PROTO_DIR") or HERE.parent.parent / "proto")
-PROTO = "patience/v1/patience.proto"
+# Each proto's stubs: the solving services, and the jobs the daemon runs.
+PROTOS = ["patience/v1/patience.proto", "patience/v1/jobs.proto"]
 
 
 class BuildWithStubs(build_py):
@@ -24,25 +25,28 @@ class BuildWithStubs(build_py):
         super().run()
         from grpc_tools import protoc  # a build requirement only
 
-        if not (PROTO_DIR / PROTO).is_file():
-            raise SystemExit(f"{PROTO_DIR / PROTO} not found: build from the repository's clients/python,"
-                             " or set PATIENCE_PROTO_DIR to its proto/ directory")
+        for proto in PROTOS:
+            if not (PROTO_DIR / proto).is_file():
+                raise SystemExit(f"{PROTO_DIR / proto} not found: build from the repository's clients/python,"
+                                 " or set PATIENCE_PROTO_DIR to its proto/ directory")
         package = Path(self.build_lib) / "patience_client"
         with tempfile.TemporaryDirectory() as out:
             argv = ["grpc_tools.protoc", f"-I{PROTO_DIR}", f"--python_out={out}",
-                    f"--grpc_python_out={out}", str(PROTO_DIR / PROTO)]
+                    f"--grpc_python_out={out}", *(str(PROTO_DIR / proto) for proto in PROTOS)]
             if protoc.main(argv) != 0:
-                raise SystemExit(f"grpc_tools.protoc failed on {PROTO_DIR / PROTO}")
+                raise SystemExit(f"grpc_tools.protoc failed on {PROTOS}")
             generated = Path(out) / "patience" / "v1"
-            messages = (generated / "patience_pb2.py").read_text(encoding="utf-8")
-            services, imports = re.subn(r"^from patience\.v1 import patience_pb2 as ",
-                                        "from . import patience_pb2 as ",
-                                        (generated / "patience_pb2_grpc.py").read_text(encoding="utf-8"),
-                                        flags=re.M)
-            if imports != 1:
-                raise SystemExit("the generated patience_pb2_grpc.py does not import patience_pb2 as expected")
-        (package / "patience_pb2.py").write_text(messages, encoding="utf-8")
-        (package / "patience_pb2_grpc.py").write_text(services, encoding="utf-8")
+            for proto in PROTOS:
+                name = Path(proto).stem
+                messages = (generated / f"{name}_pb2.py").read_text(encoding="utf-8")
+                services, imports = re.subn(rf"^from patience\.v1 import {name}_pb2 as ",
+                                            f"from . import {name}_pb2 as ",
+                                            (generated / f"{name}_pb2_grpc.py").read_text(encoding="utf-8"),
+                                            flags=re.M)
+                if imports != 1:
+                    raise SystemExit(f"the generated {name}_pb2_grpc.py does not import {name}_pb2 as expected")
+                (package / f"{name}_pb2.py").write_text(messages, encoding="utf-8")
+                (package / f"{name}_pb2_grpc.py").write_text(services, encoding="utf-8")
 
 
 setup(cmdclass={"build_py": BuildWithStubs})
