@@ -261,6 +261,31 @@ def main():
     )
     check(unchanged(s3_merge) == unchanged(merge), "the merge Job's settings as they were")
 
+    # deploy/kubernetes/jobs: one daemon with jobs, its --jobs-dir a volume of its own that
+    # outlives the pod (a claim per pod of a StatefulSet), never shared by two daemons, its
+    # drain within the grace period; S3 credentials from an optional Secret.
+    jobs_docs = render(kubectl, "deploy/kubernetes/jobs")
+    jobs_set = one(jobs_docs, "StatefulSet", "patience-jobs")
+    check(jobs_set["spec"]["replicas"] == 1, "one daemon owns the jobs' folder")
+    jobs_pod = jobs_set["spec"]["template"]["spec"]
+    jobs_container = jobs_pod["containers"][0]
+    check(jobs_container["image"] == image, f"the jobs daemon runs the daemons' image ({image})")
+    jobs_env = {e["name"]: e.get("value") for e in jobs_container.get("env", [])}
+    folder = jobs_env.get("PATIENCE_JOBS_DIR")
+    mounts = {m["mountPath"]: m["name"] for m in jobs_container.get("volumeMounts", [])}
+    claims = [c["metadata"]["name"] for c in jobs_set["spec"].get("volumeClaimTemplates", [])]
+    check(folder in mounts and mounts[folder] in claims, "PATIENCE_JOBS_DIR is the pod's own claimed volume")
+    check(int(jobs_env.get("PATIENCE_MAX_JOBS", "0")) >= 1, "PATIENCE_MAX_JOBS is set")
+    check(
+        jobs_pod.get("terminationGracePeriodSeconds", 30) > seconds(jobs_env.get("PATIENCE_DRAIN_TIMEOUT", "30s")),
+        "the grace period is longer than the drain timeout",
+    )
+    secrets = [e["secretRef"] for e in jobs_container.get("envFrom", []) if "secretRef" in e]
+    check(any(ref.get("optional") for ref in secrets), "S3 credentials come from an optional Secret")
+    jobs_service = one(jobs_docs, "Service", "patience-jobs")
+    check(selects(jobs_service["spec"]["selector"], jobs_set["spec"]["template"]["metadata"]["labels"]), "its Service selects it")
+    check(not selects(service["spec"]["selector"], jobs_set["spec"]["template"]["metadata"]["labels"]), "and the daemons' Service does not")
+
     # deploy/monitoring: its ServiceMonitor scrapes the daemons' metrics Service by port name, and
     # the NetworkPolicy lets that port in (from the monitoring namespace).
     monitoring = render(kubectl, "deploy/monitoring")

@@ -499,6 +499,10 @@ fn publish_limits(config: &ServerConfig, metrics: &Metrics) {
         ),
         ("max_connections", config.max_connections as u64),
         (
+            "max_jobs",
+            config.jobs.as_ref().map_or(0, |jobs| jobs.max_jobs as u64),
+        ),
+        (
             "metrics_max_connections",
             config.metrics_max_connections as u64,
         ),

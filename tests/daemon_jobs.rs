@@ -388,3 +388,18 @@ fn a_job_reads_a_zstd_object_and_writes_an_object_of_a_real_s3_server() {
         missing.stderr_str()
     );
 }
+
+/// The README's jobs example, against a daemon whose jobs' folder holds what it names.
+#[test]
+fn the_readme_jobs_example_prints_what_it_shows() {
+    let dir = Scratch::new("jobs-readme");
+    std::fs::copy(data("random1000.in"), dir.join("deals.in")).unwrap();
+    std::fs::copy(data("random1000.out6"), dir.join("random1000.out6")).unwrap();
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
+    crate::common::doc_examples("README.md", "## Jobs the daemon runs")
+        .at_least(3)
+        .rewrite("http://127.0.0.1:50051", &daemon.addr)
+        .in_dir(dir.path())
+        .run();
+}
