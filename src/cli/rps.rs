@@ -21,6 +21,6 @@ pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
         JobRun::start::<CaseReader<Reader>>(&args.job, &args.files, Unit::CASES, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
-    let status = local::cases(&job, sink, render, &pool, &|| false);
+    let status = local::cases(&job, sink, render, &pool, None, &|| false);
     job.end(status, None)
 }

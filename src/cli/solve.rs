@@ -23,6 +23,16 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         JobRun::start::<DealReader<Reader>>(&args.job, &args.files, Unit::DEALS, &render)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
-    let status = local::deals(&job, sink, render, &pool, local::DEALS_BATCH, &|| false);
+    let status = local::deals(
+        &job,
+        sink,
+        render,
+        &pool,
+        local::Share {
+            batch: local::DEALS_BATCH,
+            at_once: None,
+        },
+        &|| false,
+    );
     job.end(status, None)
 }

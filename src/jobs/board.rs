@@ -36,8 +36,9 @@ use crate::deal::DealReader;
 use crate::pool::Pool;
 use crate::rps::CaseReader;
 
-/// Items per pool job of a job's run: small, so that a unary call arriving behind a running job
-/// waits for a few short pool jobs, not for 256-deal ones (docs/jobs.md has the p99 figures).
+/// Items per pool job of a job's run: small, so that a unary call arriving while a job runs waits
+/// for at most one short pool job a worker (the run keeps no more than that many in the pool),
+/// not for 256-deal ones (docs/jobs.md has the figures).
 pub const BATCH: BatchSize = BatchSize::growing(16, 64);
 /// The job records' folder, in `--jobs-dir`.
 const RECORDS: &str = ".patience-jobs";
@@ -550,14 +551,18 @@ impl Board {
                 let (job, sink) =
                     JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
                 self.running(&kept.id, &job.progress);
-                let status = local::deals(&job, sink, render, pool, BATCH, &stopped);
+                let share = local::Share {
+                    batch: BATCH,
+                    at_once: Some(pool.workers()),
+                };
+                let status = local::deals(&job, sink, render, pool, share, &stopped);
                 job.end(status, None)
             }
             JobGame::Rps => {
                 let (job, sink) =
                     JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
                 self.running(&kept.id, &job.progress);
-                let status = local::cases(&job, sink, render, pool, &stopped);
+                let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
                 job.end(status, None)
             }
         }

@@ -34,6 +34,16 @@ pub const DEALS_BATCH: BatchSize = BatchSize::growing(16, 256);
 /// worker.
 pub const CASES_BATCH: BatchSize = BatchSize::fixed(16);
 
+/// How a run shares the pool: its batches' size, and how many of them may be in the pool at once
+/// (queued or being solved). A command's run has the pool to itself (no bound but the queue's); a
+/// job the daemon runs keeps at most one batch a worker there, so that a call the daemon serves
+/// meanwhile waits behind at most one short batch a worker, never behind a queue of them.
+#[derive(Clone, Copy, Debug)]
+pub struct Share {
+    pub batch: BatchSize,
+    pub at_once: Option<usize>,
+}
+
 /// Why a run stopped before its end when [`deals`] or [`cases`] was asked to stop: its output
 /// holds whole lines, a correct prefix, and its records stay, so `--resume` goes on from it.
 pub const STOPPED: &str = "the run was stopped; its output goes on with --resume";
@@ -51,14 +61,14 @@ pub fn deals(
     sink: Sink,
     render: Render,
     pool: &Pool,
-    batch: BatchSize,
+    share: Share,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> anyhow::Result<ExitStatus> {
     let asked: Options = render.asked;
     run::<DealReader<_>, _>(
         &job.reading(),
         pool,
-        batch,
+        share,
         // With nothing asked this is a plain solve.
         move |engines: &mut Engines, entry| entry.map(|deal| engines.deals.analyze(&deal, asked)),
         job.printer(sink, render),
@@ -76,12 +86,16 @@ pub fn cases(
     sink: Sink,
     render: Render,
     pool: &Pool,
+    at_once: Option<usize>,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> anyhow::Result<ExitStatus> {
     run::<CaseReader<Reader>, _>(
         &job.reading(),
         pool,
-        CASES_BATCH,
+        Share {
+            batch: CASES_BATCH,
+            at_once,
+        },
         |engines: &mut Engines, entry: Result<Case, String>| {
             entry.map(|case| engines.rps.solve(&case))
         },
@@ -105,7 +119,7 @@ pub type ItemResult<A> = Result<A, String>;
 pub fn run<'p, R, A>(
     reading: &ToRead,
     pool: &Pool,
-    batch: BatchSize,
+    share: Share,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
     printer: Printer<'p>,
     print: impl FnMut(&mut Printer<'p>, ItemResult<A>) -> io::Result<()>,
@@ -117,13 +131,21 @@ where
 {
     let (tx, mut pieces) = mpsc::channel::<Piece<ItemResult<A>>>(4 * pool.workers());
     let mut printing = Printing { printer, print };
+    let slots = share.at_once.map(Slots::new);
     let drained = thread::scope(|scope| {
         scope.spawn(move || {
-            read_items::<R>(reading, batch, |event| {
+            read_items::<R>(reading, share.batch, |event| {
                 let piece = match event {
                     Batched::Batch(entries, at) => {
                         let lines = vec![None; entries.len()];
-                        match pool.submit_batch_blocking(entries, solve.clone()) {
+                        // Held by the batch's job until the worker is done with it.
+                        let slot = slots.as_ref().map(Slots::take);
+                        let solve = solve.clone();
+                        let job = move |engines: &mut Engines, entry| {
+                            let _held = &slot;
+                            solve(engines, entry)
+                        };
+                        match pool.submit_batch_blocking(entries, job) {
                             Ok(ticket) => Piece::Batch {
                                 lines,
                                 answers: Some(Box::pin(ticket.map(|answers| {
@@ -155,6 +177,52 @@ where
         Ok(Drained::Lost) => anyhow::bail!("the solver pool stopped before answering every item"),
         Err(Stopped::Write(e)) => printer.write_failed(e),
         Err(e @ Stopped::Short) => anyhow::bail!("{e} (a bug in this program)"),
+    }
+}
+
+/// A counting semaphore for plain threads: [`Share::at_once`]'s places in the pool.
+struct Slots {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// One place, given back when dropped.
+struct Slot(std::sync::Arc<Slots>);
+
+impl Slots {
+    fn new(places: usize) -> std::sync::Arc<Slots> {
+        std::sync::Arc::new(Slots {
+            free: std::sync::Mutex::new(places.max(1)),
+            freed: std::sync::Condvar::new(),
+        })
+    }
+
+    /// Waits for a place, and takes it.
+    fn take(self: &std::sync::Arc<Slots>) -> Slot {
+        let mut free = self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *free == 0 {
+            free = self
+                .freed
+                .wait(free)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *free -= 1;
+        Slot(self.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut free = self
+            .0
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *free += 1;
+        self.0.freed.notify_one();
     }
 }
 
