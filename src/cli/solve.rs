@@ -28,7 +28,7 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         sink,
         render,
         &pool,
-        local::Share {
+        local::PoolShare {
             batch: local::DEALS_BATCH,
             at_once: None,
         },

@@ -551,7 +551,7 @@ impl Board {
                 let (job, sink) =
                     JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
                 self.running(&kept.id, &job.progress);
-                let share = local::Share {
+                let share = local::PoolShare {
                     batch: BATCH,
                     at_once: Some(pool.workers()),
                 };

@@ -39,7 +39,7 @@ pub const CASES_BATCH: BatchSize = BatchSize::fixed(16);
 /// job the daemon runs keeps at most one batch a worker there, so that a call the daemon serves
 /// meanwhile waits behind at most one short batch a worker, never behind a queue of them.
 #[derive(Clone, Copy, Debug)]
-pub struct Share {
+pub struct PoolShare {
     pub batch: BatchSize,
     pub at_once: Option<usize>,
 }
@@ -61,7 +61,7 @@ pub fn deals(
     sink: Sink,
     render: Render,
     pool: &Pool,
-    share: Share,
+    share: PoolShare,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> anyhow::Result<ExitStatus> {
     let asked: Options = render.asked;
@@ -92,7 +92,7 @@ pub fn cases(
     run::<CaseReader<Reader>, _>(
         &job.reading(),
         pool,
-        Share {
+        PoolShare {
             batch: CASES_BATCH,
             at_once,
         },
@@ -119,7 +119,7 @@ pub type ItemResult<A> = Result<A, String>;
 pub fn run<'p, R, A>(
     reading: &ToRead,
     pool: &Pool,
-    share: Share,
+    share: PoolShare,
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
     printer: Printer<'p>,
     print: impl FnMut(&mut Printer<'p>, ItemResult<A>) -> io::Result<()>,
@@ -180,7 +180,7 @@ where
     }
 }
 
-/// A counting semaphore for plain threads: [`Share::at_once`]'s places in the pool.
+/// A counting semaphore for plain threads: [`PoolShare::at_once`]'s places in the pool.
 struct Slots {
     free: std::sync::Mutex<usize>,
     freed: std::sync::Condvar,
