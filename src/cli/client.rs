@@ -21,7 +21,6 @@ use tracing::Instrument as _;
 
 use super::traced;
 use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
-use crate::auth::{AddBearer, read_token_file};
 use crate::client::{
     self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
     SystemResolver, Tally, Target, words,
@@ -88,13 +87,7 @@ fn config(
     }
     let connector = Connector::new(&targets, &files)?
         .keepalive(remote.keepalive_interval, remote.keepalive_timeout);
-    let token = remote
-        .auth_token_file
-        .as_deref()
-        .map(read_token_file)
-        .transpose()?;
-    let bearer =
-        AddBearer::new(token.as_ref()).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+    let bearer = super::remote::bearer(remote.auth_token_file.as_deref())?;
     Ok(ClientConfig {
         targets,
         connector,

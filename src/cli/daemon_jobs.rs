@@ -11,11 +11,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tonic::codegen::InterceptedService;
 use tonic::transport::Channel;
 
-use crate::auth::{AddBearer, read_token_file};
+use crate::auth::AddBearer;
 use crate::client::connect::Daemon;
-use crate::client::{Connector, Target};
 use crate::jobs::output::ExitStatus;
 use crate::proto::{self, job_service_client::JobServiceClient};
+use crate::service::jobs::state_name;
 
 /// Flags of `patience jobs`.
 #[derive(Debug, Args)]
@@ -80,22 +80,12 @@ pub struct SubmitArgs {
 type Jobs = JobServiceClient<InterceptedService<Channel, AddBearer>>;
 
 pub fn run(args: &JobsArgs) -> anyhow::Result<ExitStatus> {
-    let target = Target::parse(&args.addr)?;
-    let Target::Url(url) = &target else {
-        bail!(
-            "jobs are a daemon's: give an http:// or https:// address, not {}",
-            args.addr
-        );
-    };
-    let files = args.tls.files();
-    let connector = Connector::new(std::slice::from_ref(&target), &files)?;
-    let token = args
-        .auth_token_file
-        .as_deref()
-        .map(read_token_file)
-        .transpose()?;
-    let bearer =
-        AddBearer::new(token.as_ref()).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+    let (url, connector, bearer) = super::remote::one_daemon(
+        &args.addr,
+        &args.tls,
+        args.auth_token_file.as_deref(),
+        "jobs are a daemon's",
+    )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -237,17 +227,6 @@ async fn watch(jobs: &mut Jobs, id: &str) -> anyhow::Result<ExitStatus> {
             state_name(job.state)
         ),
     })
-}
-
-fn state_name(state: i32) -> &'static str {
-    match proto::JobState::try_from(state) {
-        Ok(proto::JobState::Queued) => "queued",
-        Ok(proto::JobState::Running) => "running",
-        Ok(proto::JobState::Succeeded) => "succeeded",
-        Ok(proto::JobState::Failed) => "failed",
-        Ok(proto::JobState::Cancelled) => "cancelled",
-        _ => "unspecified",
-    }
 }
 
 /// A job in one line: `ID STATE: N items, B bad -> OUTPUT[: error]`.

@@ -5,13 +5,11 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use tonic_health::pb::health_check_response::ServingStatus;
 
-use crate::auth::{AddBearer, read_token_file};
 use crate::client::health::probe;
-use crate::client::{Connector, Target};
 use crate::jobs::output::ExitStatus;
 use crate::values::parse_duration;
 
@@ -37,27 +35,17 @@ pub struct HealthArgs {
 }
 
 pub fn run(args: &HealthArgs) -> anyhow::Result<ExitStatus> {
-    let target = Target::parse(&args.addr)?;
-    let Target::Url(url) = &target else {
-        bail!(
-            "a health probe asks one daemon: give an http:// or https:// address, not {}",
-            args.addr
-        );
-    };
-    let files = args.tls.files();
-    let connector = Connector::new(std::slice::from_ref(&target), &files)?;
-    let token = args
-        .auth_token_file
-        .as_deref()
-        .map(read_token_file)
-        .transpose()?;
-    let bearer =
-        AddBearer::new(token.as_ref()).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+    let (url, connector, bearer) = super::remote::one_daemon(
+        &args.addr,
+        &args.tls,
+        args.auth_token_file.as_deref(),
+        "a health probe asks one daemon",
+    )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let status = runtime.block_on(probe(url, &connector, bearer, &args.service, args.timeout))?;
+    let status = runtime.block_on(probe(&url, &connector, bearer, &args.service, args.timeout))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", status.as_str_name()).context("cannot write to standard output")?;
     Ok(match status {

@@ -31,6 +31,30 @@ impl ClientTlsArgs {
     }
 }
 
+/// The `authorization: Bearer` interceptor of the token in `file`, if one is given.
+pub fn bearer(file: Option<&std::path::Path>) -> anyhow::Result<crate::auth::AddBearer> {
+    let token = file.map(crate::auth::read_token_file).transpose()?;
+    crate::auth::AddBearer::new(token.as_ref())
+        .map_err(|s| anyhow::anyhow!(s.message().to_string()))
+}
+
+/// One daemon that a command asks (`health`, `jobs`): its `http://` or `https://` address (a
+/// `dns:///` name, which means every daemon of a name, is refused in words naming `what`), how to
+/// connect to it, and its token.
+pub fn one_daemon(
+    addr: &str,
+    tls: &ClientTlsArgs,
+    token_file: Option<&std::path::Path>,
+    what: &str,
+) -> anyhow::Result<(String, crate::client::Connector, crate::auth::AddBearer)> {
+    let target = crate::client::Target::parse(addr)?;
+    let crate::client::Target::Url(url) = &target else {
+        anyhow::bail!("{what}: give an http:// or https:// address, not {addr}");
+    };
+    let connector = crate::client::Connector::new(std::slice::from_ref(&target), &tls.files())?;
+    Ok((url.clone(), connector, bearer(token_file)?))
+}
+
 /// How `client` and `rps --addr` reach daemons, beside the addresses.
 #[derive(Debug, Args)]
 pub struct RemoteArgs {

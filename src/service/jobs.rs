@@ -87,6 +87,19 @@ pub fn refused(refusal: Refusal) -> Reason {
     }
 }
 
+/// A state's short name (`queued`, `running`, ...), from the wire's number.
+pub fn state_name(state: i32) -> &'static str {
+    let state = match proto::JobState::try_from(state) {
+        Ok(proto::JobState::Queued) => JobState::Queued,
+        Ok(proto::JobState::Running) => JobState::Running,
+        Ok(proto::JobState::Succeeded) => JobState::Succeeded,
+        Ok(proto::JobState::Failed) => JobState::Failed,
+        Ok(proto::JobState::Cancelled) => JobState::Cancelled,
+        _ => return "unspecified",
+    };
+    state.name()
+}
+
 /// A job for the wire.
 pub fn job_to(view: JobView) -> proto::Job {
     let state = match view.state {

@@ -16,7 +16,7 @@ use tonic::{Code, Request};
 use super::{plain, refused_status};
 use crate::proto::{self, job_service_server::JobService as _};
 use crate::server::call::Calls;
-use crate::service::jobs::JobsService;
+use crate::service::jobs::{JobsService, state_name};
 
 /// The most bytes a job's JSON may have.
 const MAX_BODY: usize = 64 << 10;
@@ -193,14 +193,7 @@ fn one(job: Option<proto::Job>) -> serde_json::Value {
 
 /// A job as JSON: the rpc's fields, snake_case, the state and enums by their short names.
 pub fn job_json(job: &proto::Job) -> serde_json::Value {
-    let state = match proto::JobState::try_from(job.state) {
-        Ok(proto::JobState::Queued) => "queued",
-        Ok(proto::JobState::Running) => "running",
-        Ok(proto::JobState::Succeeded) => "succeeded",
-        Ok(proto::JobState::Failed) => "failed",
-        Ok(proto::JobState::Cancelled) => "cancelled",
-        _ => "unspecified",
-    };
+    let state = state_name(job.state);
     let spec = job.spec.clone().unwrap_or_default();
     serde_json::json!({
         "job_id": job.job_id,
