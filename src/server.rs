@@ -366,7 +366,7 @@ async fn serve(
         )))
     });
 
-    let jobs = board.clone().map(JobsService::new);
+    let jobs = JobsService::new(board.clone());
     let app = app::build(&config, service, jobs, &admission, health_service, &metrics)?;
 
     let settings = Arc::new(connection::Settings {

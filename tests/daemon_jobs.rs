@@ -403,3 +403,110 @@ fn the_readme_jobs_example_prints_what_it_shows() {
         .in_dir(dir.path())
         .run();
 }
+
+/// The token guards the jobs as it guards solving: over gRPC and over HTTP.
+#[test]
+fn the_token_guards_the_jobs() {
+    let dir = Scratch::new("jobs-token");
+    let token = dir.write("token", "s3cret\n");
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&[
+        "--workers",
+        "1",
+        "--jobs-dir",
+        &folder,
+        "--auth-token-file",
+        &token,
+    ]);
+    let without = jobs(&daemon, &["list"]);
+    assert_eq!(without.code(), Some(2));
+    assert!(
+        without.stderr_str().contains("authorization"),
+        "{}",
+        without.stderr_str()
+    );
+    let with = jobs(&daemon, &["--auth-token-file", &token, "list"]);
+    assert_eq!(with.code(), Some(0), "{}", with.stderr_str());
+    let http = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{}/v1/jobs", daemon.addr))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&http.stdout), "401");
+}
+
+/// A store that stops answering mid-job fails the job, with the reason kept in its state.
+#[test]
+fn a_storage_fault_mid_job_fails_it_with_the_reason() {
+    let Some(s3) = S3Server::start() else { return };
+    s3.make_bucket("jobs");
+    let dir = jobs_dir("jobs-fault");
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start_with(
+        &[
+            "--workers",
+            "2",
+            "--jobs-dir",
+            &folder,
+            "--storage-retry-timeout",
+            "2s",
+        ],
+        &[
+            &[
+                ("RUST_LOG", "info"),
+                ("PATIENCE_UPLOAD_PART_SIZE", "5242880"),
+            ][..],
+            &s3.vars(),
+        ]
+        .concat(),
+        None,
+    );
+    let detached = jobs(
+        &daemon,
+        &[
+            "submit",
+            "in/a.in",
+            "in/b.in",
+            "-o",
+            "s3://jobs/out.txt",
+            "--id",
+            "f1",
+            "--detach",
+        ],
+    );
+    assert_eq!(detached.code(), Some(0), "{}", detached.stderr_str());
+    running_mid_way(&daemon, "f1");
+    drop(s3);
+    let watched = jobs(&daemon, &["watch", "f1"]);
+    assert_eq!(watched.code(), Some(2), "{}", watched.stdout_str());
+    let line = watched.stdout_str();
+    assert!(line.starts_with("f1 failed: "), "{line}");
+    assert!(line.contains("the store did not answer"), "{line}");
+}
+
+/// A daemon without `--jobs-dir` serves JobService (reflection lists it) and says in words that
+/// it runs no jobs.
+#[test]
+fn a_daemon_without_a_jobs_folder_says_it_runs_no_jobs() {
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let listed = jobs(&daemon, &["list"]);
+    assert_eq!(listed.code(), Some(2));
+    assert!(
+        listed
+            .stderr_str()
+            .contains("this daemon runs no jobs: start it with --jobs-dir"),
+        "{}",
+        listed.stderr_str()
+    );
+    let http = Command::new("curl")
+        .args(["-s", "-D", "-", "-o", "/dev/null"])
+        .arg(format!("{}/v1/jobs", daemon.addr))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&http.stdout).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 400"), "{head}");
+    assert!(
+        head.contains("x-patience-reason: job_precondition"),
+        "{head}"
+    );
+}

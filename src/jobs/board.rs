@@ -15,26 +15,19 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::batches::BatchSize;
-use super::input::Reader;
-use super::job::{JobArgs, JobRun};
-use super::local;
 use super::location::Location;
 use super::object::StorageArgs;
-use super::output::ExitStatus;
-use super::progress::{Progress, ProgressMode};
-use super::record::{self, Versioned};
-use super::spec::{JobGame, JobSpec, Placed, Refusal};
-use crate::deal::DealReader;
+use super::progress::Progress;
+use super::record;
+use super::spec::{JobSpec, Refusal};
 use crate::pool::Pool;
-use crate::rps::CaseReader;
 
 /// Items per pool job of a job's run: small, so that a unary call arriving while a job runs waits
 /// for at most one short pool job a worker (the run keeps no more than that many in the pool),
@@ -42,92 +35,12 @@ use crate::rps::CaseReader;
 pub const BATCH: BatchSize = BatchSize::growing(16, 64);
 /// The job records' folder, in `--jobs-dir`.
 const RECORDS: &str = ".patience-jobs";
-const VERSION: u32 = 1;
 
-/// Where a job is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobState {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-}
+mod kept;
+mod run;
 
-impl JobState {
-    pub const ALL: [JobState; 5] = [
-        JobState::Queued,
-        JobState::Running,
-        JobState::Succeeded,
-        JobState::Failed,
-        JobState::Cancelled,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn ended(self) -> bool {
-        matches!(
-            self,
-            JobState::Succeeded | JobState::Failed | JobState::Cancelled
-        )
-    }
-}
-
-/// What `--jobs-dir/.patience-jobs/ID.json` holds.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Kept {
-    version: u32,
-    id: String,
-    spec: JobSpec,
-    state: JobState,
-    #[serde(default)]
-    error: String,
-    created_ms: i64,
-    #[serde(default)]
-    ended_ms: i64,
-    /// Runs started: a second one resumes the output.
-    runs: u32,
-    /// Items answered and bad, as the last run ended.
-    #[serde(default)]
-    done: u64,
-    #[serde(default)]
-    bad: u64,
-}
-
-impl Versioned for Kept {
-    const VERSION: u32 = VERSION;
-    const WHAT: &'static str = "a job record";
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
-
-/// A job as it is now.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JobView {
-    pub id: String,
-    pub spec: JobSpec,
-    pub state: JobState,
-    pub items_done: u64,
-    pub items_bad: u64,
-    pub bytes_done: u64,
-    pub bytes_total: Option<u64>,
-    pub items_per_second: f64,
-    pub eta_seconds: Option<f64>,
-    pub error: String,
-    pub created_ms: i64,
-    pub ended_ms: i64,
-}
-
+pub use kept::{JobState, JobView};
+use kept::{Kept, VERSION, check_id, now_ms};
 /// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`).
 #[derive(Clone, Debug)]
 pub struct BoardSettings {
@@ -463,120 +376,6 @@ impl Board {
         self.told(&table);
     }
 
-    /// One run of a job, on its own thread.
-    fn run(&self, kept: Kept, stop: Arc<AtomicU8>) {
-        let span = tracing::info_span!("job", job_id = %kept.id, runs = kept.runs);
-        let _entered = span.enter();
-        tracing::info!(inputs = ?kept.spec.inputs, output = %kept.spec.output, "job started");
-        let ended = self.answer(&kept, &stop);
-        let why = stop.load(Ordering::Relaxed);
-        let mut table = self.table();
-        table.running -= 1;
-        let Some(entry) = table.jobs.get_mut(&kept.id) else {
-            return;
-        };
-        let last = entry.live.take().map(|progress| progress.counts());
-        // Items the output held already, which this run read again without answering them.
-        let resumed = last.as_ref().map_or(0, |counts| counts.skipped);
-        if let Some(counts) = &last {
-            entry.kept.done = counts.all();
-            entry.kept.bad = counts.bad + counts.skipped_bad;
-        }
-        let (state, error) = match (ended, why) {
-            // The daemon is ending: the record stays running, for the next start.
-            (Err(_), CLOSE) => {
-                tracing::info!(job_id = %kept.id, "job stopped by the daemon's end; it resumes at the next start");
-                self.told(&table);
-                return;
-            }
-            (Err(_), CANCEL) => (JobState::Cancelled, String::new()),
-            (Err(e), _) => (JobState::Failed, format!("{e:#}")),
-            (Ok(ExitStatus::Ok | ExitStatus::BadInput), _) => (JobState::Succeeded, String::new()),
-            (Ok(status), _) => (
-                JobState::Failed,
-                format!(
-                    "an input could not be read through (exit status {}; the daemon's log says \
-                     which)",
-                    status as u8
-                ),
-            ),
-        };
-        entry.kept.state = state;
-        entry.kept.error = error;
-        entry.kept.ended_ms = now_ms();
-        let kept = entry.kept.clone();
-        tracing::info!(
-            job_id = %kept.id,
-            state = state.name(),
-            items = kept.done,
-            bad = kept.bad,
-            resumed,
-            error = %kept.error,
-            "job ended"
-        );
-        if let Err(e) = self.keep(&kept) {
-            tracing::warn!(job_id = %kept.id, error = %format!("{e:#}"), "cannot keep the job's record");
-        }
-        self.pump(table);
-    }
-
-    /// The job's answers, into its output.
-    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> anyhow::Result<ExitStatus> {
-        let Placed {
-            inputs,
-            output,
-            shard,
-            render,
-            unit,
-        } = kept.spec.place(&self.inner.settings.dir)?;
-        let args = JobArgs {
-            output: Some(output),
-            // A first run writes the output anew, as `--output` does; a later one goes on.
-            resume: kept.runs > 1,
-            progress: ProgressMode::Off,
-            quiet: true,
-            verbose: false,
-            shard,
-            storage: self.inner.settings.storage.clone(),
-            progress_every: Duration::from_secs(10),
-        };
-        let items = self.inner.metrics.items.clone();
-        let stopped = || {
-            items.inc();
-            stop.load(Ordering::Relaxed) != GO
-        };
-        let pool = &self.inner.pool;
-        match kept.spec.game {
-            JobGame::Deals => {
-                let (job, sink) =
-                    JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
-                self.running(&kept.id, &job.progress);
-                let share = local::PoolShare {
-                    batch: BATCH,
-                    at_once: Some(pool.workers()),
-                };
-                let status = local::deals(&job, sink, render, pool, share, &stopped);
-                job.end(status, None)
-            }
-            JobGame::Rps => {
-                let (job, sink) =
-                    JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
-                self.running(&kept.id, &job.progress);
-                let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
-                job.end(status, None)
-            }
-        }
-    }
-
-    /// Job `id`'s run has its output open: its progress is what views show from now.
-    fn running(&self, id: &str, progress: &Progress) {
-        let mut table = self.table();
-        if let Some(entry) = table.jobs.get_mut(id) {
-            entry.live = Some(progress.clone());
-        }
-        self.told(&table);
-    }
-
     /// Writes a job's record.
     fn keep(&self, kept: &Kept) -> anyhow::Result<()> {
         let at = self
@@ -602,25 +401,6 @@ impl Board {
     }
 }
 
-/// A job id a caller chose: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with a dot (it names
-/// a file).
-fn check_id(id: &str) -> Result<(), Refusal> {
-    let fits = (1..=64).contains(&id.len())
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    match fits {
-        true => Ok(()),
-        false => Err(Refusal::Invalid {
-            field: "job_id".into(),
-            message: format!(
-                "{id:?} is not a job id: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot"
-            ),
-        }),
-    }
-}
-
 fn view(entry: &JobEntry) -> JobView {
     let kept = &entry.kept;
     let counts = entry.live.as_ref().map(Progress::counts);
@@ -642,10 +422,4 @@ fn view(entry: &JobEntry) -> JobView {
         created_ms: kept.created_ms,
         ended_ms: kept.ended_ms,
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -64,7 +64,7 @@ pub struct ApiSettings {
 pub fn route(
     calls: Calls,
     service: SolverService,
-    jobs: Option<JobsService>,
+    jobs: JobsService,
     settings: ApiSettings,
 ) -> Route {
     let api = Arc::new(Api {
@@ -83,14 +83,14 @@ pub fn route(
 struct Api {
     calls: Calls,
     service: SolverService,
-    /// The daemon's jobs (`/v1/jobs`), when it runs any.
-    jobs: Option<JobsService>,
+    /// The daemon's jobs (`/v1/jobs`).
+    jobs: JobsService,
     settings: ApiSettings,
 }
 
 async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body> {
     if jobs::is_jobs_path(request.uri().path()) {
-        return jobs::answer(&api.calls, api.jobs.as_ref(), request).await;
+        return jobs::answer(&api.calls, &api.jobs, request).await;
     }
     let settings = &api.settings;
     let game = match request.uri().path() {

@@ -28,7 +28,7 @@ pub type App = HttpMetrics<Front>;
 pub fn build(
     config: &ServerConfig,
     service: SolverService,
-    jobs: Option<JobsService>,
+    jobs: JobsService,
     admission: &Admission,
     health: HealthServer<impl Health>,
     metrics: &Metrics,
@@ -86,15 +86,14 @@ pub fn build(
             false,
         )?,
     ];
-    // The jobs, behind the token as the solving services are (WatchJob under the streams' cap).
-    if let Some(jobs) = jobs.clone() {
-        served.push(Served::new(
-            JobServiceServer::<JobsService>::NAME,
-            Route::new(JobServiceServer::new(jobs)),
-            crate::proto::FILE_DESCRIPTOR_SET,
-            true,
-        )?);
-    }
+    // The jobs, behind the token as the solving services are (WatchJob under the streams' cap);
+    // without --jobs-dir each call says so.
+    served.push(Served::new(
+        JobServiceServer::<JobsService>::NAME,
+        Route::new(JobServiceServer::new(jobs.clone())),
+        crate::proto::FILE_DESCRIPTOR_SET,
+        true,
+    )?);
     // Every gRPC call's life owned by one layer, which routes it to its service by its path: the
     // token and admission first, counted as go-grpc-prometheus counts it, refused ones included,
     // its messages framed (held to the limit, decompressed, compressed); under the front, so

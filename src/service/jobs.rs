@@ -18,15 +18,26 @@ use crate::reason::Reason;
 /// How often a watch sends a running job's counts, changed or not.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
-/// The service, over the daemon's board.
+/// The service, over the daemon's board; served (and listed by reflection) whether or not the
+/// daemon runs jobs, so that a daemon without `--jobs-dir` says so in words.
 #[derive(Clone, Debug)]
 pub struct JobsService {
-    board: Board,
+    board: Option<Board>,
 }
 
 impl JobsService {
-    pub fn new(board: Board) -> JobsService {
+    pub fn new(board: Option<Board>) -> JobsService {
         JobsService { board }
+    }
+
+    fn board(&self) -> Result<&Board, Status> {
+        self.board.as_ref().ok_or_else(|| {
+            Reason::JobPrecondition {
+                field: "--jobs-dir".into(),
+                detail: "this daemon runs no jobs: start it with --jobs-dir".into(),
+            }
+            .status()
+        })
     }
 }
 
@@ -141,7 +152,7 @@ pub fn job_to(view: JobView) -> proto::Job {
 
 impl JobsService {
     fn found(&self, id: &str) -> Result<JobView, Status> {
-        self.board
+        self.board()?
             .get(id)
             .ok_or_else(|| Reason::JobNotFound { id: id.to_string() }.status())
     }
@@ -158,7 +169,7 @@ impl JobService for JobsService {
         let request = request.into_inner();
         let spec = spec_from(request.spec).map_err(|r| r.status())?;
         let id = (!request.job_id.is_empty()).then_some(request.job_id);
-        let board = self.board.clone();
+        let board = self.board()?.clone();
         // The spec's check opens its inputs (an object's HEAD): off the runtime's threads.
         let made = tokio::task::spawn_blocking(move || board.create(id.as_deref(), spec))
             .await
@@ -189,7 +200,7 @@ impl JobService for JobsService {
         _: Request<proto::ListJobsRequest>,
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
         Ok(Response::new(proto::ListJobsResponse {
-            jobs: self.board.list().into_iter().map(job_to).collect(),
+            jobs: self.board()?.list().into_iter().map(job_to).collect(),
         }))
     }
 
@@ -199,7 +210,7 @@ impl JobService for JobsService {
     ) -> Result<Response<proto::CancelJobResponse>, Status> {
         let id = request.into_inner().job_id;
         let job = self
-            .board
+            .board()?
             .cancel(&id)
             .ok_or_else(|| Reason::JobNotFound { id }.status())?;
         Ok(Response::new(proto::CancelJobResponse {
@@ -215,7 +226,8 @@ impl JobService for JobsService {
     ) -> Result<Response<WatchStream>, Status> {
         let id = request.into_inner().job_id;
         self.found(&id)?;
-        let (board, mut changes) = (self.board.clone(), self.board.changes());
+        let board = self.board()?.clone();
+        let mut changes = board.changes();
         let (send, receive) = mpsc::channel(1);
         tokio::spawn(async move {
             loop {

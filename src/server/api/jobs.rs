@@ -52,15 +52,9 @@ pub fn is_jobs_path(path: &str) -> bool {
 /// Answers a request of the jobs' routes.
 pub async fn answer(
     calls: &Calls,
-    jobs: Option<&JobsService>,
+    jobs: &JobsService,
     request: http::Request<Body>,
 ) -> http::Response<Body> {
-    let Some(jobs) = jobs else {
-        return plain(
-            StatusCode::NOT_FOUND,
-            "this daemon runs no jobs: start it with --jobs-dir",
-        );
-    };
     let path = request.uri().path().to_string();
     let id = path.strip_prefix("/v1/jobs/").map(str::to_string);
     let method = request.method().clone();

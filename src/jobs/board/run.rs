@@ -1,0 +1,133 @@
+//! One run of a job, on a thread of its own: `solve` or `rps` with `--output` in this process, on
+//! the daemon's pool, then the job's end recorded.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use super::kept::{JobState, Kept, now_ms};
+use super::{BATCH, Board, CANCEL, CLOSE, GO};
+use crate::deal::DealReader;
+use crate::jobs::input::Reader;
+use crate::jobs::job::{JobArgs, JobRun};
+use crate::jobs::local;
+use crate::jobs::output::ExitStatus;
+use crate::jobs::progress::{Progress, ProgressMode};
+use crate::jobs::spec::{JobGame, Placed};
+use crate::rps::CaseReader;
+
+impl Board {
+    /// One run of a job, on its own thread.
+    pub(super) fn run(&self, kept: Kept, stop: Arc<AtomicU8>) {
+        let span = tracing::info_span!("job", job_id = %kept.id, runs = kept.runs);
+        let _entered = span.enter();
+        tracing::info!(inputs = ?kept.spec.inputs, output = %kept.spec.output, "job started");
+        let ended = self.answer(&kept, &stop);
+        let why = stop.load(Ordering::Relaxed);
+        let mut table = self.table();
+        table.running -= 1;
+        let Some(entry) = table.jobs.get_mut(&kept.id) else {
+            return;
+        };
+        let last = entry.live.take().map(|progress| progress.counts());
+        // Items the output held already, which this run read again without answering them.
+        let resumed = last.as_ref().map_or(0, |counts| counts.skipped);
+        if let Some(counts) = &last {
+            entry.kept.done = counts.all();
+            entry.kept.bad = counts.bad + counts.skipped_bad;
+        }
+        let (state, error) = match (ended, why) {
+            // The daemon is ending: the record stays running, for the next start.
+            (Err(_), CLOSE) => {
+                tracing::info!(job_id = %kept.id, "job stopped by the daemon's end; it resumes at the next start");
+                self.told(&table);
+                return;
+            }
+            (Err(_), CANCEL) => (JobState::Cancelled, String::new()),
+            (Err(e), _) => (JobState::Failed, format!("{e:#}")),
+            (Ok(ExitStatus::Ok | ExitStatus::BadInput), _) => (JobState::Succeeded, String::new()),
+            (Ok(status), _) => (
+                JobState::Failed,
+                format!(
+                    "an input could not be read through (exit status {}; the daemon's log says \
+                     which)",
+                    status as u8
+                ),
+            ),
+        };
+        entry.kept.state = state;
+        entry.kept.error = error;
+        entry.kept.ended_ms = now_ms();
+        let kept = entry.kept.clone();
+        tracing::info!(
+            job_id = %kept.id,
+            state = state.name(),
+            items = kept.done,
+            bad = kept.bad,
+            resumed,
+            error = %kept.error,
+            "job ended"
+        );
+        if let Err(e) = self.keep(&kept) {
+            tracing::warn!(job_id = %kept.id, error = %format!("{e:#}"), "cannot keep the job's record");
+        }
+        self.pump(table);
+    }
+
+    /// The job's answers, into its output.
+    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> anyhow::Result<ExitStatus> {
+        let Placed {
+            inputs,
+            output,
+            shard,
+            render,
+            unit,
+        } = kept.spec.place(&self.inner.settings.dir)?;
+        let args = JobArgs {
+            output: Some(output),
+            // A first run writes the output anew, as `--output` does; a later one goes on.
+            resume: kept.runs > 1,
+            progress: ProgressMode::Off,
+            quiet: true,
+            verbose: false,
+            shard,
+            storage: self.inner.settings.storage.clone(),
+            progress_every: Duration::from_secs(10),
+        };
+        let items = self.inner.metrics.items.clone();
+        let stopped = || {
+            items.inc();
+            stop.load(Ordering::Relaxed) != GO
+        };
+        let pool = &self.inner.pool;
+        match kept.spec.game {
+            JobGame::Deals => {
+                let (job, sink) =
+                    JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
+                self.running(&kept.id, &job.progress);
+                let share = local::PoolShare {
+                    batch: BATCH,
+                    at_once: Some(pool.workers()),
+                };
+                let status = local::deals(&job, sink, render, pool, share, &stopped);
+                job.end(status, None)
+            }
+            JobGame::Rps => {
+                let (job, sink) =
+                    JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
+                self.running(&kept.id, &job.progress);
+                let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
+                job.end(status, None)
+            }
+        }
+    }
+
+    /// Job `id`'s run has its output open: its progress is what views show from now.
+    fn running(&self, id: &str, progress: &Progress) {
+        let mut table = self.table();
+        if let Some(entry) = table.jobs.get_mut(id) {
+            entry.live = Some(progress.clone());
+        }
+        self.told(&table);
+    }
+}
