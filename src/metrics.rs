@@ -28,6 +28,7 @@ mod http;
 mod jobs;
 mod operations;
 mod process;
+mod refusals;
 
 pub use grpc::{CODE_NAMES, GrpcType, HANDLING_BUCKETS, MethodCounters};
 
@@ -122,10 +123,6 @@ pub struct Metrics {
     /// When each kind of refusal was last logged, and how many went unlogged since.
     refusal_log: Arc<Mutex<HashMap<&'static str, (Instant, u64)>>>,
 }
-
-/// At most one log line per kind of refusal in this interval: an attack or a misconfigured client
-/// shows in the log without flooding it.
-const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -352,7 +349,7 @@ impl Metrics {
         self.calls_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
-        if let Some(unlogged) = self.due_for_log(reason) {
+        if let Some(unlogged) = refusals::due(&self.refusal_log, reason) {
             tracing::warn!(
                 reason,
                 peer = peer_text(peer),
@@ -367,33 +364,12 @@ impl Metrics {
     /// told in the server's log too, not only by an alert the client may word as it likes.
     pub fn tls_refused(&self, peer: Option<SocketAddr>, why: &dyn std::fmt::Display) {
         self.connection_refused("tls");
-        if let Some(unlogged) = self.due_for_log("tls") {
+        if let Some(unlogged) = refusals::due(&self.refusal_log, "tls") {
             tracing::info!(
                 peer = peer_text(peer),
                 more_since_last_logged = unlogged,
                 "refused a connection: TLS handshake failed: {why}"
             );
-        }
-    }
-
-    /// Whether a refusal of kind `reason` is to be logged now, with how many went unlogged since
-    /// the last one; `None` within [`REFUSAL_LOG_INTERVAL`] of it.
-    fn due_for_log(&self, reason: &'static str) -> Option<u64> {
-        let now = Instant::now();
-        let mut log = self.refusal_log.lock().unwrap_or_else(|e| e.into_inner());
-        match log.get_mut(reason) {
-            Some((last, unlogged)) if now.duration_since(*last) < REFUSAL_LOG_INTERVAL => {
-                *unlogged += 1;
-                None
-            }
-            Some((last, unlogged)) => {
-                *last = now;
-                Some(std::mem::take(unlogged))
-            }
-            None => {
-                log.insert(reason, (now, 0));
-                Some(0)
-            }
         }
     }
 
