@@ -183,9 +183,15 @@ impl AnswerFile {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
+            // Watched from here on, before the run writes anything: a signal that came before
+            // the keeper's thread got going would otherwise end the process unsynced, as SIGKILL.
+            let signals = {
+                let _context = runtime.enter();
+                Signals::new()
+            };
             std::thread::Builder::new()
                 .name("output".into())
-                .spawn(move || runtime.block_on(keep(shared, stopped, tell)))?
+                .spawn(move || runtime.block_on(keep(shared, stopped, tell, signals)))?
         };
         Ok(AnswerFile {
             shared,
@@ -250,10 +256,14 @@ fn lock(shared: &Mutex<FileLines>) -> MutexGuard<'_, FileLines> {
 
 /// The keeper: complete lines to the file every [`FLUSH_EVERY`], synced; on SIGINT or SIGTERM,
 /// the last of them and the end of the process.
-async fn keep(shared: Arc<Mutex<FileLines>>, mut stopped: oneshot::Receiver<()>, tell: Tell) {
+async fn keep(
+    shared: Arc<Mutex<FileLines>>,
+    mut stopped: oneshot::Receiver<()>,
+    tell: Tell,
+    mut signals: Signals,
+) {
     let mut tick = tokio::time::interval(FLUSH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut signals = Signals::new();
     loop {
         tokio::select! {
             _ = &mut stopped => return,
