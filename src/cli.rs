@@ -116,10 +116,10 @@ pub struct AnalysisArgs {
 impl AnalysisArgs {
     /// The engine options asked for; an error when they cannot be shown in the chosen format.
     pub fn options(&self) -> anyhow::Result<crate::solver::Options> {
-        if self.format == OutputFormat::Text && (self.exact || self.moves || self.line) {
+        if self.format != OutputFormat::Json && (self.exact || self.moves || self.line) {
             anyhow::bail!(
                 "--exact, --moves and --line are shown in JSON only: add --format json \
-                 (the text format stays one probability per line)"
+                 (text lines and Parquet rows hold the probability alone)"
             );
         }
         Ok(crate::solver::Options {
@@ -336,8 +336,8 @@ pub struct RpsArgs {
     /// Solver threads, each with its own subset tables (6 MiB) [default: the number of cores].
     #[arg(long, value_parser = at_least_one)]
     pub workers: Option<NonZeroUsize>,
-    /// Output format: one probability per line, or one JSON object per case and line (index,
-    /// then probability or error).
+    /// Output format: one probability per line, one JSON object per case and line (index, then
+    /// probability or error), or Parquet rows (with --output NAME.parquet).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     #[command(flatten)]

@@ -42,6 +42,7 @@
 pub mod auth;
 pub mod cli;
 pub mod client;
+pub mod columns;
 mod compressed;
 pub mod deal;
 pub mod exchange;

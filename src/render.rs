@@ -22,6 +22,9 @@ pub enum OutputFormat {
     /// One JSON object per deal or case and line: index, probability or error, and for deals the
     /// analysis asked for.
     Json,
+    /// One row per deal or case in a Parquet file (with --output NAME.parquet): index, id,
+    /// probability (null when bad) and error (null when solved).
+    Parquet,
 }
 
 /// One output line (without its newline) for a probability.
@@ -189,12 +192,14 @@ pub struct Render {
     pub asked: crate::solver::Options,
 }
 
+/// A Parquet output takes rows (`crate::columns`), not lines; where a line is wanted all the same
+/// (a message), it is the JSON line, which carries the same fields.
 impl Render {
     /// The line of a solved deal; `analysis` is used in JSON only.
     pub fn solved(&self, index: u64, p: f64, analysis: Option<JsonAnalysis>) -> String {
         match self.format {
             OutputFormat::Text => probability_line(p, self.precision),
-            OutputFormat::Json => json_line(&JsonLine {
+            OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
                 index,
                 probability: Some(p),
                 error: None,
@@ -225,7 +230,9 @@ impl Render {
                     None => writeln!(out, "{probability}"),
                 }
             }
-            OutputFormat::Json => writeln!(out, "{}", self.solved(index, p, analysis)),
+            OutputFormat::Json | OutputFormat::Parquet => {
+                writeln!(out, "{}", self.solved(index, p, analysis))
+            }
         }
     }
 
@@ -233,7 +240,7 @@ impl Render {
     pub fn failed(&self, index: u64, message: &str) -> String {
         match self.format {
             OutputFormat::Text => error_line(message),
-            OutputFormat::Json => json_line(&JsonLine {
+            OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
                 index,
                 probability: None,
                 error: Some(message),

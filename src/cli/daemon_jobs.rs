@@ -112,6 +112,7 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitStatus> {
                         format: match submit.format {
                             crate::render::OutputFormat::Text => proto::JobFormat::Text,
                             crate::render::OutputFormat::Json => proto::JobFormat::Json,
+                            crate::render::OutputFormat::Parquet => proto::JobFormat::Parquet,
                         } as i32,
                         precision: submit.precision,
                         shard: submit.shard.clone().unwrap_or_default(),

@@ -13,12 +13,14 @@ use super::input::{Input, Reader};
 use super::location::Location;
 use super::object::StorageArgs;
 use super::output::{ExitStatus, Printer, Render};
+use super::parquet_out;
 use super::part;
 use super::progress::{Progress, ProgressMode, Setup, Unit};
 use super::resume::{self, Record, Resume};
 use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
 use super::upload;
+use crate::render::OutputFormat;
 use crate::values::parse_duration;
 
 /// Where the answers go and what a long run says about itself, the same for `solve`, `client`
@@ -122,8 +124,16 @@ impl JobRun {
             .map(Location::parse)
             .transpose()
             .map_err(anyhow::Error::msg)?;
+        let parquet = render.format == OutputFormat::Parquet;
         let (sink, resume) = match &place {
+            None if parquet => anyhow::bail!(
+                "--format parquet writes a file, not standard output: add --output NAME.parquet"
+            ),
             None => (Sink::stdout(), None),
+            Some(Location::Object(url)) if parquet => anyhow::bail!(
+                "--format parquet writes a local file for now, not {url}: write NAME.parquet \
+                 and copy it (the text and JSON outputs upload as they go)"
+            ),
             Some(Location::Object(url)) => {
                 if inputs.iter().any(|input| input.name() == url.to_string()) {
                     anyhow::bail!(
@@ -167,7 +177,14 @@ impl JobRun {
                 lock = Some(part::lock(path, &|message| say(speaker.get(), message))?);
                 let speaker = speaker.clone();
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
-                let (sink, resume) = resume::open(path, args.resume, &record, &inputs, tell)?;
+                let (sink, resume) = match parquet {
+                    true => {
+                        resume::refuse_an_input(path, &inputs)?;
+                        let (table, resume) = parquet_out::open(path, args.resume, &record, tell)?;
+                        (Sink::Columns(Box::new(table)), resume)
+                    }
+                    false => resume::open(path, args.resume, &record, &inputs, tell)?,
+                };
                 (sink, Some(resume))
             }
         };

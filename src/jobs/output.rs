@@ -71,9 +71,10 @@ impl<'a> Printer<'a> {
 
     /// The next item's line: its probability (and, in JSON, its analysis).
     pub fn solved(&mut self, p: f64, analysis: Option<JsonAnalysis>) -> io::Result<()> {
-        let written = self
-            .render
-            .write_solved(&mut self.out, self.index, p, analysis);
+        let written = match &mut self.out {
+            Sink::Columns(table) => table.solved(self.index, None, p),
+            out => self.render.write_solved(out, self.index, p, analysis),
+        };
         self.index += 1;
         written
     }
@@ -82,13 +83,12 @@ impl<'a> Printer<'a> {
     pub fn failed(&mut self, message: &str) -> io::Result<()> {
         self.status = self.status.max(ExitStatus::BadInput);
         self.bad += 1;
-        let line = self.render.failed(self.index, message);
-        self.line(&line)
-    }
-
-    fn line(&mut self, line: &str) -> io::Result<()> {
+        let index = self.index;
         self.index += 1;
-        writeln!(self.out, "{line}")
+        match &mut self.out {
+            Sink::Columns(table) => table.failed(index, None, message),
+            out => writeln!(out, "{}", self.render.failed(index, message)),
+        }
     }
 
     /// Tells the progress that `items` more were printed, spanning `at` input bytes in all.

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::input::{Input, read_through};
 use super::location::Location;
+use super::parquet_out::Checkpoint;
 use super::record::{self, Versioned};
 use super::sink::{AnswerFile, Sink, Tell};
 use super::upload;
@@ -36,7 +37,7 @@ pub struct Record {
     /// either may go on with the other's file; `rps` with or without `--addr` likewise.
     pub answers: String,
     pub format: String,
-    /// The decimals of text lines; none in JSON, whose lines carry every digit whatever
+    /// The decimals of text lines; none in JSON or Parquet, which carry every digit whatever
     /// `--precision` says.
     pub precision: Option<u8>,
     pub exact: bool,
@@ -48,6 +49,10 @@ pub struct Record {
     /// `--shard K/N`, when the file is a shard's part (a resume must be of the same shard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// A Parquet output's row groups so far, rewritten as each is written (`parquet_out.rs`);
+    /// what the answers are, not how they were written, so no resume compares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
 }
 
 impl Record {
@@ -64,6 +69,7 @@ impl Record {
         let name = match format {
             OutputFormat::Text => "text",
             OutputFormat::Json => "json",
+            OutputFormat::Parquet => "parquet",
         };
         Record {
             version: VERSION,
@@ -75,6 +81,7 @@ impl Record {
             line: asked.line,
             inputs: inputs.iter().map(Input::name).collect(),
             shard: None,
+            checkpoint: None,
         }
     }
 
@@ -183,7 +190,7 @@ pub fn open(
 }
 
 /// Writing the answers over one of the inputs would destroy it before it is read.
-fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
+pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
     let Ok(ours) = output.canonicalize() else {
         return Ok(());
     };
@@ -284,6 +291,7 @@ mod tests {
             line: false,
             inputs: vec!["deals.in".into()],
             shard: None,
+            checkpoint: None,
         };
         assert_eq!(text.differences(&text.clone()), None);
         let nine = Record {

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::parquet_out::ParquetAnswers;
 use super::upload::ObjectAnswers;
 use crate::compressed::{Codec, Encoded};
 
@@ -42,6 +43,9 @@ pub enum Sink {
     File(AnswerFile),
     /// `--output s3://BUCKET/KEY` (`upload.rs`).
     Object(Box<ObjectAnswers>),
+    /// `--format parquet --output NAME.parquet` (`parquet_out.rs`): rows, not lines; the printer
+    /// hands it each answer, and writing bytes to it is refused.
+    Columns(Box<ParquetAnswers>),
 }
 
 impl Sink {
@@ -56,6 +60,7 @@ impl Sink {
             Sink::Stdout(mut out) => out.flush(),
             Sink::File(file) => file.finish(),
             Sink::Object(object) => object.finish(),
+            Sink::Columns(table) => table.finish(),
         }
     }
 }
@@ -66,6 +71,7 @@ impl Write for Sink {
             Sink::Stdout(out) => out.write(buf),
             Sink::File(file) => file.write(buf),
             Sink::Object(object) => object.write(buf).map(|()| buf.len()),
+            Sink::Columns(_) => Err(not_lines()),
         }
     }
 
@@ -74,6 +80,7 @@ impl Write for Sink {
             Sink::Stdout(out) => out.write_all(buf),
             Sink::File(file) => file.write_all(buf),
             Sink::Object(object) => object.write(buf),
+            Sink::Columns(_) => Err(not_lines()),
         }
     }
 
@@ -83,8 +90,14 @@ impl Write for Sink {
             Sink::File(file) => file.flush(),
             // Parts go when they are whole; the record beside the object says what is in.
             Sink::Object(_) => Ok(()),
+            // Rows are handed on in whole batches and row groups (`parquet_out.rs`).
+            Sink::Columns(_) => Ok(()),
         }
     }
+}
+
+fn not_lines() -> io::Error {
+    io::Error::other("a Parquet output takes rows, not lines")
 }
 
 /// What a signal's last words need: how to say them past a progress bar.
@@ -304,7 +317,7 @@ fn interrupted(mut lines: MutexGuard<'_, FileLines>, (name, number): (&str, i32)
 }
 
 /// SIGINT and SIGTERM, as far as they can be watched.
-struct Signals {
+pub(super) struct Signals {
     #[cfg(unix)]
     interrupt: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
@@ -312,7 +325,7 @@ struct Signals {
 }
 
 impl Signals {
-    fn new() -> Signals {
+    pub(super) fn new() -> Signals {
         #[cfg(unix)]
         if SIGNALS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
             return Signals {
@@ -334,7 +347,7 @@ impl Signals {
 
     /// The next signal's name and number; never, for one that cannot be watched (it then ends the
     /// process as it always does, and the keeper's last second is lost, as with SIGKILL).
-    async fn next(&mut self) -> (&'static str, i32) {
+    pub(super) async fn next(&mut self) -> (&'static str, i32) {
         #[cfg(unix)]
         {
             async fn on(signal: Option<&mut tokio::signal::unix::Signal>) {

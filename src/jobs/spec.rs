@@ -91,10 +91,11 @@ impl JobSpec {
         let format = match self.format.as_str() {
             "text" => OutputFormat::Text,
             "json" => OutputFormat::Json,
+            "parquet" => OutputFormat::Parquet,
             other => {
                 return Err(Refusal::invalid(
                     "spec.format",
-                    format!("{other:?} is not a format: text or json"),
+                    format!("{other:?} is not a format: text, json or parquet"),
                 ));
             }
         };

@@ -170,6 +170,7 @@ async fn respond(
     let content = match format {
         OutputFormat::Text => "text/plain; charset=utf-8",
         OutputFormat::Json => "application/x-ndjson",
+        OutputFormat::Parquet => crate::columns::ARROW_STREAM,
     };
     response
         .headers_mut()

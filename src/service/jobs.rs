@@ -60,6 +60,7 @@ pub fn spec_from(spec: Option<proto::JobSpec>) -> Result<JobSpec, Reason> {
     let format = match proto::JobFormat::try_from(spec.format) {
         Ok(proto::JobFormat::Unspecified | proto::JobFormat::Text) => "text",
         Ok(proto::JobFormat::Json) => "json",
+        Ok(proto::JobFormat::Parquet) => "parquet",
         Err(_) => {
             return Err(Reason::JobInvalid {
                 field: "spec.format".into(),
@@ -132,6 +133,7 @@ pub fn job_to(view: JobView) -> proto::Job {
             } as i32,
             format: match spec.format.as_str() {
                 "json" => proto::JobFormat::Json,
+                "parquet" => proto::JobFormat::Parquet,
                 _ => proto::JobFormat::Text,
             } as i32,
             precision: Some(u32::from(spec.precision)),

@@ -154,7 +154,7 @@ async fn create(body: Body) -> Result<proto::CreateJobRequest, String> {
     let job: Create = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "the body is not a job's JSON ({e}): {{\"inputs\": [...], \"output\": \"...\"}}, \
-             optionally job_id, game (deals, rps), format (text, json), precision, shard (K/N)"
+             optionally job_id, game (deals, rps), format (text, json, parquet), precision, shard (K/N)"
         )
     })?;
     let game = match job.game.as_deref() {
@@ -165,7 +165,8 @@ async fn create(body: Body) -> Result<proto::CreateJobRequest, String> {
     let format = match job.format.as_deref() {
         None | Some("text") => proto::JobFormat::Text,
         Some("json") => proto::JobFormat::Json,
-        Some(other) => return Err(format!("format {other:?} is not text or json")),
+        Some("parquet") => proto::JobFormat::Parquet,
+        Some(other) => return Err(format!("format {other:?} is not text, json or parquet")),
     };
     Ok(proto::CreateJobRequest {
         job_id: job.job_id,
@@ -195,7 +196,11 @@ pub fn job_json(job: &proto::Job) -> serde_json::Value {
         "inputs": spec.inputs,
         "output": spec.output,
         "game": if spec.game == proto::JobGame::Rps as i32 { "rps" } else { "deals" },
-        "format": if spec.format == proto::JobFormat::Json as i32 { "json" } else { "text" },
+        "format": match proto::JobFormat::try_from(spec.format) {
+            Ok(proto::JobFormat::Json) => "json",
+            Ok(proto::JobFormat::Parquet) => "parquet",
+            _ => "text",
+        },
         "precision": spec.precision,
         "shard": (!spec.shard.is_empty()).then_some(spec.shard),
         "items_done": job.items_done,
