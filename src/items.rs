@@ -37,6 +37,11 @@ pub trait Items<R: BufRead> {
     /// The input, to see how far it has been read and whether more is buffered.
     fn input(&self) -> &R;
     fn step(&mut self) -> Option<Step<Self::Item>>;
+    /// An item from a row's text (a Parquet input's `deal`), or the message of its bad line;
+    /// `None` for a game whose items do not come in rows.
+    fn row(_text: &str) -> Option<Result<Self::Item, String>> {
+        None
+    }
 }
 
 impl<R: BufRead> Items<R> for DealReader<R> {
@@ -59,6 +64,9 @@ impl<R: BufRead> Items<R> for DealReader<R> {
             Err(deal::DealFileError::Deal(bad)) => Step::Bad(bad.to_string()),
             Err(deal::DealFileError::Io(e)) => Step::Failed(e.to_string()),
         })
+    }
+    fn row(text: &str) -> Option<Result<Deal, String>> {
+        Some(Deal::parse(text).map_err(|e| e.to_string()))
     }
 }
 

@@ -32,6 +32,7 @@ pub mod merge;
 pub mod multipart;
 pub mod object;
 pub mod output;
+pub mod parquet_in;
 pub mod parquet_out;
 pub mod part;
 pub mod progress;

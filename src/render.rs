@@ -103,6 +103,9 @@ pub fn error_line(message: &str) -> String {
 pub struct JsonLine<'a> {
     /// Position of the deal in the whole run, from 0, bad deals included (as the API counts).
     pub index: u64,
+    /// The item's id, when its input gave one (a Parquet input's `id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probability: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -201,6 +204,7 @@ impl Render {
             OutputFormat::Text => probability_line(p, self.precision),
             OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
                 index,
+                id: None,
                 probability: Some(p),
                 error: None,
                 analysis,
@@ -236,12 +240,47 @@ impl Render {
         }
     }
 
+    /// [`Render::solved`]'s line for an item with an id (in JSON; a text line has no room).
+    pub fn solved_with_id(
+        &self,
+        index: u64,
+        id: &str,
+        p: f64,
+        analysis: Option<JsonAnalysis>,
+    ) -> String {
+        match self.format {
+            OutputFormat::Text => probability_line(p, self.precision),
+            OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
+                index,
+                id: Some(id),
+                probability: Some(p),
+                error: None,
+                analysis,
+            }),
+        }
+    }
+
+    /// [`Render::failed`]'s line for an item that may have an id.
+    pub fn failed_with_id(&self, index: u64, id: Option<&str>, message: &str) -> String {
+        match self.format {
+            OutputFormat::Text => error_line(message),
+            OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
+                index,
+                id,
+                probability: None,
+                error: Some(message),
+                analysis: None,
+            }),
+        }
+    }
+
     /// The line of a deal that has no probability.
     pub fn failed(&self, index: u64, message: &str) -> String {
         match self.format {
             OutputFormat::Text => error_line(message),
             OutputFormat::Json | OutputFormat::Parquet => json_line(&JsonLine {
                 index,
+                id: None,
                 probability: None,
                 error: Some(message),
                 analysis: None,

@@ -6,6 +6,7 @@ pub use crate::items::{Items, Step};
 use crate::mark::Mark;
 
 use super::input::{Input, Reader, consumed};
+use super::parquet_in::{self, InputFormat, Rows};
 use super::shard::Segment;
 
 /// An item, or the message of its `error:` line (already naming the file, item and line).
@@ -99,7 +100,15 @@ pub struct ToRead {
     pub inputs: Vec<Input>,
     pub segments: Option<Vec<Segment>>,
     pub skip: u64,
+    /// Text, Parquet, or each input by its first bytes.
+    pub format: InputFormat,
+    /// Where each item's id goes, in order, for the printer (a run with a Parquet input): one
+    /// per item handed on, `None` for an item without one.
+    pub ids: Option<Ids>,
 }
+
+/// Each item's id, from the reader to the printer, in input order.
+pub type Ids = std::sync::mpsc::Sender<Option<String>>;
 
 /// Reads every input in order (a shard: its segments) with the game's reader `R` and calls `emit`
 /// with batches of the sizes `sizes` gives, after the first `reading.skip` entries, which are read
@@ -142,6 +151,27 @@ pub fn read_items<R: Items<Reader>>(
         if sharded {
             done = segment.before;
         }
+        let prefix = input.prefix();
+        if let Some(place) = input.location()
+            && parquet_in::is_parquet(place, reading.format)
+        {
+            let mut rows = Rows::open(place, input.exact_size().unwrap_or(0));
+            let state = RowState {
+                skip: &mut skip,
+                max: &mut max,
+                sizes: &mut sizes,
+                ids: reading.ids.as_ref(),
+            };
+            let go_on = match &mut rows {
+                Ok(rows) => read_rows::<R>(rows, &prefix, done, state, &mut emit),
+                Err(why) => emit(Batched::Unreadable(format!("{prefix}{why}"))),
+            };
+            if !go_on {
+                return;
+            }
+            done += input.exact_size().unwrap_or(0);
+            continue;
+        }
         let reader = match input.open_at(segment.at.offset) {
             Ok(r) => r,
             Err(e) => {
@@ -155,7 +185,6 @@ pub fn read_items<R: Items<Reader>>(
                 continue;
             }
         };
-        let prefix = input.prefix();
         let mut items = R::resumed(reader, &segment.at);
         // Items this segment still has, when it stops before the input's end.
         let mut left = (!segment.to_end).then_some(segment.items);
@@ -191,6 +220,9 @@ pub fn read_items<R: Items<Reader>>(
                 }
                 continue;
             }
+            if let Some(ids) = &reading.ids {
+                let _ = ids.send(None);
+            }
             match step {
                 Step::Item(item) => batch.push(Ok(item)),
                 Step::Bad(message) => batch.push(Err(format!("{prefix}{message}"))),
@@ -224,6 +256,66 @@ pub fn read_items<R: Items<Reader>>(
     if skip.items > 0 {
         emit(skip.said(done));
     }
+}
+
+/// What reading rows shares with the rest of [`read_items`].
+struct RowState<'a> {
+    skip: &'a mut Skip,
+    max: &'a mut usize,
+    sizes: &'a mut BatchSize,
+    ids: Option<&'a Ids>,
+}
+
+/// Reads a Parquet input's rows as items, after `done` bytes of the inputs before it; false when
+/// `emit` said to stop.
+fn read_rows<R: Items<Reader>>(
+    rows: &mut Rows,
+    prefix: &str,
+    done: u64,
+    state: RowState<'_>,
+    emit: &mut impl FnMut(Batched<R::Item>) -> bool,
+) -> bool {
+    let mut batch = Vec::with_capacity(*state.max);
+    while let Some(row) = rows.next_row() {
+        let row = match row {
+            Ok(row) => row,
+            Err(why) => {
+                let at = done + rows.consumed();
+                if !batch.is_empty() && !emit(Batched::Batch(std::mem::take(&mut batch), at)) {
+                    return false;
+                }
+                return emit(Batched::Unreadable(format!("{prefix}{why}")));
+            }
+        };
+        let entry = match row.deal.as_deref().map(R::row) {
+            Some(Some(entry)) => entry,
+            None => Err("no deal (null)".to_string()),
+            Some(None) => {
+                return emit(Batched::Unreadable(format!(
+                    "{prefix}a Parquet input holds deals, one per row; this game reads its own \
+                     text format"
+                )));
+            }
+        };
+        if state.skip.left > 0 {
+            if state.skip.take(entry.is_err()) && !emit(state.skip.said(done + rows.consumed())) {
+                return false;
+            }
+            continue;
+        }
+        if let Some(ids) = state.ids {
+            let _ = ids.send(row.id);
+        }
+        batch.push(entry.map_err(|message| format!("{prefix}row {}: {message}", rows.row())));
+        if batch.len() >= *state.max {
+            *state.max = state.sizes.take();
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(*state.max));
+            if !emit(Batched::Batch(full, done + rows.consumed())) {
+                return false;
+            }
+        }
+    }
+    batch.is_empty() || emit(Batched::Batch(batch, done + rows.consumed()))
 }
 
 #[cfg(test)]

@@ -3,16 +3,18 @@
 //! standard error, and the summary at the end.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context as _;
 use clap::Args;
 
-use super::batches::{Items, ToRead};
+use super::batches::{Ids, Items, ToRead};
 use super::input::{Input, Reader};
 use super::location::Location;
 use super::object::StorageArgs;
 use super::output::{ExitStatus, Printer, Render};
+use super::parquet_in::{self, InputFormat};
 use super::parquet_out;
 use super::part;
 use super::progress::{Progress, ProgressMode, Setup, Unit};
@@ -54,6 +56,10 @@ pub struct JobArgs {
     /// a part: FILE.done.json records it complete, for `patience merge`.
     #[arg(long, env = "PATIENCE_SHARD", value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
+    /// How the inputs are read: Parquet (a string column `deal`, an optional string column `id`)
+    /// or the game's text; auto tells each input by its first bytes.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
     /// Object storage's limits (s3:// inputs and outputs).
     #[command(flatten)]
     pub storage: StorageArgs,
@@ -81,6 +87,10 @@ pub struct JobRun {
     pub resume: Option<Resume>,
     /// What `--shard` reads and where its part sits in the whole.
     pub plan: Option<ShardPlan>,
+    /// How the inputs are read.
+    format: InputFormat,
+    /// Each item's id, from the reader to the printer: with a Parquet input only.
+    ids: Option<(Ids, Mutex<Option<Receiver<Option<String>>>>)>,
     /// The lock on `--output` that keeps a second run of it waiting (released on exit).
     _lock: Option<std::fs::File>,
 }
@@ -101,6 +111,22 @@ impl JobRun {
     ) -> anyhow::Result<(JobRun, Sink)> {
         args.storage.configure();
         let inputs = Input::from_args(files);
+        let parquet_inputs: Vec<String> = inputs
+            .iter()
+            .filter(|input| {
+                input
+                    .location()
+                    .is_some_and(|at| parquet_in::is_parquet(at, args.input_format))
+            })
+            .map(Input::name)
+            .collect();
+        if args.shard.is_some() && !parquet_inputs.is_empty() {
+            anyhow::bail!(
+                "--shard splits text inputs by their bytes, and {} is Parquet: give each shard \
+                 its own Parquet file instead",
+                parquet_inputs.join(", ")
+            );
+        }
         let plan = args
             .shard
             .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun))
@@ -204,11 +230,17 @@ impl JobRun {
         };
         let progress = Progress::new(setup, bytes);
         let _ = speaker.set(progress.clone());
+        let ids = (!parquet_inputs.is_empty()).then(|| {
+            let (ids, to_printer) = std::sync::mpsc::channel();
+            (ids, Mutex::new(Some(to_printer)))
+        });
         let job = JobRun {
             inputs,
             progress,
             resume,
             plan,
+            format: args.input_format,
+            ids,
             _lock: lock,
         };
         Ok((job, sink))
@@ -225,6 +257,8 @@ impl JobRun {
             inputs: self.inputs.clone(),
             segments: self.plan.as_ref().map(|plan| plan.segments.clone()),
             skip: self.skip(),
+            format: self.format,
+            ids: self.ids.as_ref().map(|(ids, _)| ids.clone()),
         }
     }
 
@@ -232,7 +266,13 @@ impl JobRun {
     /// item's index in the whole input.
     pub fn printer(&self, sink: Sink, render: Render) -> Printer<'_> {
         let first = self.plan.as_ref().map_or(0, |plan| plan.range.first);
-        Printer::new(sink, render, &self.progress, self.resume.clone(), first)
+        let ids = self.ids.as_ref().and_then(|(_, to_printer)| {
+            to_printer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        });
+        Printer::new(sink, render, &self.progress, self.resume.clone(), first).with_ids(ids)
     }
 
     /// Ends the run's reporting: the summary (with `more` at its end) after a run that ended

@@ -24,6 +24,8 @@ use super::input::read_through;
 use super::location::Location;
 use super::object::StorageArgs;
 use super::output::ExitStatus;
+use super::parquet_in;
+use super::parquet_out;
 use super::part::{self, Done};
 use super::record;
 
@@ -87,7 +89,26 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
             0 => ExitStatus::Ok,
             _ => ExitStatus::BadInput,
         });
+    let parquet = ordered
+        .first()
+        .is_some_and(|part| part.done.record.format == "parquet");
     match &output {
+        None if parquet => bail!(
+            "the parts are Parquet, which merges into a file, not standard output: add --output \
+             NAME.parquet"
+        ),
+        Some(output) if parquet => output
+            .create_whole(args.storage.upload_part_size)
+            .map_err(anyhow::Error::new)
+            .and_then(|mut whole| {
+                let parts = ordered.iter().map(|part| {
+                    parquet_in::answers(&part.path)
+                        .map_err(|why| anyhow::anyhow!("cannot read {}: {why}", part.path))
+                });
+                parquet_out::write_whole(&mut whole, parts)?;
+                whole.finish().map_err(anyhow::Error::new)
+            })
+            .with_context(|| format!("cannot write {output}"))?,
         None => {
             let stdout = io::stdout();
             let mut out = stdout.lock();

@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::sync::mpsc::Receiver;
 
 use super::progress::Progress;
 use super::resume::Resume;
@@ -45,6 +46,9 @@ pub struct Printer<'a> {
     /// The output file being resumed, and how many of its answers the input has had so far.
     resume: Option<Resume>,
     skipped: u64,
+    /// Each item's id, in order, when an input has them (Parquet): the JSON lines and the Parquet
+    /// rows carry them.
+    ids: Option<Receiver<Option<String>>>,
 }
 
 impl<'a> Printer<'a> {
@@ -66,14 +70,36 @@ impl<'a> Printer<'a> {
             bad: 0,
             resume,
             skipped: 0,
+            ids: None,
         }
+    }
+
+    /// Items' ids come in order from `ids` (the reader of a Parquet input), one per item.
+    pub fn with_ids(mut self, ids: Option<Receiver<Option<String>>>) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// The next item's id, if it has one.
+    fn next_id(&mut self) -> Option<String> {
+        self.ids
+            .as_ref()
+            .and_then(|ids| ids.try_recv().ok().flatten())
     }
 
     /// The next item's line: its probability (and, in JSON, its analysis).
     pub fn solved(&mut self, p: f64, analysis: Option<JsonAnalysis>) -> io::Result<()> {
+        let id = self.next_id();
         let written = match &mut self.out {
-            Sink::Columns(table) => table.solved(self.index, None, p),
-            out => self.render.write_solved(out, self.index, p, analysis),
+            Sink::Columns(table) => table.solved(self.index, id.as_deref(), p),
+            out => match id {
+                Some(id) => writeln!(
+                    out,
+                    "{}",
+                    self.render.solved_with_id(self.index, &id, p, analysis)
+                ),
+                None => self.render.write_solved(out, self.index, p, analysis),
+            },
         };
         self.index += 1;
         written
@@ -85,9 +111,14 @@ impl<'a> Printer<'a> {
         self.bad += 1;
         let index = self.index;
         self.index += 1;
+        let id = self.next_id();
         match &mut self.out {
-            Sink::Columns(table) => table.failed(index, None, message),
-            out => writeln!(out, "{}", self.render.failed(index, message)),
+            Sink::Columns(table) => table.failed(index, id.as_deref(), message),
+            out => writeln!(
+                out,
+                "{}",
+                self.render.failed_with_id(index, id.as_deref(), message)
+            ),
         }
     }
 

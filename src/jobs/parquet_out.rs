@@ -516,3 +516,26 @@ fn interrupted(mut table: MutexGuard<'_, Table>, (name, number): (&str, i32), te
     }
     std::process::exit(128 + number);
 }
+
+/// Writes `parts`' answers, in order, as one Parquet file into `out` (`merge`), with the
+/// properties and metadata of a run's own output.
+pub fn write_whole<W: Write + Send>(
+    out: W,
+    parts: impl IntoIterator<
+        Item = anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader>,
+    >,
+) -> anyhow::Result<()> {
+    let key_values = vec![KeyValue::new(
+        columns::ENGINE_KEY.to_string(),
+        columns::engine(),
+    )];
+    let mut writer =
+        ArrowWriter::try_new(out, columns::schema(), Some(properties(Some(key_values))))?;
+    for part in parts {
+        for batch in part? {
+            writer.write(&batch?)?;
+        }
+    }
+    writer.close()?;
+    Ok(())
+}

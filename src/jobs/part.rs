@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::input::read_through;
 use super::location::{Location, beside};
 use super::output::ExitStatus;
+use super::parquet_in;
 use super::record::{self, Versioned};
 use super::resume::{self, Record};
 use super::shard::{Range, ShardPlan};
@@ -171,8 +172,12 @@ pub fn checksum(place: &Location) -> anyhow::Result<PartSum> {
         Ok(())
     })?;
     // A compressed part's lines are its answers' lines, decoded: its members' bytes hold newlines
-    // by chance.
-    if let Some(codec) = place.codec_by_name() {
+    // by chance; a Parquet part's are its rows.
+    if let Some(rows) =
+        parquet_in::row_count(place).map_err(|why| anyhow::anyhow!("cannot read {place}: {why}"))?
+    {
+        lines = rows;
+    } else if let Some(codec) = place.codec_by_name() {
         lines = compressed::complete_members(open(place)?, codec)
             .with_context(|| format!("cannot read {place}"))?
             .map_or(0, |(_, lines)| lines);

@@ -91,6 +91,8 @@ impl Board {
             quiet: true,
             verbose: false,
             shard,
+            // Each input by its first bytes: a job reads text and Parquet alike.
+            input_format: crate::jobs::parquet_in::InputFormat::Auto,
             storage: self.inner.settings.storage.clone(),
             progress_every: Duration::from_secs(10),
         };

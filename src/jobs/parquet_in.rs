@@ -1,0 +1,261 @@
+//! Parquet inputs: a file or an object whose string column `deal` holds one deal per row (the 36
+//! cards as the HTTP API and the gRPC API take them, or a position), with an optional string
+//! column `id` that the answers carry on. Told from text by its first bytes (`PAR1`), or by
+//! `--input-format parquet`, and read a row group at a time: memory stays a row group's.
+//!
+//! A row is an item: a bad deal, or a null one, is a bad item in its place (`row N: ...`), and
+//! the rows after it are read as usual. A file that is not Parquet (cut short, another format)
+//! or has no string column `deal` cannot be read at all: the run ends with status 2 and says why.
+
+use std::io::Read;
+
+use arrow_array::cast::AsArray as _;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use bytes::Bytes;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+
+use super::location::Location;
+
+/// Parquet's magic, a file's first four bytes.
+pub const MAGIC: &[u8; 4] = b"PAR1";
+
+/// Rows read at a time.
+const BATCH_ROWS: usize = 8192;
+
+/// How a run reads its inputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// Parquet when a file begins with Parquet's magic (PAR1), else text (gzip and zstd decoded).
+    #[default]
+    Auto,
+    /// The game's text format.
+    Text,
+    /// Parquet, with a string column `deal` and an optional string column `id`.
+    Parquet,
+}
+
+/// A place read as Parquet reads it: ranges from an offset.
+struct Chunks {
+    place: Location,
+    len: u64,
+}
+
+impl Length for Chunks {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for Chunks {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> Result<Self::T, ParquetError> {
+        Ok(self.place.open_at(start)?)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes, ParquetError> {
+        let mut bytes = Vec::with_capacity(length);
+        self.place
+            .open_at(start)?
+            .take(length as u64)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() != length {
+            return Err(ParquetError::EOF(format!(
+                "{} ends at byte {}, before the {length} bytes from byte {start}",
+                self.place,
+                start + bytes.len() as u64
+            )));
+        }
+        Ok(Bytes::from(bytes))
+    }
+}
+
+/// The rows of a Parquet input, one deal's text (and id) at a time.
+pub struct Rows {
+    reader: ParquetRecordBatchReader,
+    batch: Option<RecordBatch>,
+    /// The next row of `batch`, and the rows before it.
+    at: usize,
+    row: u64,
+    total: u64,
+    size: u64,
+    with_id: bool,
+}
+
+/// One row: its id, and its deal's text (`None`: null).
+pub struct Row {
+    pub id: Option<String>,
+    pub deal: Option<String>,
+}
+
+impl Rows {
+    /// Opens the Parquet input at `place` (`size` bytes long): its footer read and its columns
+    /// checked.
+    pub fn open(place: &Location, size: u64) -> Result<Rows, String> {
+        let chunks = Chunks {
+            place: place.clone(),
+            len: size,
+        };
+        let not = |e: ParquetError| format!("it is not a Parquet file patience reads ({e})");
+        let builder = ParquetRecordBatchReaderBuilder::try_new(chunks).map_err(not)?;
+        let schema = builder.schema().clone();
+        let text = |name: &str| {
+            schema.field_with_name(name).ok().map(|field| {
+                matches!(
+                    field.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                )
+            })
+        };
+        match text("deal") {
+            Some(true) => {}
+            Some(false) => return Err("its column `deal` is not a string column".into()),
+            None => {
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                return Err(format!(
+                    "it has no column `deal` (its columns: {}): a Parquet input holds one deal \
+                     per row in a string column `deal`, and may have a string column `id`",
+                    names.join(", ")
+                ));
+            }
+        }
+        let with_id = match text("id") {
+            Some(false) => return Err("its column `id` is not a string column".into()),
+            found => found.is_some(),
+        };
+        let wanted: Vec<usize> = ["deal", "id"]
+            .iter()
+            .filter_map(|name| {
+                builder
+                    .parquet_schema()
+                    .columns()
+                    .iter()
+                    .position(|c| c.name() == *name)
+            })
+            .collect();
+        let mask = ProjectionMask::leaves(builder.parquet_schema(), wanted);
+        let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(not)?;
+        Ok(Rows {
+            reader,
+            batch: None,
+            at: 0,
+            row: 0,
+            total,
+            size,
+            with_id,
+        })
+    }
+
+    /// How far into the file the rows read so far reach, in proportion to its size (for the
+    /// progress).
+    pub fn consumed(&self) -> u64 {
+        match self.total {
+            0 => self.size,
+            total => (u128::from(self.size) * u128::from(self.row) / u128::from(total)) as u64,
+        }
+    }
+
+    /// Rows read so far, counted from 1 in messages.
+    pub fn row(&self) -> u64 {
+        self.row
+    }
+
+    /// The next row, or why the file could not be read further.
+    pub fn next_row(&mut self) -> Option<Result<Row, String>> {
+        loop {
+            if let Some(batch) = &self.batch
+                && self.at < batch.num_rows()
+            {
+                let at = self.at;
+                self.at += 1;
+                self.row += 1;
+                return Some(Ok(Row {
+                    deal: text(batch, "deal", at),
+                    id: self.with_id.then(|| text(batch, "id", at)).flatten(),
+                }));
+            }
+            match self.reader.next()? {
+                Ok(batch) => {
+                    self.batch = Some(batch);
+                    self.at = 0;
+                }
+                Err(e) => {
+                    return Some(Err(format!(
+                        "cannot read its rows from row {} on ({e})",
+                        self.row + 1
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// The text of column `name` at `row` of `batch`; `None` when null (or not a string column,
+/// which [`Rows::open`] has refused).
+fn text(batch: &RecordBatch, name: &str, row: usize) -> Option<String> {
+    let column = batch.column_by_name(name)?;
+    if column.is_null(row) {
+        return None;
+    }
+    let value = match column.data_type() {
+        DataType::Utf8 => column.as_string::<i32>().value(row),
+        DataType::LargeUtf8 => column.as_string::<i64>().value(row),
+        DataType::Utf8View => column.as_string_view().value(row),
+        _ => return None,
+    };
+    Some(value.to_string())
+}
+
+/// Whether `place` is read as Parquet: by `format`, or by its first bytes.
+pub fn is_parquet(place: &Location, format: InputFormat) -> bool {
+    match format {
+        InputFormat::Text => false,
+        InputFormat::Parquet => true,
+        InputFormat::Auto => {
+            !matches!(place, Location::Stdin)
+                && place.first_bytes(4).is_ok_and(|first| first == MAGIC)
+        }
+    }
+}
+
+/// The rows a Parquet file at `place` holds, by its footer; `None` when it is not Parquet (by its
+/// first bytes).
+pub fn row_count(place: &Location) -> Result<Option<u64>, String> {
+    if place.first_bytes(4).map_err(|e| e.to_string())? != MAGIC {
+        return Ok(None);
+    }
+    let builder = ParquetRecordBatchReaderBuilder::try_new(chunks(place)?)
+        .map_err(|e| format!("it is not a whole Parquet file ({e})"))?;
+    Ok(Some(
+        builder.metadata().file_metadata().num_rows().max(0) as u64
+    ))
+}
+
+/// The answers of a Parquet output patience wrote (a part, for `merge`), a batch at a time.
+pub fn answers(place: &Location) -> Result<ParquetRecordBatchReader, String> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(chunks(place)?)
+        .map_err(|e| format!("it is not a whole Parquet file ({e})"))?;
+    if builder.schema().fields() != crate::columns::schema().fields() {
+        return Err("its columns are not the answers' (index, id, probability, error)".into());
+    }
+    builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn chunks(place: &Location) -> Result<Chunks, String> {
+    Ok(Chunks {
+        place: place.clone(),
+        len: place.size().map_err(|e| e.to_string())?,
+    })
+}
