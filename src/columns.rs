@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock};
 
 use arrow_array::RecordBatch;
 use arrow_array::builder::{ArrayBuilder as _, Float64Builder, StringBuilder, UInt64Builder};
+use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 /// The media type of an Arrow IPC stream (IANA's registration), as `Accept` and `Content-Type`
@@ -95,6 +96,48 @@ impl Rows {
     }
 }
 
+/// Answers as an Arrow IPC stream, handed on in pieces: the schema, then a batch per piece of
+/// rows gathered, then the stream's end.
+pub struct ArrowStream {
+    pub rows: Rows,
+    writer: StreamWriter<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ArrowStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrowStream")
+            .field("rows", &self.rows.len())
+            .finish()
+    }
+}
+
+impl ArrowStream {
+    /// A stream whose first piece is the schema; pieces of about `rows` rows.
+    pub fn new(rows: usize) -> Result<ArrowStream, ArrowError> {
+        Ok(ArrowStream {
+            rows: Rows::with_capacity(rows),
+            writer: StreamWriter::try_new(Vec::new(), &schema())?,
+        })
+    }
+
+    /// The stream's bytes not handed on yet, the rows gathered made a batch first.
+    pub fn piece(&mut self) -> Result<Vec<u8>, ArrowError> {
+        if !self.rows.is_empty() {
+            let batch = self.rows.batch()?;
+            self.writer.write(&batch)?;
+        }
+        Ok(std::mem::take(self.writer.get_mut()))
+    }
+
+    /// The last piece: the rows left, and the stream's end.
+    pub fn end(&mut self) -> Result<Vec<u8>, ArrowError> {
+        let mut piece = self.piece()?;
+        self.writer.finish()?;
+        piece.append(self.writer.get_mut());
+        Ok(piece)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use arrow_array::{Array, Float64Array, StringArray, UInt64Array};
@@ -125,5 +168,34 @@ mod tests {
             (error.is_null(0), error.value(1)),
             (true, "pile 3 has 5 cards")
         );
+    }
+
+    /// The pieces, put together, are one stream that Arrow's own reader reads back whole.
+    #[test]
+    fn a_stream_s_pieces_read_back_as_one_arrow_stream() {
+        let mut stream = ArrowStream::new(4).unwrap();
+        let mut bytes = Vec::new();
+        stream.rows.solved(0, None, 0.25);
+        bytes.extend(stream.piece().unwrap());
+        assert!(stream.piece().unwrap().is_empty());
+        stream.rows.failed(1, Some("b"), "bad");
+        stream.rows.solved(2, None, 1.0);
+        bytes.extend(stream.end().unwrap());
+        let reader = arrow_ipc::reader::StreamReader::try_new(&bytes[..], None).unwrap();
+        assert_eq!(reader.schema(), schema());
+        let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+        assert_eq!(
+            batches
+                .iter()
+                .map(RecordBatch::num_rows)
+                .collect::<Vec<_>>(),
+            [1, 2]
+        );
+        let p = batches[1]
+            .column(2)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap();
+        assert_eq!((p.is_null(0), p.value(1)), (true, 1.0));
     }
 }

@@ -115,6 +115,12 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
         Ok(render) => render,
         Err(message) => return plain(StatusCode::BAD_REQUEST, &message),
     };
+    let arrow = accepts_arrow(request.headers());
+    if arrow && render.format == OutputFormat::Json {
+        let message = "the answers come as Arrow columns (index, id, probability, error) or as \
+                       JSON lines: leave out format=json, or ask for another Accept";
+        return plain(StatusCode::BAD_REQUEST, message);
+    }
     // The body is read through the decoder files are (by its first bytes); a header that names
     // a compression says what those bytes must be.
     let encoding = request.headers().get(header::CONTENT_ENCODING);
@@ -145,17 +151,38 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
             .get::<TcpConnectInfo>()
             .and_then(|info| info.remote_addr),
         render,
+        arrow,
         batch: game.batch().min(settings.max_items_per_request).max(1),
         max_queued: settings.max_in_flight.saturating_mul(2).max(1024),
         encoded,
     };
-    respond(translate::run(game, call, body), render.format).await
+    let content = match (arrow, render.format) {
+        (true, _) => crate::columns::ARROW_STREAM,
+        (false, OutputFormat::Json) => "application/x-ndjson",
+        (false, _) => "text/plain; charset=utf-8",
+    };
+    respond(translate::run(game, call, body), content).await
+}
+
+/// Whether the caller's `Accept` names an Arrow IPC stream (parameters and case aside).
+fn accepts_arrow(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|range| range.split(';').next())
+        .any(|media| {
+            media
+                .trim()
+                .eq_ignore_ascii_case(crate::columns::ARROW_STREAM)
+        })
 }
 
 /// The answer's head, once its first lines (or its failure, or its end) are known.
 async fn respond(
     mut lines: mpsc::Receiver<Result<Bytes, Failure>>,
-    format: OutputFormat,
+    content: &'static str,
 ) -> http::Response<Body> {
     let first = match lines.recv().await {
         Some(Ok(first)) => Some(first),
@@ -167,11 +194,6 @@ async fn respond(
         .chain(rest)
         .map(|piece| piece.map(http_body::Frame::data));
     let mut response = http::Response::new(Body::new(StreamBody::new(body)));
-    let content = match format {
-        OutputFormat::Text => "text/plain; charset=utf-8",
-        OutputFormat::Json => "application/x-ndjson",
-        OutputFormat::Parquet => crate::columns::ARROW_STREAM,
-    };
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content));

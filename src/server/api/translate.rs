@@ -28,6 +28,7 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
 use tonic::{Code, Status};
 
+use crate::columns::ArrowStream;
 use crate::compressed::{self, Codec};
 use crate::exchange::{Answer, Answers, Chunk, DealProtocol, Exchange, RpsProtocol};
 use crate::items::{Items, Step};
@@ -109,6 +110,9 @@ pub struct ApiCall {
     /// Who called, for the logs and the refusals.
     pub peer: Option<SocketAddr>,
     pub render: Render,
+    /// Answers as an Arrow IPC stream (`Accept: application/vnd.apache.arrow.stream`) rather
+    /// than lines.
+    pub arrow: bool,
     pub batch: usize,
     /// Items (and bad items' messages) read ahead of the printer, at most about.
     pub max_queued: usize,
@@ -265,10 +269,22 @@ async fn translate<G: Exchange>(
     let (queued, replies) = mpsc::unbounded_channel();
     let feeder = tokio::spawn(feed::<G>(chunks, requests, queued));
     let render = call.render;
+    let columns = match call.arrow {
+        true => match ArrowStream::new(call.batch) {
+            Ok(stream) => Some(stream),
+            Err(e) => {
+                entered.end(Code::Internal);
+                let _ = lines.send(Err(Failure::Internal(e.to_string()))).await;
+                return;
+            }
+        },
+        false => None,
+    };
     let mut printer = HttpLines {
         render,
         index: 0,
         out: String::new(),
+        columns,
         lines: lines.clone(),
         unreadable: None,
     };
@@ -308,6 +324,15 @@ async fn translate<G: Exchange>(
     };
     drop(answering);
     feeder.abort();
+    // An Arrow stream's last piece says it ended (an empty one is its schema and its end).
+    let ended = match (ended, printer.columns.as_mut().map(ArrowStream::end)) {
+        (Ok(()), Some(Ok(last))) => match lines.send(Ok(Bytes::from(last))).await {
+            Ok(()) => Ok(()),
+            Err(_) => return,
+        },
+        (Ok(()), Some(Err(e))) => Err(Failure::Internal(e.to_string())),
+        (ended, _) => ended,
+    };
     match ended {
         Ok(()) => entered.end(Code::Ok),
         Err(failure) => {
@@ -372,6 +397,8 @@ struct HttpLines {
     /// The next line's index (as `solve --format json` counts).
     index: u64,
     out: String,
+    /// The answers as Arrow columns instead of `out`'s lines.
+    columns: Option<ArrowStream>,
     lines: mpsc::Sender<Result<Bytes, Failure>>,
     /// Where the body broke off: the call's end says it, after every line before it.
     unreadable: Option<String>,
@@ -387,7 +414,16 @@ impl HttpLines {
 
 impl ordered::AnswerSink<Answer> for HttpLines {
     fn answer(&mut self, answer: Answer) -> io::Result<()> {
-        let line = match answer.printable(self.render.asked) {
+        let printable = answer.printable(self.render.asked);
+        if let Some(columns) = &mut self.columns {
+            match printable {
+                Ok((probability, _)) => columns.rows.solved(self.index, None, probability),
+                Err(message) => columns.rows.failed(self.index, None, message),
+            }
+            self.index += 1;
+            return Ok(());
+        }
+        let line = match printable {
             Ok((probability, analysis)) => self.render.solved(self.index, probability, analysis),
             Err(message) => self.render.failed(self.index, message),
         };
@@ -396,6 +432,11 @@ impl ordered::AnswerSink<Answer> for HttpLines {
     }
 
     fn bad(&mut self, message: &str) -> io::Result<()> {
+        if let Some(columns) = &mut self.columns {
+            columns.rows.failed(self.index, None, message);
+            self.index += 1;
+            return Ok(());
+        }
         let line = self.render.failed(self.index, message);
         self.line(&line);
         Ok(())
@@ -410,10 +451,16 @@ impl ordered::AnswerSink<Answer> for HttpLines {
     }
 
     fn flush(&mut self, _waiting: bool) -> impl Future<Output = io::Result<()>> + Send {
-        let piece = (!self.out.is_empty()).then(|| Bytes::from(std::mem::take(&mut self.out)));
+        let piece = match &mut self.columns {
+            Some(columns) => columns
+                .piece()
+                .map_err(io::Error::other)
+                .map(|piece| (!piece.is_empty()).then(|| Bytes::from(piece))),
+            None => Ok((!self.out.is_empty()).then(|| Bytes::from(std::mem::take(&mut self.out)))),
+        };
         let lines = &self.lines;
         async move {
-            match piece {
+            match piece? {
                 Some(piece) => lines
                     .send(Ok(piece))
                     .await
