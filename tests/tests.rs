@@ -10,6 +10,7 @@ mod analysis;
 mod client_lib;
 mod clients;
 mod cluster;
+mod columnar;
 mod connections;
 mod daemon;
 mod daemon_jobs;

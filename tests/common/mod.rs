@@ -30,6 +30,8 @@
 //! - [`otlp`]: OpenTelemetry from PyPI (`tests/otel.py`): an OTLP receiver ([`Collector`]) and a
 //!   caller traced with the Python SDK ([`traced_call`]).
 //!
+//! - [`columnar`]: pyarrow and DuckDB from PyPI (`tests/columnar.py`), reading the Parquet files
+//!   and Arrow streams patience writes and writing the Parquet it reads ([`Columnar`]).
 //! - [`s3`]: a real S3-compatible server (moto) on a loopback port, and boto3 to put and get
 //!   its objects ([`S3Server`]); IAM users with policies of the test's, when moto checks them.
 //! - [`throttle`]: a relay in front of it that answers the next N connections `503 SlowDown`, as
@@ -43,6 +45,7 @@
 )]
 
 pub mod cli;
+pub mod columnar;
 pub mod daemon;
 pub mod data;
 pub mod delay;
@@ -58,6 +61,7 @@ pub mod tls;
 pub mod wait;
 
 pub use cli::*;
+pub use columnar::*;
 pub use daemon::*;
 pub use data::*;
 pub use delay::*;
