@@ -7,11 +7,12 @@
 //!   uploaded in parts (`multipart.rs`); the records beside an output are read and written one
 //!   way (`record.rs`);
 //! - where items come from: the inputs named (`input.rs`; gzip and zstd by their bytes,
-//!   `crate::compressed`, which the HTTP API's bodies share), read into batches
-//!   (`batches.rs`), `--shard`'s share of them (`shard.rs`) and the index that lets a shard skip
+//!   `crate::compressed`, which the HTTP API's bodies share; Parquet rows, `parquet_in.rs`),
+//!   read into batches (`batches.rs`), `--shard`'s share of them (`shard.rs`) and the index that lets a shard skip
 //!   what comes before it (`index.rs`);
 //! - where answers go: the printer in input order (`output.rs`), standard output or `--output`
-//!   in whole lines (`sink.rs`; an object's multipart upload, `upload.rs`), `--resume` and the
+//!   in whole lines (`sink.rs`; an object's multipart upload, `upload.rs`; a Parquet file's rows,
+//!   `parquet_out.rs`), `--resume` and the
 //!   record beside the file (`resume.rs`), a part's lock and completion record (`part.rs`) and
 //!   `merge` of the parts (`merge.rs`);
 //! - the run: what the three answering commands share (`job.rs`), the in-process pipeline of

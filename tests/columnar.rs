@@ -301,6 +301,75 @@ fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
     assert_eq!(rows(&py.parquet(&stopped)), expected);
 }
 
+/// The answers a Parquet object's upload record says are in its parts.
+fn uploaded(s3: &S3Server, bucket: &str, key: &str) -> u64 {
+    s3.get(bucket, &format!("{key}.resume.json"))
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .map_or(0, |record| {
+            record["parts"].as_array().map_or(0, |parts| {
+                parts.iter().filter_map(|p| p["lines"].as_u64()).sum()
+            })
+        })
+}
+
+#[test]
+fn a_parquet_object_killed_mid_upload_resumes_to_the_file_s_bytes() {
+    let Some(py) = python() else { return };
+    let Some(s3) = S3Server::start() else { return };
+    let scratch = Scratch::new("parquet-s3");
+    s3.make_bucket("tables");
+    let deals = patience()
+        .args(&["gen", "--count", "200000", "--seed", "46"])
+        .output();
+    let all = deals.stdout.clone();
+    let whole = scratch.join("whole.parquet").display().to_string();
+    let run = patience()
+        .args(&[
+            "solve", "-q", "--format", "parquet", "--output", &whole, "-",
+        ])
+        .stdin(&all)
+        .output();
+    assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+    let url = "s3://tables/out/answers.parquet";
+    let args = [
+        "solve",
+        "-q",
+        "--format",
+        "parquet",
+        "--upload-part-size",
+        "100000",
+        "--output",
+        url,
+        "--resume",
+        "-",
+    ];
+    // Killed once a part holds the first row group, the input still open.
+    let mut typed = s3.env(patience().args(&args)).typed();
+    typed.type_in(&all[..150_000 * (all.len() / 200_000)]);
+    wait_for_blocking(
+        std::time::Duration::from_secs(120),
+        "a part uploaded",
+        || (uploaded(&s3, "tables", "out/answers.parquet") >= 131_072).then_some(()),
+    );
+    typed.child.kill().unwrap();
+    assert_eq!(typed.child.wait().unwrap().code(), None);
+    assert_eq!(
+        s3.get("tables", "out/answers.parquet"),
+        None,
+        "not complete yet"
+    );
+    let resumed = s3.env(patience().args(&args)).stdin(&all).output();
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr_str());
+    let object = s3.get("tables", "out/answers.parquet").expect("the object");
+    assert!(
+        object == std::fs::read(&whole).unwrap(),
+        "the object is not the file's bytes"
+    );
+    let copy = scratch.write("copy.parquet", &object);
+    assert_eq!(rows(&py.parquet(&copy)).len(), 200_000);
+    assert!(s3.uploads("tables").is_empty(), "no upload left open");
+}
+
 #[test]
 fn parquet_shards_merge_into_the_one_run_s_answers() {
     let Some(py) = python() else { return };
@@ -423,6 +492,19 @@ fn what_parquet_cannot_do_is_refused_in_words() {
     let scratch = Scratch::new("parquet-refusals");
     let out = scratch.join("a.parquet").display().to_string();
     let sample = data("sample.in");
+    let parquet_input = scratch.join("in.parquet").display().to_string();
+    let made = patience()
+        .args(&[
+            "solve",
+            "-q",
+            "--format",
+            "parquet",
+            "--output",
+            &parquet_input,
+            &sample,
+        ])
+        .output();
+    assert_eq!(made.code(), Some(0), "{}", made.stderr_str());
     let cases: [(Vec<&str>, &str); 3] = [
         (
             vec!["solve", "--format", "parquet", &sample],
@@ -435,15 +517,8 @@ fn what_parquet_cannot_do_is_refused_in_words() {
             "shown in JSON only",
         ),
         (
-            vec![
-                "solve",
-                "--format",
-                "parquet",
-                "--output",
-                "s3://bucket/a.parquet",
-                &sample,
-            ],
-            "writes a local file for now",
+            vec!["solve", "--shard", "0/2", &parquet_input],
+            "give each shard its own Parquet file instead",
         ),
     ];
     for (args, words) in cases {

@@ -156,10 +156,6 @@ impl JobRun {
                 "--format parquet writes a file, not standard output: add --output NAME.parquet"
             ),
             None => (Sink::stdout(), None),
-            Some(Location::Object(url)) if parquet => anyhow::bail!(
-                "--format parquet writes a local file for now, not {url}: write NAME.parquet \
-                 and copy it (the text and JSON outputs upload as they go)"
-            ),
             Some(Location::Object(url)) => {
                 if inputs.iter().any(|input| input.name() == url.to_string()) {
                     anyhow::bail!(
@@ -188,11 +184,18 @@ impl JobRun {
                     &check,
                     args.storage.upload_part_size,
                 )?;
-                let resume = Resume {
-                    path: shown.clone().into(),
-                    kept,
-                };
-                (Sink::Object(Box::new(answers)), Some(resume))
+                if parquet {
+                    let speaker = speaker.clone();
+                    let tell = Box::new(move |message: String| say(speaker.get(), &message));
+                    let (table, resume) = parquet_out::into_object(answers, kept, &record, tell)?;
+                    (Sink::Columns(Box::new(table)), Some(resume))
+                } else {
+                    let resume = Resume {
+                        path: shown.clone().into(),
+                        kept,
+                    };
+                    (Sink::Object(Box::new(answers)), Some(resume))
+                }
             }
             // `--output -` is a file named so, as it always was.
             Some(Location::File(_) | Location::Stdin) => {

@@ -1,17 +1,25 @@
-//! `--format parquet --output NAME.parquet`: the answers as one Parquet file whose row groups are
-//! written as the run goes (memory stays flat), which a kill at any moment leaves resumable.
+//! `--format parquet --output NAME.parquet` (a file or an `s3://` object): the answers as one
+//! Parquet file whose row groups are written as the run goes (memory stays flat), which a kill at
+//! any moment leaves resumable.
 //!
 //! A Parquet file only becomes readable when its footer (the metadata of every row group) is at
 //! its end, and appending a row group overwrites the footer. So the footer lives in the run record
-//! too (`NAME.resume.json`, [`Checkpoint`]): after each row group is in the file and synced, the
-//! record is rewritten with the footer of every row group so far and the byte where they end. A
-//! resume cuts the file there and goes on, the new row groups' offsets shifted past the kept ones;
-//! a run that ends, or stops on SIGINT or SIGTERM, writes the footer at the file's end. A SIGKILL
-//! loses the row group being gathered: at most [`ROW_GROUP_ROWS`] answers, or
+//! too ([`Checkpoint`]): after each row group is in the file and synced, the record
+//! (`NAME.resume.json`) is rewritten with the footer of every row group so far and the byte where
+//! they end. A resume cuts the file there and goes on, the new row groups' offsets shifted past
+//! the kept ones; a run that ends, or stops on SIGINT or SIGTERM, writes the footer at the file's
+//! end. A SIGKILL loses the row group being gathered: at most [`layout::ROW_GROUP_ROWS`] answers, or
 //! [`CHECKPOINT_EVERY`] of a slow run.
+//!
+//! An object is the same bytes as a multipart upload (`upload.rs`): row groups gather in memory
+//! until they make a part, and each part uploaded is recorded with the checkpoint of the row
+//! groups it ends with; the footer goes in the last part, which completes the object. A signal
+//! ends such a run as it ends a text upload: the parts uploaded stay, for `--resume`.
 //!
 //! The record grows with the row groups (about 0.5 KB each, base64), and is rewritten whole at
 //! each: 10^8 answers make 763 row groups and a record of 0.4 MB at the end.
+
+mod layout;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek as _, SeekFrom, Write};
@@ -21,31 +29,24 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
-use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, add_encoded_arrow_schema_to_metadata};
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::errors::ParquetError;
-use parquet::file::metadata::{
-    FileMetaData, KeyValue, ParquetMetaData, ParquetMetaDataOptions, ParquetMetaDataReader,
-    ParquetMetaDataWriter, RowGroupMetaData,
-};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::SchemaDescPtr;
-use serde::{Deserialize, Serialize};
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::RowGroupMetaData;
 use tokio::sync::oneshot;
+
+pub use layout::{Checkpoint, write_whole};
+use layout::{Layout, moved};
 
 use super::location::Location;
 use super::record;
 use super::resume::{Record, Resume};
 use super::sink::{Signals, Tell};
+use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
 
-/// Answers the printer gathers before the writer takes them (a lock and an encoding step each).
+/// Answers gathered before the writer takes them: always this many at a time (the pages' bounds
+/// depend on the batches, so a run's bytes do not depend on when the printer waited), and the
+/// rest when a row group is ended.
 const BATCH_ROWS: usize = 8192;
-/// Answers per row group: also what a SIGKILL loses at most. About a second of `solve` on two
-/// cores, and DuckDB's own row group size (122,880) rounded up to a power of two.
-pub const ROW_GROUP_ROWS: usize = 131_072;
 /// A slow run (a far daemon, a trickle on standard input) still ends a row group this often.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 /// How often the keeper looks at the clock.
@@ -53,53 +54,60 @@ const TICK: Duration = Duration::from_secs(1);
 /// Parquet's magic, at both ends of a file.
 const MAGIC: &[u8; 4] = b"PAR1";
 
-/// What a Parquet output holds so far, kept in its run record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// Answers in the row groups recorded.
-    pub rows: u64,
-    /// The byte where the last recorded row group ends: where the footer goes.
-    pub end: u64,
-    /// The footer (metadata, its length and the magic) for those row groups, in base64.
-    pub footer: String,
-}
-
-/// The output file and its keeper.
+/// The output and its keeper.
 pub struct ParquetAnswers {
     shared: Arc<Mutex<Table>>,
     stop: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
 }
 
-/// The writer and the file's bookkeeping, behind the lock the printer and the keeper share.
+/// The writer and the output's bookkeeping, behind the lock the printer and the keeper share.
 struct Table {
-    /// Answers not yet handed to the writer: always [`BATCH_ROWS`] at a time (the pages' bounds
-    /// depend on the batches, so a run's bytes do not depend on when the printer waited), and the
-    /// rest when a row group is ended.
     rows: Rows,
     writer: ArrowWriter<Tail>,
-    path: PathBuf,
-    /// The run record, rewritten with each checkpoint.
+    to: Dest,
+    /// The run record, with the checkpoint of the row groups written so far.
     record: Record,
-    /// Row groups a resume kept, at their places in the file.
+    /// Row groups a resume kept, at their places in the output.
     kept: Vec<RowGroupMetaData>,
     /// Where this run's row groups start minus where the writer thinks they do (after its
-    /// magic): 0 for a new file.
+    /// magic): 0 for a new output.
     shift: i64,
-    /// Row groups recorded at the last checkpoint, and when it was.
+    /// Row groups the last checkpoint took in, and when it was.
     recorded: usize,
     last: Instant,
-    schema: SchemaDescPtr,
-    key_values: Option<Vec<KeyValue>>,
-    version: i32,
+    layout: Layout,
 }
 
-/// The file as the writer sees it: a resume swallows the writer's leading magic (the file has
-/// one) and cuts the file to its kept row groups before the first byte it writes.
+/// Where the output goes.
+enum Dest {
+    /// The file, whose record is beside it.
+    File(PathBuf),
+    /// The upload, whose record holds the run's (`None` once completed).
+    Object(Option<Box<ObjectAnswers>>),
+}
+
+impl Dest {
+    fn name(&self) -> String {
+        match self {
+            Dest::File(path) => path.display().to_string(),
+            Dest::Object(Some(object)) => object.url().to_string(),
+            Dest::Object(None) => "the object".to_string(),
+        }
+    }
+}
+
+/// The writer's bytes: a resume swallows the writer's leading magic (the output has one), and
+/// then they go to the file (cut to its kept row groups before the first byte), or to memory
+/// until a checkpoint hands them to the upload.
 struct Tail {
-    file: File,
     swallow: usize,
-    cut: Option<u64>,
+    to: TailTo,
+}
+
+enum TailTo {
+    File { file: File, cut: Option<u64> },
+    Memory(Vec<u8>),
 }
 
 impl Write for Tail {
@@ -109,27 +117,33 @@ impl Write for Tail {
             self.swallow -= n;
             return Ok(n);
         }
-        self.make_cut()?;
-        self.file.write(buf)
+        match &mut self.to {
+            TailTo::File { file, cut } => {
+                make_cut(file, cut)?;
+                file.write(buf)
+            }
+            TailTo::Memory(bytes) => bytes.write(buf),
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
-}
-
-impl Tail {
-    fn make_cut(&mut self) -> io::Result<()> {
-        if let Some(len) = self.cut.take() {
-            self.file.set_len(len)?;
-            self.file.seek(SeekFrom::Start(len))?;
+        match &mut self.to {
+            TailTo::File { file, .. } => file.flush(),
+            TailTo::Memory(_) => Ok(()),
         }
-        Ok(())
     }
 }
 
-/// Opens `output` for this run: created anew with its record, or, with `resume` and a record
-/// that holds a checkpoint, checked against the record and kept up to it.
+fn make_cut(file: &mut File, cut: &mut Option<u64>) -> io::Result<()> {
+    if let Some(len) = cut.take() {
+        file.set_len(len)?;
+        file.seek(SeekFrom::Start(len))?;
+    }
+    Ok(())
+}
+
+/// Opens the file `output` for this run: created anew with its record, or, with `resume` and a
+/// record that holds a checkpoint, checked against the record and kept up to it.
 pub fn open(
     output: &Path,
     resume: bool,
@@ -143,22 +157,16 @@ pub fn open(
         false => None,
     };
     let mut record = record.clone();
-    let (table, kept_rows) = match held {
+    let (tail, kept) = match &held {
         None => {
             record::forget(&place)?;
             record.checkpoint = None;
             record::write(&record::resume_of(&place), &record)?;
             let file = File::create(output).with_context(|| format!("cannot create {shown}"))?;
-            let tail = Tail {
-                file,
-                swallow: 0,
-                cut: None,
-            };
-            (Table::new(tail, output, record, Vec::new(), 0)?, 0)
+            let to = TailTo::File { file, cut: None };
+            (Tail { swallow: 0, to }, 0)
         }
         Some(checkpoint) => {
-            let kept = decode(&checkpoint.footer)
-                .with_context(|| format!("cannot resume {shown}: its record's footer"))?;
             let mut file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -170,30 +178,25 @@ pub fn open(
             if len < checkpoint.end || !starts {
                 bail!(
                     "cannot resume {shown}: it is not the Parquet file its record describes \
-                     ({} bytes, where the record has {} answers in its first {} bytes); leave \
+                     ({len} bytes, where the record has {} answers in its first {} bytes); leave \
                      out --resume to start again",
-                    len,
                     checkpoint.rows,
                     checkpoint.end
                 );
             }
             record::forget(&place)?;
-            let tail = Tail {
-                file,
-                swallow: MAGIC.len(),
-                cut: Some(checkpoint.end),
-            };
-            let shift = checkpoint.end as i64 - MAGIC.len() as i64;
-            let rows = checkpoint.rows;
-            record.checkpoint = Some(checkpoint);
-            let table = Table::new(tail, output, record, kept.row_groups().to_vec(), shift)?;
-            (table, rows)
+            let cut = Some(checkpoint.end);
+            let to = TailTo::File { file, cut };
+            let swallow = MAGIC.len();
+            (Tail { swallow, to }, checkpoint.rows)
         }
     };
-    let answers = ParquetAnswers::start(table, tell)?;
+    record.checkpoint = held;
+    let table = Table::new(tail, Dest::File(output.to_path_buf()), record)?;
+    let answers = ParquetAnswers::start(table, tell, true)?;
     let resume = Resume {
         path: output.to_path_buf(),
-        kept: kept_rows,
+        kept,
     };
     Ok((answers, resume))
 }
@@ -215,58 +218,73 @@ fn held(place: &Location, ours: &Record) -> anyhow::Result<Option<Checkpoint>> {
     Ok(theirs.checkpoint)
 }
 
-/// A footer's metadata, from its base64.
-fn decode(footer: &str) -> anyhow::Result<ParquetMetaData> {
-    let bytes = BASE64.decode(footer)?;
-    let Some(metadata) = bytes.len().checked_sub(8).map(|end| &bytes[..end]) else {
-        bail!("too short to be a Parquet footer");
+/// This run's answers as Parquet into `object`, an upload opened (and, resumed, checked against
+/// `record`) by `upload::open`, whose `kept` answers are in the parts uploaded.
+pub fn into_object(
+    object: ObjectAnswers,
+    kept: u64,
+    record: &Record,
+    tell: Tell,
+) -> anyhow::Result<(ParquetAnswers, Resume)> {
+    let url = object.url().to_string();
+    let mut record = record.clone();
+    record.checkpoint = match kept {
+        0 => None,
+        _ => serde_json::from_value::<Record>(object.record().clone())
+            .ok()
+            .and_then(|held| held.checkpoint),
     };
-    // Every field as it was (encoding statistics as a list, not the mask readers prefer), so that
-    // the footer written again is the footer recorded.
-    let options = ParquetMetaDataOptions::new().with_encoding_stats_as_mask(false);
-    Ok(ParquetMetaDataReader::decode_metadata_with_options(
-        metadata,
-        Some(&options),
-    )?)
+    let swallow = match &record.checkpoint {
+        Some(checkpoint) if checkpoint.rows == kept => MAGIC.len(),
+        None if kept == 0 => 0,
+        _ => bail!(
+            "cannot resume {url}: its upload record's parts hold {kept} answers, which its \
+             Parquet footer does not describe; leave out --resume to start again"
+        ),
+    };
+    let tail = Tail {
+        swallow,
+        to: TailTo::Memory(Vec::new()),
+    };
+    let table = Table::new(tail, Dest::Object(Some(Box::new(object))), record)?;
+    // As a text upload: a signal ends the run, and the parts uploaded stay for a resume.
+    let answers = ParquetAnswers::start(table, tell, false)?;
+    let resume = Resume {
+        path: url.into(),
+        kept,
+    };
+    Ok((answers, resume))
 }
 
 impl Table {
-    fn new(
-        tail: Tail,
-        path: &Path,
-        record: Record,
-        kept: Vec<RowGroupMetaData>,
-        shift: i64,
-    ) -> anyhow::Result<Table> {
-        let arrow = columns::schema();
-        let key_values = vec![KeyValue::new(
-            columns::ENGINE_KEY.to_string(),
-            columns::engine(),
-        )];
-        let mut props = properties(Some(key_values));
-        add_encoded_arrow_schema_to_metadata(&arrow, &mut props);
-        let key_values = props.key_value_metadata().cloned();
-        let version = props.writer_version().as_num();
-        let schema = Arc::new(ArrowSchemaConverter::new().convert(&arrow)?);
-        let writer = ArrowWriter::try_new(tail, arrow, Some(props))?;
+    fn new(tail: Tail, to: Dest, record: Record) -> anyhow::Result<Table> {
+        let (kept, shift) = match &record.checkpoint {
+            Some(checkpoint) => (
+                checkpoint.row_groups().context("its record's footer")?,
+                checkpoint.end as i64 - MAGIC.len() as i64,
+            ),
+            None => (Vec::new(), 0),
+        };
+        let layout = Layout::new()?;
+        let writer =
+            ArrowWriter::try_new(tail, columns::schema(), Some(layout.properties.clone()))?;
         Ok(Table {
             rows: Rows::with_capacity(BATCH_ROWS),
             writer,
-            path: path.to_path_buf(),
+            to,
             record,
             kept,
             shift,
             recorded: 0,
             last: Instant::now(),
-            schema,
-            key_values,
-            version,
+            layout,
         })
     }
 
-    /// Syncs the row groups written and records the footer of every one so far; with `end`, the
-    /// row group being gathered is ended and written first (else it stays in memory, to grow to
-    /// its full size).
+    /// Records the row groups written: synced to the file with the footer of every one so far in
+    /// the record beside it, or handed to the upload with that record. With `end`, the row group
+    /// being gathered is ended and written first (else it stays in memory, to grow to its full
+    /// size).
     fn checkpoint(&mut self, end: bool) -> anyhow::Result<()> {
         self.last = Instant::now();
         if end {
@@ -277,24 +295,34 @@ impl Table {
         if flushed == self.recorded && self.record.checkpoint.is_some() {
             return Ok(());
         }
-        // Through the writer's buffer and the resume's cut, to the disk.
+        // Through the writer's buffer to the tail.
         self.writer.sync()?;
-        self.writer.inner_mut().make_cut()?;
-        self.writer.inner().file.sync_data()?;
-        let metadata = self.metadata()?;
-        let mut footer = Vec::new();
-        ParquetMetaDataWriter::new(&mut footer, &metadata)
-            .with_preserve_page_index_locations(false)
-            .finish()?;
+        let mut groups = self.kept.clone();
+        for group in self.writer.flushed_row_groups() {
+            let ordinal = groups.len() as i32;
+            groups.push(moved(group, self.shift, ordinal)?);
+        }
         // The writer counts its own magic, which a resume swallowed: the shift makes up for it.
         let end = self.shift + self.writer.bytes_written() as i64;
-        self.record.checkpoint = Some(Checkpoint {
-            rows: metadata.file_metadata().num_rows() as u64,
-            end: end as u64,
-            footer: BASE64.encode(&footer),
-        });
-        let place = Location::File(self.path.clone());
-        record::write(&record::resume_of(&place), &self.record)?;
+        let before = self.record.checkpoint.as_ref().map_or(0, |c| c.rows);
+        let checkpoint = self.layout.checkpoint(groups, end as u64)?;
+        let rows = checkpoint.rows - before;
+        self.record.checkpoint = Some(checkpoint);
+        let tail = self.writer.inner_mut();
+        match (&mut self.to, &mut tail.to) {
+            (Dest::File(path), TailTo::File { file, cut }) => {
+                make_cut(file, cut)?;
+                file.sync_data()?;
+                let place = Location::File(path.clone());
+                record::write(&record::resume_of(&place), &self.record)?;
+            }
+            (Dest::Object(Some(object)), TailTo::Memory(bytes)) => {
+                let record = serde_json::to_value(&self.record)?;
+                object.write_items(bytes, rows, record)?;
+                bytes.clear();
+            }
+            _ => bail!("the output is complete already"),
+        }
         self.recorded = flushed;
         Ok(())
     }
@@ -319,99 +347,46 @@ impl Table {
         Ok(())
     }
 
-    /// The footer's metadata: the kept row groups, then this run's, moved to where they are.
-    fn metadata(&self) -> Result<ParquetMetaData, ParquetError> {
-        let mut groups = self.kept.clone();
-        for group in self.writer.flushed_row_groups() {
-            let ordinal = groups.len() as i32;
-            groups.push(moved(group, self.shift, ordinal)?);
-        }
-        let rows = groups.iter().map(RowGroupMetaData::num_rows).sum();
-        let file = FileMetaData::new(
-            self.version,
-            rows,
-            Some(columns::engine()),
-            self.key_values.clone(),
-            self.schema.clone(),
-            None,
-        );
-        Ok(ParquetMetaData::new(file, groups))
-    }
-
-    /// The last checkpoint, then its footer at the file's end: a whole Parquet file.
+    /// The last checkpoint, then its footer at the output's end: a whole Parquet file (an object
+    /// completed). The answers it holds.
     fn close(&mut self) -> anyhow::Result<u64> {
         self.checkpoint(true)?;
-        let checkpoint = self.record.checkpoint.as_ref().context("no checkpoint")?;
-        let footer = BASE64.decode(&checkpoint.footer)?;
-        let tail = self.writer.inner_mut();
-        tail.make_cut()?;
-        tail.file.seek(SeekFrom::Start(checkpoint.end))?;
-        tail.file.write_all(&footer)?;
-        tail.file.set_len(checkpoint.end + footer.len() as u64)?;
-        tail.file.sync_data()?;
+        let checkpoint = self.record.checkpoint.clone().context("no checkpoint")?;
+        let footer = checkpoint.footer()?;
+        match (&mut self.to, &mut self.writer.inner_mut().to) {
+            (Dest::File(_), TailTo::File { file, cut }) => {
+                make_cut(file, cut)?;
+                file.seek(SeekFrom::Start(checkpoint.end))?;
+                file.write_all(&footer)?;
+                file.set_len(checkpoint.end + footer.len() as u64)?;
+                file.sync_data()?;
+            }
+            (Dest::Object(object), TailTo::Memory(_)) => {
+                let Some(mut object) = object.take() else {
+                    bail!("the output is complete already");
+                };
+                object.write_items(&footer, 0, serde_json::to_value(&self.record)?)?;
+                object.finish()?;
+            }
+            _ => bail!("the output is not where it was"),
+        }
         Ok(checkpoint.rows)
     }
 }
 
-/// The writer's settings: zstd (level 1: a few per cent of the answers' size, at memory speed),
-/// no dictionaries for the numbers (each index and most probabilities are distinct), statistics
-/// per column chunk only (page statistics would go in a page index, which the footer written
-/// here does not carry), and row groups of [`ROW_GROUP_ROWS`].
-fn properties(key_values: Option<Vec<KeyValue>>) -> WriterProperties {
-    let zstd = ZstdLevel::try_new(1).map_or(Compression::SNAPPY, Compression::ZSTD);
-    WriterProperties::builder()
-        .set_compression(zstd)
-        .set_created_by(columns::engine())
-        .set_key_value_metadata(key_values)
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_offset_index_disabled(true)
-        .set_column_dictionary_enabled("index".into(), false)
-        .set_column_dictionary_enabled("probability".into(), false)
-        .build()
-}
-
-/// `group` with its offsets moved `shift` bytes on, as row group `ordinal`.
-fn moved(
-    group: &RowGroupMetaData,
-    shift: i64,
-    ordinal: i32,
-) -> Result<RowGroupMetaData, ParquetError> {
-    let mut builder = group.clone().into_builder();
-    let columns = builder
-        .take_columns()
-        .into_iter()
-        .map(|column| {
-            let data = column.data_page_offset() + shift;
-            let dictionary = column.dictionary_page_offset().map(|at| at + shift);
-            let index = column.index_page_offset().map(|at| at + shift);
-            column
-                .into_builder()
-                .set_data_page_offset(data)
-                .set_dictionary_page_offset(dictionary)
-                .set_index_page_offset(index)
-                .build()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    builder = builder.set_column_metadata(columns).set_ordinal(ordinal);
-    if let Some(at) = group.file_offset() {
-        builder = builder.set_file_offset(at + shift);
-    }
-    builder.build()
-}
-
 impl ParquetAnswers {
-    fn start(table: Table, tell: Tell) -> anyhow::Result<ParquetAnswers> {
+    /// Starts the keeper; with `signals`, it also writes the footer on SIGINT and SIGTERM.
+    fn start(table: Table, tell: Tell, signals: bool) -> anyhow::Result<ParquetAnswers> {
         let shared = Arc::new(Mutex::new(table));
         let (stop, stopped) = oneshot::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         // Watched from here on, as the text output's keeper does (`sink.rs`).
-        let signals = {
+        let signals = signals.then(|| {
             let _context = runtime.enter();
             Signals::new()
-        };
+        });
         let keeper = {
             let shared = shared.clone();
             std::thread::Builder::new()
@@ -439,13 +414,13 @@ impl ParquetAnswers {
         table.gathered()
     }
 
-    /// Everything answered is in the file, which ends with its footer.
+    /// Everything answered is in the output, which ends with its footer.
     pub fn finish(mut self) -> io::Result<()> {
         self.stop_keeper();
         lock(&self.shared)
             .close()
             .map(drop)
-            .map_err(io::Error::other)
+            .map_err(|e| io::Error::other(format!("{e:#}")))
     }
 
     fn stop_keeper(&mut self) {
@@ -458,12 +433,15 @@ impl ParquetAnswers {
     }
 }
 
-/// However the run ends, what was handed over is recorded (the file stays resumable; only a
+/// However the run ends, what was handed over is recorded (the output stays resumable; only a
 /// finished run writes the footer, so that a run that failed is not taken for a whole one).
 impl Drop for ParquetAnswers {
     fn drop(&mut self) {
         self.stop_keeper();
-        let _ = lock(&self.shared).checkpoint(true);
+        let mut table = lock(&self.shared);
+        if !matches!(table.to, Dest::Object(None)) {
+            let _ = table.checkpoint(true);
+        }
     }
 }
 
@@ -471,17 +449,23 @@ fn lock(shared: &Mutex<Table>) -> MutexGuard<'_, Table> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The keeper: a row group ended every [`CHECKPOINT_EVERY`] at the latest; on SIGINT or SIGTERM,
-/// the footer written and the process ended.
+/// The keeper: a row group ended every [`CHECKPOINT_EVERY`] at the latest; on SIGINT or SIGTERM
+/// (when it watches them), the footer written and the process ended.
 async fn keep(
     shared: Arc<Mutex<Table>>,
     mut stopped: oneshot::Receiver<()>,
     tell: Tell,
-    mut signals: Signals,
+    mut signals: Option<Signals>,
 ) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let signal = async {
+            match signals.as_mut() {
+                Some(signals) => signals.next().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = &mut stopped => return,
             _ = tick.tick() => {
@@ -490,11 +474,11 @@ async fn keep(
                     && (table.writer.in_progress_rows() > 0 || !table.rows.is_empty())
                     && let Err(e) = table.checkpoint(true)
                 {
-                    tell(format!("patience: cannot write {}: {e:#}", table.path.display()));
+                    tell(format!("patience: cannot write {}: {e:#}", table.to.name()));
                     return;
                 }
             }
-            signal = signals.next() => interrupted(lock(&shared), signal, &tell),
+            signal = signal => interrupted(lock(&shared), signal, &tell),
         }
     }
 }
@@ -506,7 +490,7 @@ async fn keep(
               after the footer"
 )]
 fn interrupted(mut table: MutexGuard<'_, Table>, (name, number): (&str, i32), tell: &Tell) {
-    let path = table.path.display().to_string();
+    let path = table.to.name();
     match table.close() {
         Ok(rows) => tell(format!(
             "patience: {name}: stopped with {rows} answers in {path}; the same command with \
@@ -515,27 +499,4 @@ fn interrupted(mut table: MutexGuard<'_, Table>, (name, number): (&str, i32), te
         Err(e) => tell(format!("patience: {name}: cannot write {path}: {e:#}")),
     }
     std::process::exit(128 + number);
-}
-
-/// Writes `parts`' answers, in order, as one Parquet file into `out` (`merge`), with the
-/// properties and metadata of a run's own output.
-pub fn write_whole<W: Write + Send>(
-    out: W,
-    parts: impl IntoIterator<
-        Item = anyhow::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader>,
-    >,
-) -> anyhow::Result<()> {
-    let key_values = vec![KeyValue::new(
-        columns::ENGINE_KEY.to_string(),
-        columns::engine(),
-    )];
-    let mut writer =
-        ArrowWriter::try_new(out, columns::schema(), Some(properties(Some(key_values))))?;
-    for part in parts {
-        for batch in part? {
-            writer.write(&batch?)?;
-        }
-    }
-    writer.close()?;
-    Ok(())
 }

@@ -65,6 +65,9 @@ pub struct ObjectAnswers {
     /// Bytes of lines given to the part since the compressor last handed on all it holds.
     unflushed: usize,
     part_size: usize,
+    /// The run's record as it is once the part gathered is uploaded (a Parquet output's, whose
+    /// checkpoint moves with its row groups), for the upload record then.
+    next_record: Option<serde_json::Value>,
 }
 
 /// Opens `url` for this run's answers: a new upload, or with `resume` the one its record names,
@@ -101,6 +104,7 @@ pub fn open(
         part_lines: 0,
         unflushed: 0,
         part_size,
+        next_record: None,
     };
     match held {
         Some(held) if resume => {
@@ -174,6 +178,45 @@ impl ObjectAnswers {
         Ok(())
     }
 
+    /// Takes in `bytes` that hold `items` whole items (a Parquet output's row groups, its footer
+    /// last), after which the run's record is `record`; uploads a part once they make one, with
+    /// that record.
+    pub fn write_items(
+        &mut self,
+        bytes: &[u8],
+        items: u64,
+        record: serde_json::Value,
+    ) -> io::Result<()> {
+        if self.state.complete && !bytes.is_empty() {
+            return Err(io::Error::other(format!(
+                "{} is complete already: the input has more than its answers (was it written for \
+                 other inputs?)",
+                self.url
+            )));
+        }
+        self.part.write_all(bytes)?;
+        self.part_lines += items;
+        self.next_record = Some(record);
+        if self
+            .part
+            .inner()
+            .is_some_and(|part| part.len() >= self.part_size)
+        {
+            self.upload_part()?;
+        }
+        Ok(())
+    }
+
+    /// Where the answers go.
+    pub fn url(&self) -> &ObjectUrl {
+        &self.url
+    }
+
+    /// The run's record, as the upload record holds it.
+    pub fn record(&self) -> &serde_json::Value {
+        &self.state.record
+    }
+
     /// Uploads the lines gathered as the next part, and records it.
     fn upload_part(&mut self) -> io::Result<()> {
         let bytes = std::mem::take(self.part.end_member()?);
@@ -188,6 +231,9 @@ impl ObjectAnswers {
             lines: std::mem::take(&mut self.part_lines),
             bytes: len,
         });
+        if let Some(record) = self.next_record.take() {
+            self.state.record = record;
+        }
         self.save()
     }
 
@@ -212,6 +258,9 @@ impl ObjectAnswers {
             })
             .collect();
         Multipart::resume(&self.url, id).complete(parts)?;
+        if let Some(record) = self.next_record.take() {
+            self.state.record = record;
+        }
         self.state.upload = None;
         self.state.complete = true;
         self.save()
