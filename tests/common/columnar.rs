@@ -50,6 +50,14 @@ pub struct Table {
 }
 
 impl Columnar {
+    /// The venv's `bin/`, for a `PATH` whose `python3` has pyarrow and duckdb.
+    pub fn bin_dir(&self) -> PathBuf {
+        self.python
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
     fn run(&self, args: &[&str]) -> String {
         let out = Command::new(&self.python)
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/columnar.py"))
