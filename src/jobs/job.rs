@@ -90,7 +90,7 @@ pub struct JobRun {
     /// How the inputs are read.
     format: InputFormat,
     /// Each item's id, from the reader to the printer: with a Parquet input only.
-    ids: Option<(Ids, Mutex<Option<Receiver<Option<String>>>>)>,
+    ids: Option<IdChannel>,
     /// The lock on `--output` that keeps a second run of it waiting (released on exit).
     _lock: Option<std::fs::File>,
 }
@@ -235,7 +235,10 @@ impl JobRun {
         let _ = speaker.set(progress.clone());
         let ids = (!parquet_inputs.is_empty()).then(|| {
             let (ids, to_printer) = std::sync::mpsc::channel();
-            (ids, Mutex::new(Some(to_printer)))
+            IdChannel {
+                ids,
+                to_printer: Mutex::new(Some(to_printer)),
+            }
         });
         let job = JobRun {
             inputs,
@@ -261,7 +264,7 @@ impl JobRun {
             segments: self.plan.as_ref().map(|plan| plan.segments.clone()),
             skip: self.skip(),
             format: self.format,
-            ids: self.ids.as_ref().map(|(ids, _)| ids.clone()),
+            ids: self.ids.as_ref().map(|channel| channel.ids.clone()),
         }
     }
 
@@ -269,8 +272,9 @@ impl JobRun {
     /// item's index in the whole input.
     pub fn printer(&self, sink: Sink, render: Render) -> Printer<'_> {
         let first = self.plan.as_ref().map_or(0, |plan| plan.range.first);
-        let ids = self.ids.as_ref().and_then(|(_, to_printer)| {
-            to_printer
+        let ids = self.ids.as_ref().and_then(|channel| {
+            channel
+                .to_printer
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take()
@@ -311,6 +315,13 @@ impl JobRun {
         }
         ended
     }
+}
+
+/// Each item's id from the reader to the printer (a run with a Parquet input); the printer's end
+/// is taken once.
+struct IdChannel {
+    ids: Ids,
+    to_printer: Mutex<Option<Receiver<Option<String>>>>,
 }
 
 /// Says `message` past the bar, or straight to standard error before there is one.
