@@ -12,8 +12,8 @@
 //!   what comes before it (`index.rs`);
 //! - where answers go: the printer in input order (`output.rs`), standard output or `--output`
 //!   in whole lines (`sink.rs`; an object's multipart upload, `upload.rs`; a Parquet file's rows,
-//!   `parquet_out.rs`), `--resume` and the
-//!   record beside the file (`resume.rs`), a part's lock and completion record (`part.rs`) and
+//!   `parquet_out.rs`), `--resume` (`resume.rs`)
+//!   and the run record beside the output (`run_record.rs`), a part's lock and completion record (`part.rs`) and
 //!   `merge` of the parts (`merge.rs`);
 //! - the run: what the three answering commands share (`job.rs`), the in-process pipeline of
 //!   `solve` and `rps` (`local.rs`), the progress bar and log lines (`progress.rs`) and their
@@ -40,7 +40,9 @@ pub mod progress;
 pub mod record;
 pub mod report;
 pub mod resume;
+pub mod run_record;
 pub mod shard;
+pub mod signals;
 pub mod sink;
 pub mod spec;
 pub mod upload;

@@ -6,7 +6,7 @@ pub use crate::items::{Items, Step};
 use crate::mark::Mark;
 
 use super::input::{Input, Reader, consumed};
-use super::parquet_in::{self, InputFormat, Rows};
+use super::parquet_in::{self, InputFormat, ParquetRows};
 use super::shard::Segment;
 
 /// An item, or the message of its `error:` line (already naming the file, item and line).
@@ -155,7 +155,7 @@ pub fn read_items<R: Items<Reader>>(
         if let Some(place) = input.location()
             && parquet_in::is_parquet(place, reading.format)
         {
-            let mut rows = Rows::open(place, input.exact_size().unwrap_or(0));
+            let mut rows = ParquetRows::open(place, input.exact_size().unwrap_or(0));
             let state = RowState {
                 skip: &mut skip,
                 max: &mut max,
@@ -269,7 +269,7 @@ struct RowState<'a> {
 /// Reads a Parquet input's rows as items, after `done` bytes of the inputs before it; false when
 /// `emit` said to stop.
 fn read_rows<R: Items<Reader>>(
-    rows: &mut Rows,
+    rows: &mut ParquetRows,
     prefix: &str,
     done: u64,
     state: RowState<'_>,

@@ -114,7 +114,7 @@ impl Board {
         use anyhow::Context as _;
         settings.storage.configure();
         // The daemon's drain stops the jobs' outputs; their keepers leave the signals alone.
-        super::sink::leave_signals_alone();
+        super::signals::leave_signals_alone();
         let records = settings.dir.join(RECORDS);
         std::fs::create_dir_all(&records)
             .with_context(|| format!("cannot make {}", records.display()))?;

@@ -12,7 +12,7 @@ use super::object::{ObjectUrl, StorageArgs};
 use super::output::ExitStatus;
 use super::part;
 use super::record;
-use super::resume::Record;
+use super::run_record::Record;
 use super::shard::{Range, Shard, ShardPlan};
 use super::upload;
 use crate::render::OutputFormat;

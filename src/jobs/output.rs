@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::mpsc::Receiver;
 
 use super::progress::Progress;
-use super::resume::Resume;
+use super::run_record::Resume;
 use super::sink::Sink;
 use crate::ordered;
 pub use crate::render::{JsonAnalysis, Render};

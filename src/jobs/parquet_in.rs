@@ -23,7 +23,7 @@ use super::location::Location;
 /// Parquet's magic, a file's first four bytes.
 pub const MAGIC: &[u8; 4] = b"PAR1";
 
-/// Rows read at a time.
+/// ParquetRows read at a time.
 const BATCH_ROWS: usize = 8192;
 
 /// How a run reads its inputs.
@@ -75,7 +75,7 @@ impl ChunkReader for Chunks {
 }
 
 /// The rows of a Parquet input, one deal's text (and id) at a time.
-pub struct Rows {
+pub struct ParquetRows {
     reader: ParquetRecordBatchReader,
     batch: Option<RecordBatch>,
     /// The next row of `batch`, and the rows before it.
@@ -87,15 +87,15 @@ pub struct Rows {
 }
 
 /// One row: its id, and its deal's text (`None`: null).
-pub struct Row {
+pub struct DealRow {
     pub id: Option<String>,
     pub deal: Option<String>,
 }
 
-impl Rows {
+impl ParquetRows {
     /// Opens the Parquet input at `place` (`size` bytes long): its footer read and its columns
     /// checked.
-    pub fn open(place: &Location, size: u64) -> Result<Rows, String> {
+    pub fn open(place: &Location, size: u64) -> Result<ParquetRows, String> {
         let chunks = Chunks {
             place: place.clone(),
             len: size,
@@ -144,7 +144,7 @@ impl Rows {
             .with_batch_size(BATCH_ROWS)
             .build()
             .map_err(not)?;
-        Ok(Rows {
+        Ok(ParquetRows {
             reader,
             batch: None,
             at: 0,
@@ -164,13 +164,13 @@ impl Rows {
         }
     }
 
-    /// Rows read so far, counted from 1 in messages.
+    /// ParquetRows read so far, counted from 1 in messages.
     pub fn row(&self) -> u64 {
         self.row
     }
 
     /// The next row, or why the file could not be read further.
-    pub fn next_row(&mut self) -> Option<Result<Row, String>> {
+    pub fn next_row(&mut self) -> Option<Result<DealRow, String>> {
         loop {
             if let Some(batch) = &self.batch
                 && self.at < batch.num_rows()
@@ -178,7 +178,7 @@ impl Rows {
                 let at = self.at;
                 self.at += 1;
                 self.row += 1;
-                return Some(Ok(Row {
+                return Some(Ok(DealRow {
                     deal: text(batch, "deal", at),
                     id: self.with_id.then(|| text(batch, "id", at)).flatten(),
                 }));
@@ -200,7 +200,7 @@ impl Rows {
 }
 
 /// The text of column `name` at `row` of `batch`; `None` when null (or not a string column,
-/// which [`Rows::open`] has refused).
+/// which [`ParquetRows::open`] has refused).
 fn text(batch: &RecordBatch, name: &str, row: usize) -> Option<String> {
     let column = batch.column_by_name(name)?;
     if column.is_null(row) {

@@ -33,13 +33,13 @@ use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::RowGroupMetaData;
 use tokio::sync::oneshot;
 
-pub use layout::{Checkpoint, write_whole};
+pub use layout::write_whole;
 use layout::{Layout, moved};
 
 use super::location::Location;
 use super::record;
-use super::resume::{Record, Resume};
-use super::sink::{Signals, Tell};
+use super::run_record::{self, Checkpoint, Record, Resume};
+use super::signals::{Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
 
@@ -56,13 +56,13 @@ const MAGIC: &[u8; 4] = b"PAR1";
 
 /// The output and its keeper.
 pub struct ParquetAnswers {
-    shared: Arc<Mutex<Table>>,
+    shared: Arc<Mutex<Writing>>,
     stop: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
 }
 
 /// The writer and the output's bookkeeping, behind the lock the printer and the keeper share.
-struct Table {
+struct Writing {
     rows: Rows,
     writer: ArrowWriter<Tail>,
     to: Dest,
@@ -192,7 +192,7 @@ pub fn open(
         }
     };
     record.checkpoint = held;
-    let table = Table::new(tail, Dest::File(output.to_path_buf()), record)?;
+    let table = Writing::new(tail, Dest::File(output.to_path_buf()), record)?;
     let answers = ParquetAnswers::start(table, tell, true)?;
     let resume = Resume {
         path: output.to_path_buf(),
@@ -207,7 +207,7 @@ fn held(place: &Location, ours: &Record) -> anyhow::Result<Option<Checkpoint>> {
     if !place.exists()? {
         return Ok(None);
     }
-    let theirs = super::resume::read_record(place)?;
+    let theirs = run_record::read_record(place)?;
     if let Some((theirs, ours)) = ours.differences(&theirs) {
         bail!(
             "cannot resume {place}: it was written with {theirs}, where this run has {ours}; give \
@@ -246,7 +246,7 @@ pub fn into_object(
         swallow,
         to: TailTo::Memory(Vec::new()),
     };
-    let table = Table::new(tail, Dest::Object(Some(Box::new(object))), record)?;
+    let table = Writing::new(tail, Dest::Object(Some(Box::new(object))), record)?;
     // As a text upload: a signal ends the run, and the parts uploaded stay for a resume.
     let answers = ParquetAnswers::start(table, tell, false)?;
     let resume = Resume {
@@ -256,8 +256,8 @@ pub fn into_object(
     Ok((answers, resume))
 }
 
-impl Table {
-    fn new(tail: Tail, to: Dest, record: Record) -> anyhow::Result<Table> {
+impl Writing {
+    fn new(tail: Tail, to: Dest, record: Record) -> anyhow::Result<Writing> {
         let (kept, shift) = match &record.checkpoint {
             Some(checkpoint) => (
                 checkpoint.row_groups().context("its record's footer")?,
@@ -268,7 +268,7 @@ impl Table {
         let layout = Layout::new()?;
         let writer =
             ArrowWriter::try_new(tail, columns::schema(), Some(layout.properties.clone()))?;
-        Ok(Table {
+        Ok(Writing {
             rows: Rows::with_capacity(BATCH_ROWS),
             writer,
             to,
@@ -376,7 +376,7 @@ impl Table {
 
 impl ParquetAnswers {
     /// Starts the keeper; with `signals`, it also writes the footer on SIGINT and SIGTERM.
-    fn start(table: Table, tell: Tell, signals: bool) -> anyhow::Result<ParquetAnswers> {
+    fn start(table: Writing, tell: Tell, signals: bool) -> anyhow::Result<ParquetAnswers> {
         let shared = Arc::new(Mutex::new(table));
         let (stop, stopped) = oneshot::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -445,14 +445,14 @@ impl Drop for ParquetAnswers {
     }
 }
 
-fn lock(shared: &Mutex<Table>) -> MutexGuard<'_, Table> {
+fn lock(shared: &Mutex<Writing>) -> MutexGuard<'_, Writing> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The keeper: a row group ended every [`CHECKPOINT_EVERY`] at the latest; on SIGINT or SIGTERM
 /// (when it watches them), the footer written and the process ended.
 async fn keep(
-    shared: Arc<Mutex<Table>>,
+    shared: Arc<Mutex<Writing>>,
     mut stopped: oneshot::Receiver<()>,
     tell: Tell,
     mut signals: Option<Signals>,
@@ -489,7 +489,7 @@ async fn keep(
     reason = "a signal ends the run wherever the printer is; the lock held keeps it from writing \
               after the footer"
 )]
-fn interrupted(mut table: MutexGuard<'_, Table>, (name, number): (&str, i32), tell: &Tell) {
+fn interrupted(mut table: MutexGuard<'_, Writing>, (name, number): (&str, i32), tell: &Tell) {
     let path = table.to.name();
     match table.close() {
         Ok(rows) => tell(format!(

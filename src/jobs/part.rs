@@ -29,7 +29,7 @@ use super::location::{Location, beside};
 use super::output::ExitStatus;
 use super::parquet_in;
 use super::record::{self, Versioned};
-use super::resume::{self, Record};
+use super::run_record::{self, Record};
 use super::shard::{Range, ShardPlan};
 use crate::compressed;
 
@@ -138,7 +138,7 @@ pub fn complete(
     if sum.lines != items {
         bail!("{output} holds {} lines for {items} answers", sum.lines);
     }
-    let record = resume::read_record(output)?;
+    let record = run_record::read_record(output)?;
     let done = Done {
         version: VERSION,
         record,

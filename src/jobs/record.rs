@@ -2,7 +2,7 @@
 //! with its layout's `version` and a newline, put whole or not at all ([`Location::put_small`]),
 //! read back and refused in words when it is not one patience wrote or is of another version.
 //!
-//! The records themselves: how an output's answers were written (`resume::Record`, the run's
+//! The records themselves: how an output's answers were written (`run_record::Record`, the run's
 //! record, in `NAME.resume.json` for a file), an object's upload so far (`upload::UploadRecord`,
 //! in `KEY.resume.json`: the run's record with the parts uploaded), a part's completion
 //! (`part::Done`, in `NAME.done.json`) and a file's index (`index::Index`, `NAME.index.json`).

@@ -19,18 +19,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::parquet_out::ParquetAnswers;
+use super::signals::{Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::compressed::{Codec, Encoded};
-
-/// Set when this process's SIGINT and SIGTERM are someone else's: the daemon's, whose drain
-/// stops the jobs it runs (their outputs then end as every keeper ends them, complete lines
-/// synced). A command's keeper ends the process on them instead.
-static SIGNALS_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Leaves this process's SIGINT and SIGTERM to the caller: no output's keeper watches them.
-pub fn leave_signals_alone() {
-    SIGNALS_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed);
-}
 
 /// How often complete lines reach the file at the latest.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -99,9 +90,6 @@ impl Write for Sink {
 fn not_lines() -> io::Error {
     io::Error::other("a Parquet output takes rows, not lines")
 }
-
-/// What a signal's last words need: how to say them past a progress bar.
-pub type Tell = Box<dyn Fn(String) + Send>;
 
 /// The `--output` file and its keeper.
 pub struct AnswerFile {
@@ -314,56 +302,4 @@ fn interrupted(mut lines: MutexGuard<'_, FileLines>, (name, number): (&str, i32)
         Err(e) => tell(format!("patience: {name}: cannot write {path}: {e}")),
     }
     std::process::exit(128 + number);
-}
-
-/// SIGINT and SIGTERM, as far as they can be watched.
-pub(super) struct Signals {
-    #[cfg(unix)]
-    interrupt: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    terminate: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    pub(super) fn new() -> Signals {
-        #[cfg(unix)]
-        if SIGNALS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
-            return Signals {
-                interrupt: None,
-                terminate: None,
-            };
-        }
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Signals {
-                interrupt: signal(SignalKind::interrupt()).ok(),
-                terminate: signal(SignalKind::terminate()).ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// The next signal's name and number; never, for one that cannot be watched (it then ends the
-    /// process as it always does, and the keeper's last second is lost, as with SIGKILL).
-    pub(super) async fn next(&mut self) -> (&'static str, i32) {
-        #[cfg(unix)]
-        {
-            async fn on(signal: Option<&mut tokio::signal::unix::Signal>) {
-                match signal {
-                    Some(signal) => {
-                        signal.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            }
-            tokio::select! {
-                () = on(self.interrupt.as_mut()) => ("SIGINT", 2),
-                () = on(self.terminate.as_mut()) => ("SIGTERM", 15),
-            }
-        }
-        #[cfg(not(unix))]
-        std::future::pending().await
-    }
 }

@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::columns;
+use crate::jobs::run_record::Checkpoint;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
@@ -17,25 +19,12 @@ use parquet::file::metadata::{
 };
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::SchemaDescPtr;
-use serde::{Deserialize, Serialize};
-
-use crate::columns;
 
 /// Answers per row group: also what a SIGKILL loses at most. About a second of `solve` on two
 /// cores, and DuckDB's own row group size (122,880) rounded up to a power of two.
 pub const ROW_GROUP_ROWS: usize = 131_072;
 
-/// What a Parquet output holds so far, kept in its run record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// Answers in the row groups recorded.
-    pub rows: u64,
-    /// The byte where the last recorded row group ends: where the footer goes.
-    pub end: u64,
-    /// The footer (metadata, its length and the magic) for those row groups, in base64.
-    pub footer: String,
-}
-
+/// A checkpoint's bytes: it is a field of the run record (`resume.rs`), read here.
 impl Checkpoint {
     /// The footer's bytes.
     pub fn footer(&self) -> anyhow::Result<Vec<u8>> {
