@@ -20,7 +20,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{Flags, TempDir, cpu_measured, median};
+use support::{Flags, TempDir, cpu_measured, generated_deals, median};
 
 /// Seed of the deals (the other benches use the same one).
 const SEED: u64 = 2026;
@@ -30,19 +30,7 @@ fn main() {
     let deals = flags.get("--deals", 1_000_000usize).max(1);
     let runs = flags.get("--runs", 5usize).max(1);
     let dir = TempDir::new("columnar");
-    let input = dir.join("deals.in");
-    let generated = Command::new(env!("CARGO_BIN_EXE_patience"))
-        .args([
-            "gen",
-            "--count",
-            &deals.to_string(),
-            "--seed",
-            &SEED.to_string(),
-        ])
-        .output()
-        .expect("patience gen");
-    std::fs::write(&input, generated.stdout).expect("write the deals");
-    let input = input.display().to_string();
+    let input = generated_deals(&dir, deals, SEED);
     let text_out = dir.join("answers.txt").display().to_string();
     let parquet_out = dir.join("answers.parquet").display().to_string();
     let stdout = dir.join("stdout");

@@ -19,10 +19,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use support::{Flags, TempDir, cpu_measured, start_daemon};
+use support::{Flags, TempDir, cpu_measured, generated_deals, start_daemon};
 
 /// Seed of the deals (the other benches use the same one).
 const SEED: u64 = 2026;
@@ -43,19 +42,7 @@ fn bytes_read(part: &Path) -> u64 {
 fn main() {
     let deals = Flags::from_env().get("--deals", 400_000usize).max(1);
     let dir = TempDir::new("shards");
-    let input = dir.join("deals.in");
-    let generated = Command::new(env!("CARGO_BIN_EXE_patience"))
-        .args([
-            "gen",
-            "--count",
-            &deals.to_string(),
-            "--seed",
-            &SEED.to_string(),
-        ])
-        .output()
-        .expect("patience gen");
-    std::fs::write(&input, generated.stdout).expect("write the deals");
-    let input = input.display().to_string();
+    let input = generated_deals(&dir, deals, SEED);
     let size = std::fs::metadata(&input).expect("the deals").len();
     println!("{deals} deals, {size} bytes, `patience solve --workers 1`:");
 

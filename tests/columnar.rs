@@ -228,23 +228,29 @@ fn checkpointed(out: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
-    let Some(py) = python() else { return };
-    let scratch = Scratch::new("parquet-resume");
+/// 200,000 random deals (`patience gen --seed SEED`), and the Parquet file one uninterrupted run
+/// writes of them from standard input.
+fn deals_solved(scratch: &Scratch, seed: u64) -> (Vec<u8>, String) {
     let deals = patience()
-        .args(&["gen", "--count", "200000", "--seed", "44"])
+        .args(&["gen", "--count", "200000", "--seed", &seed.to_string()])
         .output();
     assert_eq!(deals.code(), Some(0));
-    let all = deals.stdout.clone();
     let whole = scratch.join("whole.parquet").display().to_string();
     let run = patience()
         .args(&[
             "solve", "-q", "--format", "parquet", "--output", &whole, "-",
         ])
-        .stdin(&all)
+        .stdin(&deals.stdout)
         .output();
     assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+    (deals.stdout, whole)
+}
+
+#[test]
+fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
+    let Some(py) = python() else { return };
+    let scratch = Scratch::new("parquet-resume");
+    let (all, whole) = deals_solved(&scratch, 44);
     let expected = rows(&py.parquet(&whole));
     assert_eq!(expected.len(), 200_000);
     let deal_bytes = all.len() / 200_000;
@@ -318,18 +324,7 @@ fn a_parquet_object_killed_mid_upload_resumes_to_the_file_s_bytes() {
     let Some(s3) = S3Server::start() else { return };
     let scratch = Scratch::new("parquet-s3");
     s3.make_bucket("tables");
-    let deals = patience()
-        .args(&["gen", "--count", "200000", "--seed", "46"])
-        .output();
-    let all = deals.stdout.clone();
-    let whole = scratch.join("whole.parquet").display().to_string();
-    let run = patience()
-        .args(&[
-            "solve", "-q", "--format", "parquet", "--output", &whole, "-",
-        ])
-        .stdin(&all)
-        .output();
-    assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+    let (all, whole) = deals_solved(&scratch, 46);
     let url = "s3://tables/out/answers.parquet";
     let args = [
         "solve",

@@ -235,6 +235,23 @@ impl TempDir {
     }
 }
 
+/// `deals` random deals (`patience gen --seed SEED`) written to `deals.in` in `dir`: its path.
+pub fn generated_deals(dir: &TempDir, deals: usize, seed: u64) -> String {
+    let generated = Command::new(env!("CARGO_BIN_EXE_patience"))
+        .args([
+            "gen",
+            "--count",
+            &deals.to_string(),
+            "--seed",
+            &seed.to_string(),
+        ])
+        .output()
+        .expect("patience gen");
+    let input = dir.join("deals.in");
+    std::fs::write(&input, generated.stdout).expect("write the deals");
+    input.display().to_string()
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

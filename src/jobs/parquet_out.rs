@@ -20,6 +20,7 @@
 //! each: 10^8 answers make 763 row groups and a record of 0.4 MB at the end.
 
 mod layout;
+mod tail;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek as _, SeekFrom, Write};
@@ -35,6 +36,7 @@ use tokio::sync::oneshot;
 
 pub use layout::write_whole;
 use layout::{Layout, moved};
+use tail::{Tail, TailTo, make_cut};
 
 use super::location::Location;
 use super::record;
@@ -95,51 +97,6 @@ impl Dest {
             Dest::Object(None) => "the object".to_string(),
         }
     }
-}
-
-/// The writer's bytes: a resume swallows the writer's leading magic (the output has one), and
-/// then they go to the file (cut to its kept row groups before the first byte), or to memory
-/// until a checkpoint hands them to the upload.
-struct Tail {
-    swallow: usize,
-    to: TailTo,
-}
-
-enum TailTo {
-    File { file: File, cut: Option<u64> },
-    Memory(Vec<u8>),
-}
-
-impl Write for Tail {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.swallow > 0 {
-            let n = self.swallow.min(buf.len());
-            self.swallow -= n;
-            return Ok(n);
-        }
-        match &mut self.to {
-            TailTo::File { file, cut } => {
-                make_cut(file, cut)?;
-                file.write(buf)
-            }
-            TailTo::Memory(bytes) => bytes.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match &mut self.to {
-            TailTo::File { file, .. } => file.flush(),
-            TailTo::Memory(_) => Ok(()),
-        }
-    }
-}
-
-fn make_cut(file: &mut File, cut: &mut Option<u64>) -> io::Result<()> {
-    if let Some(len) = cut.take() {
-        file.set_len(len)?;
-        file.seek(SeekFrom::Start(len))?;
-    }
-    Ok(())
 }
 
 /// Opens the file `output` for this run: created anew with its record, or, with `resume` and a

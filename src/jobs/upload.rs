@@ -148,13 +148,7 @@ impl ObjectAnswers {
 
     /// Takes `buf` in; uploads a part once the complete lines make one.
     pub fn write(&mut self, buf: &[u8]) -> io::Result<()> {
-        if self.state.complete && !buf.is_empty() {
-            return Err(io::Error::other(format!(
-                "{} is complete already: the input has more than its answers (was it written for \
-                 other inputs?)",
-                self.url
-            )));
-        }
+        self.refuse_more(buf)?;
         self.pending.extend_from_slice(buf);
         if let Some(end) = memchr::memrchr(b'\n', &self.pending) {
             let complete: Vec<u8> = self.pending.drain(..=end).collect();
@@ -168,14 +162,7 @@ impl ObjectAnswers {
             self.part.flush_member()?;
             self.unflushed = 0;
         }
-        if self
-            .part
-            .inner()
-            .is_some_and(|part| part.len() >= self.part_size)
-        {
-            self.upload_part()?;
-        }
-        Ok(())
+        self.upload_when_whole()
     }
 
     /// Takes in `bytes` that hold `items` whole items (a Parquet output's row groups, its footer
@@ -187,6 +174,15 @@ impl ObjectAnswers {
         items: u64,
         record: serde_json::Value,
     ) -> io::Result<()> {
+        self.refuse_more(bytes)?;
+        self.part.write_all(bytes)?;
+        self.part_lines += items;
+        self.next_record = Some(record);
+        self.upload_when_whole()
+    }
+
+    /// More answers for an object that is complete: the input has more items than it has answers.
+    fn refuse_more(&self, bytes: &[u8]) -> io::Result<()> {
         if self.state.complete && !bytes.is_empty() {
             return Err(io::Error::other(format!(
                 "{} is complete already: the input has more than its answers (was it written for \
@@ -194,9 +190,11 @@ impl ObjectAnswers {
                 self.url
             )));
         }
-        self.part.write_all(bytes)?;
-        self.part_lines += items;
-        self.next_record = Some(record);
+        Ok(())
+    }
+
+    /// Uploads the part gathered once it has the part's size.
+    fn upload_when_whole(&mut self) -> io::Result<()> {
         if self
             .part
             .inner()

@@ -11,10 +11,7 @@ use serde_json::Value;
 /// them fails the test; without, the test is skipped with a note (`None`).
 pub fn columnar_python() -> Option<Columnar> {
     let given = std::env::var_os("PATIENCE_VENV");
-    let venv = given.clone().map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/venv"),
-        PathBuf::from,
-    );
+    let venv = super::s3::venv();
     let python = venv.join("bin/python");
     let ready = Command::new(&python)
         .args(["-c", "import pyarrow, duckdb"])

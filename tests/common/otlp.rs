@@ -21,10 +21,7 @@ pub const SPAN_LIMIT: Duration = Duration::from_secs(20);
 /// a note (`None`).
 pub fn otel_python() -> Option<PathBuf> {
     let given = std::env::var_os("PATIENCE_VENV");
-    let venv = given.clone().map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/venv"),
-        PathBuf::from,
-    );
+    let venv = super::s3::venv();
     let python = venv.join("bin/python");
     let ready = Command::new(&python)
         .args([

@@ -24,7 +24,8 @@ pub struct S3Server {
     credentials: (String, String),
 }
 
-fn venv() -> PathBuf {
+/// The venv `.ci/run` makes: `PATIENCE_VENV`, or `target/tools/venv`.
+pub fn venv() -> PathBuf {
     std::env::var_os("PATIENCE_VENV").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/venv"),
         PathBuf::from,
