@@ -154,6 +154,26 @@ fn a_parquet_input_made_by_pyarrow_is_solved_as_its_text_is_ids_and_bad_rows_in_
         assert_eq!(row.0, i as u64);
         assert_eq!(row.1.as_deref(), Some(format!("deal-{i}").as_str()));
     }
+    // After a text input that fails part-way (a NUL byte after its first deal), the ids stay with
+    // their rows: the text's deal has none, the Parquet rows theirs.
+    let mut broken = text("sample.in").into_bytes();
+    broken.extend_from_slice(b"AS\0");
+    let broken = scratch.write("broken.in", broken);
+    let out = patience()
+        .args(&["solve", "--format", "json", &broken, &input])
+        .output();
+    assert_eq!(out.code(), Some(2), "{}", out.stderr_str());
+    let lines: Vec<Value> = out
+        .stdout_str()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1 + json.len());
+    assert_eq!(lines[0]["id"], Value::Null);
+    for (i, line) in lines[1..].iter().enumerate() {
+        assert_eq!(line["index"], i as u64 + 1);
+        assert_eq!(line["id"], format!("deal-{i}").as_str());
+    }
     // The same file as an object of a real S3 server.
     let Some(s3) = S3Server::start() else { return };
     s3.make_bucket("tables");

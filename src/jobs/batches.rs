@@ -220,7 +220,8 @@ pub fn read_items<R: Items<Reader>>(
                 }
                 continue;
             }
-            if let Some(ids) = &reading.ids {
+            // Each item answered has an id, none from a text input (an input that failed has none).
+            if let (Some(ids), Step::Item(_) | Step::Bad(_)) = (&reading.ids, &step) {
                 let _ = ids.send(None);
             }
             match step {
