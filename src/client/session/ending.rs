@@ -56,8 +56,11 @@ impl<G: Protocol> Session<G> {
                 Report::Failed { lane, reason, .. }
                 | Report::Foreign { lane, reason }
                 | Report::Rejected { lane, reason } => {
+                    // Said once per daemon: not again for one whose failure was said during the
+                    // run (another of its calls failed then) and that has not been back since.
                     if unproven.contains(&lane)
                         && let Some(group) = self.lanes.get(lane).map(|l| l.group)
+                        && self.daemons.get(group).is_none_or(|d| d.down.is_none())
                         && told.insert(group)
                     {
                         let _ = self.events.send(Event::Failed {
