@@ -26,7 +26,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Seek as _, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -41,7 +40,7 @@ use tail::{Tail, TailTo, make_cut};
 use super::location::Location;
 use super::record;
 use super::run_record::{self, Checkpoint, Record, Resume};
-use super::signals::{Signals, Tell};
+use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
 
@@ -59,8 +58,7 @@ const MAGIC: &[u8; 4] = b"PAR1";
 /// The output and its keeper.
 pub struct ParquetAnswers {
     shared: Arc<Mutex<Writing>>,
-    stop: Option<oneshot::Sender<()>>,
-    keeper: Option<JoinHandle<()>>,
+    keeper: Keeper,
 }
 
 /// The writer and the output's bookkeeping, behind the lock the printer and the keeper share.
@@ -335,26 +333,13 @@ impl ParquetAnswers {
     /// Starts the keeper; with `signals`, it also writes the footer on SIGINT and SIGTERM.
     fn start(table: Writing, tell: Tell, signals: bool) -> anyhow::Result<ParquetAnswers> {
         let shared = Arc::new(Mutex::new(table));
-        let (stop, stopped) = oneshot::channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        // Watched from here on, as the text output's keeper does (`sink.rs`).
-        let signals = signals.then(|| {
-            let _context = runtime.enter();
-            Signals::new()
-        });
         let keeper = {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("output".into())
-                .spawn(move || runtime.block_on(keep(shared, stopped, tell, signals)))?
+            Keeper::start(signals, move |stopped, signals| {
+                keep(shared, stopped, tell, signals)
+            })?
         };
-        Ok(ParquetAnswers {
-            shared,
-            stop: Some(stop),
-            keeper: Some(keeper),
-        })
+        Ok(ParquetAnswers { shared, keeper })
     }
 
     /// Item `index`, solved.
@@ -373,20 +358,11 @@ impl ParquetAnswers {
 
     /// Everything answered is in the output, which ends with its footer.
     pub fn finish(mut self) -> io::Result<()> {
-        self.stop_keeper();
+        self.keeper.stop();
         lock(&self.shared)
             .close()
             .map(drop)
             .map_err(|e| io::Error::other(format!("{e:#}")))
-    }
-
-    fn stop_keeper(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let _ = keeper.join();
-        }
     }
 }
 
@@ -394,7 +370,7 @@ impl ParquetAnswers {
 /// finished run writes the footer, so that a run that failed is not taken for a whole one).
 impl Drop for ParquetAnswers {
     fn drop(&mut self) {
-        self.stop_keeper();
+        self.keeper.stop();
         let mut table = lock(&self.shared);
         if !matches!(table.to, Dest::Object(None)) {
             let _ = table.checkpoint(true);
@@ -412,17 +388,11 @@ async fn keep(
     shared: Arc<Mutex<Writing>>,
     mut stopped: oneshot::Receiver<()>,
     tell: Tell,
-    mut signals: Option<Signals>,
+    mut signals: Signals,
 ) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let signal = async {
-            match signals.as_mut() {
-                Some(signals) => signals.next().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = &mut stopped => return,
             _ = tick.tick() => {
@@ -435,7 +405,7 @@ async fn keep(
                     return;
                 }
             }
-            signal = signal => interrupted(lock(&shared), signal, &tell),
+            signal = signals.next() => interrupted(lock(&shared), signal, &tell),
         }
     }
 }

@@ -1,6 +1,67 @@
-//! The signals an output's keeper answers (`sink.rs`, `parquet_out.rs`): SIGINT and SIGTERM,
-//! which end a command's run with its output whole, unless the process has left them to someone
-//! else (the daemon, whose drain stops the jobs it runs).
+//! An output's keeper (`sink.rs`, `parquet_out.rs`): a thread of its own that keeps the output
+//! durable on a clock and answers SIGINT and SIGTERM, which end a command's run with its output
+//! whole, unless the process has left them to someone else (the daemon, whose drain stops the
+//! jobs it runs).
+
+use std::future::Future;
+use std::io;
+use std::thread::JoinHandle;
+
+use tokio::sync::oneshot;
+
+/// An output's keeper thread, stopped (and waited for) when the output ends or is dropped.
+#[derive(Debug)]
+pub struct Keeper {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Keeper {
+    /// Runs `keep` on a thread of its own (in a runtime of its own) until told to stop by the
+    /// receiver it is given; with `watch`, it is also given SIGINT and SIGTERM, registered here,
+    /// on the caller's thread, before anything is written: a signal that came before the thread
+    /// got going would otherwise end the process with the output unsynced, as SIGKILL does.
+    pub fn start<F, Fut>(watch: bool, keep: F) -> io::Result<Keeper>
+    where
+        F: FnOnce(oneshot::Receiver<()>, Signals) -> Fut + Send + 'static,
+        Fut: Future<Output = ()>,
+    {
+        let (stop, stopped) = oneshot::channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let signals = match watch {
+            true => {
+                let _context = runtime.enter();
+                Signals::new()
+            }
+            false => Signals::none(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("output".into())
+            .spawn(move || runtime.block_on(keep(stopped, signals)))?;
+        Ok(Keeper {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the keeper and waits for its thread to end.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
 
 /// Set when this process's SIGINT and SIGTERM are someone else's: the daemon's, whose drain
 /// stops the jobs it runs (their outputs then end as every keeper ends them, complete lines
@@ -24,13 +85,11 @@ pub struct Signals {
 }
 
 impl Signals {
-    pub fn new() -> Signals {
+    /// The signals, watched from now on (none when the process has left them to someone else).
+    fn new() -> Signals {
         #[cfg(unix)]
         if SIGNALS_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
-            return Signals {
-                interrupt: None,
-                terminate: None,
-            };
+            return Signals::none();
         }
         #[cfg(unix)]
         {
@@ -42,6 +101,16 @@ impl Signals {
         }
         #[cfg(not(unix))]
         Signals {}
+    }
+
+    /// No signal: they end the process as they always do.
+    fn none() -> Signals {
+        Signals {
+            #[cfg(unix)]
+            interrupt: None,
+            #[cfg(unix)]
+            terminate: None,
+        }
     }
 
     /// The next signal's name and number; never, for one that cannot be watched (it then ends the

@@ -13,13 +13,12 @@ use std::fs::File;
 use std::io::{self, BufWriter, Seek as _, SeekFrom, StdoutLock, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use super::parquet_out::ParquetAnswers;
-use super::signals::{Signals, Tell};
+use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::compressed::{Codec, Encoded};
 
@@ -94,8 +93,7 @@ fn not_lines() -> io::Error {
 /// The `--output` file and its keeper.
 pub struct AnswerFile {
     shared: Arc<Mutex<FileLines>>,
-    stop: Option<oneshot::Sender<()>>,
-    keeper: Option<JoinHandle<()>>,
+    keeper: Keeper,
 }
 
 /// The file and the bytes not yet in it, behind the lock the printer and the keeper share.
@@ -178,27 +176,13 @@ impl AnswerFile {
             lines,
             unsynced: false,
         }));
-        let (stop, stopped) = oneshot::channel();
         let keeper = {
             let shared = shared.clone();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            // Watched from here on, before the run writes anything: a signal that came before
-            // the keeper's thread got going would otherwise end the process unsynced, as SIGKILL.
-            let signals = {
-                let _context = runtime.enter();
-                Signals::new()
-            };
-            std::thread::Builder::new()
-                .name("output".into())
-                .spawn(move || runtime.block_on(keep(shared, stopped, tell, signals)))?
+            Keeper::start(true, move |stopped, signals| {
+                keep(shared, stopped, tell, signals)
+            })?
         };
-        Ok(AnswerFile {
-            shared,
-            stop: Some(stop),
-            keeper: Some(keeper),
-        })
+        Ok(AnswerFile { shared, keeper })
     }
 
     fn lock(&self) -> MutexGuard<'_, FileLines> {
@@ -208,20 +192,11 @@ impl AnswerFile {
     /// Ends the run's writing: everything written so far is in the file and synced, and a
     /// partial last line found by a resume is cut off even if nothing new was written.
     pub fn finish(mut self) -> io::Result<()> {
-        self.stop_keeper();
+        self.keeper.stop();
         let mut lines = self.lock();
         lines.make_cut()?;
         lines.write_complete()?;
         lines.sync()
-    }
-
-    fn stop_keeper(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(keeper) = self.keeper.take() {
-            let _ = keeper.join();
-        }
     }
 }
 
@@ -243,7 +218,7 @@ impl Write for AnswerFile {
 /// However the run ends (an error, a panic unwinding), the complete lines reach the file.
 impl Drop for AnswerFile {
     fn drop(&mut self) {
-        self.stop_keeper();
+        self.keeper.stop();
         let mut lines = self.lock();
         let _ = lines.write_complete();
         let _ = lines.sync();
