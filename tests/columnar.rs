@@ -571,3 +571,50 @@ fn the_readme_parquet_example_runs_as_shown() {
         .at_least(2)
         .run();
 }
+
+/// A job the daemon runs writes the same Parquet file `solve` writes: submitted with `patience
+/// jobs submit --format parquet`, its output is byte for byte `solve --format parquet`'s, and
+/// pyarrow reads the seed solver's answers in it.
+#[test]
+fn a_daemon_job_writes_the_parquet_file_solve_writes() {
+    let Some(py) = python() else { return };
+    let scratch = Scratch::new("parquet-job");
+    std::fs::copy(data("random1000.in"), scratch.join("deals.in")).unwrap();
+    let dir = scratch.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &dir]);
+    let submitted = patience()
+        .args(&["jobs", "--addr", &daemon.addr, "submit", "deals.in"])
+        .args(&[
+            "--output",
+            "answers.parquet",
+            "--format",
+            "parquet",
+            "--id",
+            "pq",
+        ])
+        .output();
+    assert_eq!(submitted.code(), Some(0), "{}", submitted.stderr_str());
+    let local = scratch.join("local.parquet").display().to_string();
+    let run = patience()
+        .args(&[
+            "solve",
+            "-q",
+            "--format",
+            "parquet",
+            "--output",
+            &local,
+            &data("random1000.in"),
+        ])
+        .output();
+    assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+    let job = scratch.join("answers.parquet");
+    assert!(
+        std::fs::read(&job).unwrap() == std::fs::read(&local).unwrap(),
+        "the job's Parquet file is not solve's"
+    );
+    let rows = rows(&py.parquet(&job.display().to_string()));
+    for (line, row) in text("random1000.out6").lines().zip(&rows) {
+        assert_eq!(format!("{:.6}", f64::from_bits(row.2.unwrap())), line);
+    }
+    assert_eq!(rows.len(), 1000);
+}
