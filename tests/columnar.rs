@@ -62,6 +62,16 @@ fn json_rows(args: &[&str]) -> Vec<Row> {
         .collect()
 }
 
+/// `out` ended with status 2, its standard error saying `words`; `what` names the run.
+fn refused(out: &common::Output, words: &str, what: &str) {
+    assert_eq!(out.code(), Some(2), "{what}: {}", out.stderr_str());
+    assert!(
+        out.stderr_str().contains(words),
+        "{what}: {}",
+        out.stderr_str()
+    );
+}
+
 fn python() -> Option<Columnar> {
     columnar_python()
 }
@@ -229,12 +239,8 @@ fn a_cut_or_foreign_parquet_file_is_refused_in_words_with_status_2() {
             .args(&flags)
             .args(&[file])
             .output();
-        assert_eq!(out.code(), Some(2), "{file}: {}", out.stderr_str());
-        assert!(
-            out.stderr_str().contains(&format!("{file}: ")) && out.stderr_str().contains(words),
-            "{file}: {}",
-            out.stderr_str()
-        );
+        refused(&out, &format!("{file}: "), file);
+        refused(&out, words, file);
         assert!(out.stdout_str().is_empty(), "{file}: nothing answered");
     }
 }
@@ -428,11 +434,10 @@ fn parquet_shards_merge_into_the_one_run_s_answers() {
     let out = patience()
         .args(&["merge", &parts[0], &parts[1], &parts[2]])
         .output();
-    assert_eq!(out.code(), Some(2));
-    assert!(
-        out.stderr_str().contains("add --output NAME.parquet"),
-        "{}",
-        out.stderr_str()
+    refused(
+        &out,
+        "add --output NAME.parquet",
+        "a merge to standard output",
     );
 }
 
@@ -538,12 +543,7 @@ fn what_parquet_cannot_do_is_refused_in_words() {
     ];
     for (args, words) in cases {
         let run = patience().args(&args).output();
-        assert_eq!(run.code(), Some(2), "{args:?}: {}", run.stderr_str());
-        assert!(
-            run.stderr_str().contains(words),
-            "{args:?}: {}",
-            run.stderr_str()
-        );
+        refused(&run, words, &format!("{args:?}"));
     }
 }
 
