@@ -44,6 +44,26 @@ async fn eight_streams(
     streams
 }
 
+/// A SIGTERM sent the moment the daemon says it is listening (as an orchestrator that read that
+/// line may) drains and exits 0: the signals are watched before the line is written, not when the
+/// server first polls its shutdown. Ten daemons, each with a jobs directory to open after the line.
+#[test]
+fn sigterm_right_after_the_start_line_exits_0() {
+    let scratch = Scratch::new("term-at-start");
+    for n in 0..10 {
+        let dir = scratch.join(&format!("jobs{n}")).display().to_string();
+        let daemon = Daemon::start(&["--jobs-dir", &dir]);
+        daemon.signal("TERM");
+        let (code, log) = daemon.wait(Duration::from_secs(30));
+        assert_eq!(
+            code,
+            Some(0),
+            "daemon {n} (None: killed by the signal): {log:#?}"
+        );
+        assert!(log.iter().any(|line| line.contains("stopped")), "{log:#?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_eight_streams_in_flight_finish_then_exits_0() {
     use tonic_health::pb::HealthCheckRequest;

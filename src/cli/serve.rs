@@ -97,6 +97,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         // Every listener is bound before the daemon says it is listening.
         let metrics_listener = server::bind_metrics(config.metrics_addr, config.listen_backlog)?;
         let metrics_bound = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
+        // Watched before the daemon says it is listening: a SIGTERM sent by whoever read that
+        // line drains, where one caught before the first poll of a lazy watch would kill.
+        let stop_signals = StopSignals::watch();
         // The whole effective configuration in one line (never the token itself), so that what a
         // daemon ran with can be read from its log whether flags, environment or defaults set it.
         tracing::info!(
@@ -143,7 +146,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         let shutdown = {
             let signalled = signalled.clone();
             async move {
-                shutdown_signal().await;
+                stop_signals.recv().await;
                 let _ = signalled.set(Instant::now());
             }
         };
@@ -232,26 +235,47 @@ fn init_logging(format: LogFormat, tracing: Option<&Tracing>) -> anyhow::Result<
         .map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
 }
 
-/// Completes on the first SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGTERM and SIGINT, registered when watched (not when first polled, as
+/// `tokio::signal::ctrl_c` is), so that neither can end the daemon ungracefully once it is watching.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut terminate) => {
+    watched: Result<(tokio::signal::unix::Signal, tokio::signal::unix::Signal), std::io::Error>,
+}
+
+impl StopSignals {
+    fn watch() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                watched: signal(SignalKind::terminate())
+                    .and_then(|term| Ok((term, signal(SignalKind::interrupt())?))),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
+    }
+
+    /// Completes on the first SIGTERM or SIGINT.
+    async fn recv(self) {
+        #[cfg(unix)]
+        match self.watched {
+            Ok((mut terminate, mut interrupt)) => {
                 tokio::select! {
-                    _ = interrupt => {}
+                    _ = interrupt.recv() => {}
                     _ = terminate.recv() => {}
                 }
             }
             Err(e) => {
                 tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
-                let _ = interrupt.await;
+                let _ = tokio::signal::ctrl_c().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
