@@ -93,9 +93,6 @@ impl Index {
 impl Versioned for Index {
     const VERSION: u32 = VERSION;
     const WHAT: &'static str = "an index";
-    fn version(&self) -> u32 {
-        self.version
-    }
 }
 
 /// Where `file`'s index lives.

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::Context as _;
 use clap::Args;
 
 use super::batches::{Ids, Items, ToRead};
@@ -164,11 +163,8 @@ impl JobRun {
                     );
                 }
                 let shown = url.to_string();
-                let check = |held: serde_json::Value| -> anyhow::Result<()> {
-                    let held: Record = serde_json::from_value(held).with_context(|| {
-                        format!("cannot resume {shown}: its record is not one patience wrote")
-                    })?;
-                    if let Some((theirs, ours)) = record.differences(&held) {
+                let check = |held: &Record| -> anyhow::Result<()> {
+                    if let Some((theirs, ours)) = record.differences(held) {
                         anyhow::bail!(
                             "cannot resume {shown}: it was written with {theirs}, where this run \
                              has {ours}; give the same flags and inputs to go on with it, or \
@@ -177,11 +173,10 @@ impl JobRun {
                     }
                     Ok(())
                 };
-                let value = serde_json::to_value(&record)?;
                 let (answers, kept) = upload::open(
                     url,
                     args.resume,
-                    value,
+                    record.clone(),
                     &check,
                     args.storage.upload_part_size,
                 )?;

@@ -205,14 +205,6 @@ impl Location {
             _ => None,
         }
     }
-
-    /// The object, when it is one.
-    pub fn object(&self) -> Option<&ObjectUrl> {
-        match self {
-            Location::Object(url) => Some(url),
-            _ => None,
-        }
-    }
 }
 
 impl std::fmt::Display for Location {

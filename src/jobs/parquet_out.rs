@@ -185,9 +185,7 @@ pub fn into_object(
     let mut record = record.clone();
     record.checkpoint = match kept {
         0 => None,
-        _ => serde_json::from_value::<Record>(object.record().clone())
-            .ok()
-            .and_then(|held| held.checkpoint),
+        _ => object.record().checkpoint.clone(),
     };
     let swallow = match &record.checkpoint {
         Some(checkpoint) if checkpoint.rows == kept => MAGIC.len(),
@@ -262,6 +260,7 @@ impl Writing {
         let before = self.record.checkpoint.as_ref().map_or(0, |c| c.rows);
         let checkpoint = self.layout.checkpoint(groups, end as u64)?;
         let rows = checkpoint.rows - before;
+        let checkpoint_now = checkpoint.clone();
         self.record.checkpoint = Some(checkpoint);
         let tail = self.writer.inner_mut();
         match (&mut self.to, &mut tail.to) {
@@ -272,8 +271,7 @@ impl Writing {
                 record::write(&record::resume_of(&place), &self.record)?;
             }
             (Dest::Object(Some(object)), TailTo::Memory(bytes)) => {
-                let record = serde_json::to_value(&self.record)?;
-                object.write_items(bytes, rows, record)?;
+                object.write_items(bytes, rows, checkpoint_now)?;
                 bytes.clear();
             }
             _ => bail!("the output is complete already"),
@@ -320,7 +318,7 @@ impl Writing {
                 let Some(mut object) = object.take() else {
                     bail!("the output is complete already");
                 };
-                object.write_items(&footer, 0, serde_json::to_value(&self.record)?)?;
+                object.write_items(&footer, 0, checkpoint.clone())?;
                 object.finish()?;
             }
             _ => bail!("the output is not where it was"),

@@ -58,9 +58,6 @@ pub struct Done {
 impl Versioned for Done {
     const VERSION: u32 = VERSION;
     const WHAT: &'static str = "a completion record";
-    fn version(&self) -> u32 {
-        self.version
-    }
 }
 
 /// The place `name` names as a part: a file or an object (standard input is none).
@@ -138,7 +135,7 @@ pub fn complete(
     if sum.lines != items {
         bail!("{output} holds {} lines for {items} answers", sum.lines);
     }
-    let record = run_record::read_record(output)?;
+    let record = run_record::read_record(output)?.job();
     let done = Done {
         version: VERSION,
         record,

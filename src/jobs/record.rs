@@ -2,10 +2,10 @@
 //! with its layout's `version` and a newline, put whole or not at all ([`Location::put_small`]),
 //! read back and refused in words when it is not one patience wrote or is of another version.
 //!
-//! The records themselves: how an output's answers were written (`run_record::Record`, the run's
-//! record, in `NAME.resume.json` for a file), an object's upload so far (`upload::UploadRecord`,
-//! in `KEY.resume.json`: the run's record with the parts uploaded), a part's completion
-//! (`part::Done`, in `NAME.done.json`) and a file's index (`index::Index`, `NAME.index.json`).
+//! The records themselves: how an output's answers were written and, for an object, its upload
+//! so far (`run_record::Record`, the run's record, in `NAME.resume.json` beside a file or an
+//! object), a part's completion (`part::Done`, in `NAME.done.json`) and a file's index
+//! (`index::Index`, `NAME.index.json`).
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
@@ -39,8 +39,11 @@ pub trait Versioned: Serialize + DeserializeOwned {
     /// What it is, for messages: "a completion record".
     const WHAT: &'static str;
 
-    /// The version the record read says it is of.
-    fn version(&self) -> u32;
+    /// A record of an earlier layout `version`, rewritten in this one; `None` (the default)
+    /// where there is no way from it, which is then refused.
+    fn upgrade(_version: u32, _value: serde_json::Value) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// The record at `at`; `None` when there is none.
@@ -51,16 +54,22 @@ pub fn read<T: Versioned>(at: &Location) -> anyhow::Result<Option<T>> {
     else {
         return Ok(None);
     };
-    let record: T = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{at} is not {} patience wrote", T::WHAT))?;
-    if record.version() != T::VERSION {
-        bail!(
-            "{at} is of version {} (this patience reads version {}); finish it with the patience \
-             that wrote it",
-            record.version(),
-            T::VERSION
-        );
-    }
+    let not_ours = || format!("{at} is not {} patience wrote", T::WHAT);
+    let value: serde_json::Value = serde_json::from_slice(&bytes).with_context(not_ours)?;
+    let version = value.get("version").and_then(serde_json::Value::as_u64);
+    let value = match version {
+        Some(v) if v == u64::from(T::VERSION) => value,
+        Some(v) => match u32::try_from(v).ok().and_then(|v| T::upgrade(v, value)) {
+            Some(upgraded) => upgraded,
+            None => bail!(
+                "{at} is of version {v} (this patience reads version {}); finish it with the \
+                 patience that wrote it",
+                T::VERSION
+            ),
+        },
+        None => bail!(not_ours()),
+    };
+    let record: T = serde_json::from_value(value).with_context(not_ours)?;
     Ok(Some(record))
 }
 
@@ -89,9 +98,6 @@ mod tests {
     impl Versioned for Note {
         const VERSION: u32 = 2;
         const WHAT: &'static str = "a note";
-        fn version(&self) -> u32 {
-            self.version
-        }
     }
 
     #[test]

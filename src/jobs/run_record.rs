@@ -1,6 +1,8 @@
-//! The run record: how an output's answers were written (`NAME.resume.json` beside a file, held
-//! in the upload record of an object), what a resume checks before it goes on, and for Parquet
-//! the row groups written so far. Read and written as every record is (`record.rs`).
+//! The run record: how an output's answers were written, what a resume checks before it goes on,
+//! for Parquet the row groups written so far, and for an object its multipart upload so far. One
+//! layout at `NAME.resume.json` beside a file or an object alike; read and written as every
+//! record is (`record.rs`), and a record of version 1 (which had two layouts: a file's, and an
+//! object's that held it as `record` beside the upload) is read as this one.
 
 use std::path::PathBuf;
 
@@ -10,12 +12,12 @@ use serde::{Deserialize, Serialize};
 use super::input::Input;
 use super::location::Location;
 use super::record::{self, Versioned};
-use super::upload;
 use crate::render::OutputFormat;
 use crate::solver::Options;
 
-/// The record's layout; a record of another version is refused rather than guessed at.
-const VERSION: u32 = 1;
+/// The record's layout; version 1 is read as this one (`Versioned::upgrade`), any other is
+/// refused rather than guessed at.
+const VERSION: u32 = 2;
 
 /// Everything that decides an answer line's bytes, as the record holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +43,26 @@ pub struct Record {
     /// what the answers are, not how they were written, so no resume compares it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Checkpoint>,
+    /// An object's multipart upload going on (`upload.rs`): none beside a file, nor once the
+    /// object is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload: Option<String>,
+    /// The parts of an object uploaded so far, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<UploadedPart>,
+    /// The object's upload is complete: the object holds every answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
+}
+
+/// A part of an object's multipart upload, as the record holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadedPart {
+    /// The store's tag for it (S3's ETag), which completing the upload names.
+    pub tag: String,
+    /// The answers it holds (a Parquet part's rows).
+    pub lines: u64,
+    pub bytes: u64,
 }
 
 impl Record {
@@ -70,6 +92,20 @@ impl Record {
             inputs: inputs.iter().map(Input::name).collect(),
             shard: None,
             checkpoint: None,
+            upload: None,
+            parts: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// How the answers are written, without where an upload of them stands: what a completion
+    /// record names as the job.
+    pub fn job(&self) -> Record {
+        Record {
+            upload: None,
+            parts: Vec::new(),
+            complete: false,
+            ..self.clone()
         }
     }
 
@@ -116,8 +152,29 @@ impl Record {
 impl Versioned for Record {
     const VERSION: u32 = VERSION;
     const WHAT: &'static str = "a record";
-    fn version(&self) -> u32 {
-        self.version
+
+    /// Version 1 beside a file is this layout without an upload; beside an object it held the
+    /// run's record as `record`, with the upload's `upload`, `parts` and `complete` beside it.
+    fn upgrade(version: u32, mut value: serde_json::Value) -> Option<serde_json::Value> {
+        if version != 1 {
+            return None;
+        }
+        let object = value.as_object_mut()?;
+        let mut record = match object.remove("record") {
+            Some(serde_json::Value::Object(run)) => {
+                let mut run = run;
+                for field in ["upload", "parts", "complete"] {
+                    if let Some(held) = object.remove(field) {
+                        run.insert(field.to_string(), held);
+                    }
+                }
+                run
+            }
+            Some(_) => return None,
+            None => std::mem::take(object),
+        };
+        record.insert("version".to_string(), VERSION.into());
+        Some(serde_json::Value::Object(record))
     }
 }
 
@@ -142,13 +199,8 @@ pub struct Resume {
     pub kept: u64,
 }
 
-/// The run's record of `output`, checked to be one this patience reads: beside a file, the
-/// record itself; beside an object, the one its upload record holds (`upload.rs`).
+/// The run's record of `output`, a file or an object, checked to be one this patience reads.
 pub fn read_record(output: &Location) -> anyhow::Result<Record> {
-    if let Some(url) = output.object() {
-        return serde_json::from_value(upload::record_of(url)?)
-            .with_context(|| format!("cannot resume {url}: its record is not one patience wrote"));
-    }
     let at = record::resume_of(output);
     match record::read(&at).with_context(|| format!("cannot resume {output}"))? {
         Some(record) => Ok(record),
@@ -162,6 +214,62 @@ pub fn read_record(output: &Location) -> anyhow::Result<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::object::ObjectUrl;
+
+    /// A run record of version 1 as the patience of then wrote it beside a file, and the
+    /// upload record it wrote beside an object, holding the same run's record.
+    const FILE_V1: &str = r#"{"version":1,"answers":"deals","format":"text","precision":6,"exact":false,"moves":false,"line":false,"inputs":["deals.in"],"shard":"0/2"}"#;
+    const OBJECT_V1: &str = r#"{"version":1,"record":{"version":1,"answers":"deals","format":"text","precision":6,"exact":false,"moves":false,"line":false,"inputs":["deals.in"],"shard":"0/2"},"upload":"upload-7","parts":[{"tag":"e1","lines":3,"bytes":27}],"complete":false}"#;
+
+    #[test]
+    fn records_of_version_1_beside_a_file_and_an_object_read_as_this_layout() {
+        let run = Record {
+            version: VERSION,
+            answers: "deals".into(),
+            format: "text".into(),
+            precision: Some(6),
+            exact: false,
+            moves: false,
+            line: false,
+            inputs: vec!["deals.in".into()],
+            shard: Some("0/2".into()),
+            checkpoint: None,
+            upload: None,
+            parts: Vec::new(),
+            complete: false,
+        };
+        let output = Location::Object(ObjectUrl::in_memory("records", "v1/answers.txt"));
+        let at = record::resume_of(&output);
+        at.put_small(FILE_V1.as_bytes().to_vec()).unwrap();
+        assert_eq!(read_record(&output).unwrap(), run);
+
+        at.put_small(OBJECT_V1.as_bytes().to_vec()).unwrap();
+        let uploading = Record {
+            upload: Some("upload-7".into()),
+            parts: vec![UploadedPart {
+                tag: "e1".into(),
+                lines: 3,
+                bytes: 27,
+            }],
+            ..run.clone()
+        };
+        assert_eq!(read_record(&output).unwrap(), uploading);
+        assert_eq!(uploading.job(), run);
+
+        // Written again, it is of this version, and reads back the same.
+        record::write(&at, &uploading).unwrap();
+        let written = String::from_utf8(at.read_small().unwrap().unwrap()).unwrap();
+        assert!(written.starts_with(r#"{"version":2,"#), "{written}");
+        assert_eq!(read_record(&output).unwrap(), uploading);
+
+        at.put_small(br#"{"version":1,"record":7}"#.to_vec())
+            .unwrap();
+        let e = format!("{:#}", read_record(&output).unwrap_err());
+        assert!(
+            e.contains("is of version 1 (this patience reads version 2)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn differences_name_each_flag_once() {
@@ -176,6 +284,9 @@ mod tests {
             inputs: vec!["deals.in".into()],
             shard: None,
             checkpoint: None,
+            upload: None,
+            parts: Vec::new(),
+            complete: false,
         };
         assert_eq!(text.differences(&text.clone()), None);
         let nine = Record {

@@ -4,8 +4,9 @@
 //!
 //! Whole lines gather in memory until they make a part of `--upload-part-size` bytes (once
 //! compressed, for `KEY.gz` and `KEY.zst`: each part is then one gzip member or zstd frame). Each
-//! part uploaded is recorded in `KEY.resume.json` beside it: the run's record (as `FILE.resume.json`
-//! holds it for a file), the upload's id, and each part's tag, lines and bytes. A run killed
+//! part uploaded is recorded in `KEY.resume.json` beside it: the run's record (`run_record.rs`, as
+//! `FILE.resume.json` holds it for a file) with the upload's id, and each part's tag, lines and
+//! bytes. A run killed
 //! anywhere leaves those committed parts; `--resume` reads the record, checks it against its
 //! flags and inputs, skips the inputs their lines answer and goes on with the next part, so the
 //! object completed is byte for byte one uninterrupted run's (a plain one; a compressed one decodes
@@ -13,50 +14,21 @@
 
 use std::io;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use object_store::multipart::PartId;
-use serde::{Deserialize, Serialize};
 
 use super::location::Location;
 use super::multipart::Multipart;
 use super::object::{self, ObjectUrl};
-use super::record::{self, Versioned};
+use super::record;
+use super::run_record::{Checkpoint, Record, UploadedPart};
 use crate::compressed::{Codec, Encoded};
-
-/// The record's layout; another version is refused rather than guessed at.
-const VERSION: u32 = 1;
-
-/// What `KEY.resume.json` holds.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct UploadRecord {
-    version: u32,
-    /// The run's record, as `FILE.resume.json` holds it (`resume.rs`).
-    record: serde_json::Value,
-    /// The multipart upload going on (none once complete).
-    upload: Option<String>,
-    parts: Vec<UploadedPart>,
-    complete: bool,
-}
-
-impl Versioned for UploadRecord {
-    const VERSION: u32 = VERSION;
-    const WHAT: &'static str = "an upload record";
-    fn version(&self) -> u32 {
-        self.version
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct UploadedPart {
-    tag: String,
-    lines: u64,
-    bytes: u64,
-}
 
 /// The answers on their way to an object.
 pub struct ObjectAnswers {
     url: ObjectUrl,
-    state: UploadRecord,
+    /// The run's record with the upload so far, as `KEY.resume.json` holds it.
+    state: Record,
     /// Bytes of a line not complete yet.
     pending: Vec<u8>,
     /// The next part: complete lines, compressed as asked.
@@ -65,9 +37,9 @@ pub struct ObjectAnswers {
     /// Bytes of lines given to the part since the compressor last handed on all it holds.
     unflushed: usize,
     part_size: usize,
-    /// The run's record as it is once the part gathered is uploaded (a Parquet output's, whose
-    /// checkpoint moves with its row groups), for the upload record then.
-    next_record: Option<serde_json::Value>,
+    /// A Parquet output's checkpoint once the part gathered is uploaded (it moves with the row
+    /// groups), for the record then.
+    next_checkpoint: Option<Checkpoint>,
 }
 
 /// Opens `url` for this run's answers: a new upload, or with `resume` the one its record names,
@@ -76,12 +48,12 @@ pub struct ObjectAnswers {
 pub fn open(
     url: &ObjectUrl,
     resume: bool,
-    record: serde_json::Value,
-    check: &dyn Fn(serde_json::Value) -> anyhow::Result<()>,
+    record: Record,
+    check: &dyn Fn(&Record) -> anyhow::Result<()>,
     part_size: usize,
 ) -> anyhow::Result<(ObjectAnswers, u64)> {
     let record_at = record::resume_of(&Location::Object(url.clone()));
-    let held: Option<UploadRecord> = match resume {
+    let held: Option<Record> = match resume {
         true => record::read(&record_at).with_context(|| format!("cannot resume {url}"))?,
         // A new run only needs the upload an earlier one left, to abort it.
         false => record::read(&record_at).ok().flatten(),
@@ -92,23 +64,22 @@ pub fn open(
     let codec = Codec::for_name(&url.key);
     let mut answers = ObjectAnswers {
         url: url.clone(),
-        state: UploadRecord {
-            version: VERSION,
-            record,
+        state: Record {
             upload: None,
             parts: Vec::new(),
             complete: false,
+            ..record
         },
         pending: Vec::new(),
         part: Encoded::new(codec, Vec::new()),
         part_lines: 0,
         unflushed: 0,
         part_size,
-        next_record: None,
+        next_checkpoint: None,
     };
     match held {
         Some(held) if resume => {
-            check(held.record.clone())?;
+            check(&held)?;
             record::forget(&Location::Object(url.clone()))?;
             answers.state = held;
         }
@@ -127,16 +98,6 @@ pub fn open(
     }
     let kept = answers.state.parts.iter().map(|p| p.lines).sum();
     Ok((answers, kept))
-}
-
-/// The run's record that `url`'s upload record holds (`KEY.resume.json`), for its completion
-/// record.
-pub fn record_of(url: &ObjectUrl) -> anyhow::Result<serde_json::Value> {
-    let record_at = record::resume_of(&Location::Object(url.clone()));
-    match record::read::<UploadRecord>(&record_at)? {
-        Some(held) => Ok(held.record),
-        None => bail!("{record_at} is missing: {url} was not written by `patience --output`"),
-    }
 }
 
 impl ObjectAnswers {
@@ -167,17 +128,17 @@ impl ObjectAnswers {
 
     /// Takes in `bytes` that hold `items` whole items (a Parquet output's row groups, its footer
     /// last), after which the run's record is `record`; uploads a part once they make one, with
-    /// that record.
+    /// that checkpoint in the record.
     pub fn write_items(
         &mut self,
         bytes: &[u8],
         items: u64,
-        record: serde_json::Value,
+        checkpoint: Checkpoint,
     ) -> io::Result<()> {
         self.refuse_more(bytes)?;
         self.part.write_all(bytes)?;
         self.part_lines += items;
-        self.next_record = Some(record);
+        self.next_checkpoint = Some(checkpoint);
         self.upload_when_whole()
     }
 
@@ -210,9 +171,9 @@ impl ObjectAnswers {
         &self.url
     }
 
-    /// The run's record, as the upload record holds it.
-    pub fn record(&self) -> &serde_json::Value {
-        &self.state.record
+    /// The run's record, with the upload so far.
+    pub fn record(&self) -> &Record {
+        &self.state
     }
 
     /// Uploads the lines gathered as the next part, and records it.
@@ -229,8 +190,8 @@ impl ObjectAnswers {
             lines: std::mem::take(&mut self.part_lines),
             bytes: len,
         });
-        if let Some(record) = self.next_record.take() {
-            self.state.record = record;
+        if let Some(checkpoint) = self.next_checkpoint.take() {
+            self.state.checkpoint = Some(checkpoint);
         }
         self.save()
     }
@@ -256,8 +217,8 @@ impl ObjectAnswers {
             })
             .collect();
         Multipart::resume(&self.url, id).complete(parts)?;
-        if let Some(record) = self.next_record.take() {
-            self.state.record = record;
+        if let Some(checkpoint) = self.next_checkpoint.take() {
+            self.state.checkpoint = Some(checkpoint);
         }
         self.state.upload = None;
         self.state.complete = true;

@@ -72,9 +72,6 @@ pub(super) struct Kept {
 impl Versioned for Kept {
     const VERSION: u32 = VERSION;
     const WHAT: &'static str = "a job record";
-    fn version(&self) -> u32 {
-        self.version
-    }
 }
 
 /// A job as it is now.
