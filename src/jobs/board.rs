@@ -384,7 +384,7 @@ impl Board {
             .dir
             .join(RECORDS)
             .join(format!("{}.json", kept.id));
-        record::write(&Location::File(at), kept)
+        Ok(record::write(&Location::File(at), kept)?)
     }
 
     /// Tells the watchers, and the metrics, that something changed.

@@ -147,7 +147,7 @@ pub fn complete(
         lines: sum.lines,
         crc32: sum.crc32,
     };
-    record::write(&record::done_of(output), &done)
+    Ok(record::write(&record::done_of(output), &done)?)
 }
 
 /// A part's length, lines (decoded, for a compressed part) and CRC-32.
@@ -187,6 +187,6 @@ pub fn checksum(place: &Location) -> anyhow::Result<PartSum> {
 }
 
 /// A part's completion record, read back; `None` when there is none (the part is incomplete).
-pub fn read_done(output: &Location) -> anyhow::Result<Option<Done>> {
+pub fn read_done(output: &Location) -> Result<Option<Done>, record::RecordError> {
     record::read(&record::done_of(output))
 }

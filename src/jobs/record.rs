@@ -7,11 +7,61 @@
 //! object), a part's completion (`part::Done`, in `NAME.done.json`) and a file's index
 //! (`index::Index`, `NAME.index.json`).
 
-use anyhow::{Context as _, bail};
+use std::io;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::location::Location;
+
+/// Why a record could not be read, written or removed: the record's place named once, the cause
+/// (the storage's, or JSON's) as its source.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("cannot read {at}")]
+    Read {
+        at: Location,
+        #[source]
+        source: io::Error,
+    },
+    /// Not JSON, not of the record's shape, or without a `version`.
+    #[error("{at} is not {what} patience wrote")]
+    NotOurs {
+        at: Location,
+        what: &'static str,
+        #[source]
+        source: Option<serde_json::Error>,
+    },
+    /// Of a layout this patience neither reads nor upgrades from.
+    #[error(
+        "{at} is of version {found} (this patience reads version {reads}); finish it with the \
+         patience that wrote it"
+    )]
+    Version {
+        at: Location,
+        found: u64,
+        reads: u32,
+    },
+    #[error("cannot write {what}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot write {at}")]
+    Write {
+        at: Location,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot remove {done} before writing {output}")]
+    Forget {
+        done: Location,
+        output: Location,
+        #[source]
+        source: io::Error,
+    },
+}
 
 /// Where `output`'s run record sits (`NAME.resume.json`; an object's upload record).
 pub fn resume_of(output: &Location) -> Location {
@@ -25,10 +75,13 @@ pub fn done_of(output: &Location) -> Location {
 
 /// Removes `output`'s completion record, if any, before anything in `output` changes: it is then
 /// incomplete until a run records it complete again.
-pub fn forget(output: &Location) -> anyhow::Result<()> {
+pub fn forget(output: &Location) -> Result<(), RecordError> {
     let done = done_of(output);
-    done.remove()
-        .with_context(|| format!("cannot remove {done} before writing {output}"))
+    done.remove().map_err(|source| RecordError::Forget {
+        done,
+        output: output.clone(),
+        source,
+    })
 }
 
 /// A record's layout, as its file says it.
@@ -47,39 +100,51 @@ pub trait Versioned: Serialize + DeserializeOwned {
 }
 
 /// The record at `at`; `None` when there is none.
-pub fn read<T: Versioned>(at: &Location) -> anyhow::Result<Option<T>> {
-    let Some(bytes) = at
-        .read_small()
-        .with_context(|| format!("cannot read {at}"))?
-    else {
-        return Ok(None);
+pub fn read<T: Versioned>(at: &Location) -> Result<Option<T>, RecordError> {
+    let bytes = match at.read_small() {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
+        Err(source) => {
+            return Err(RecordError::Read {
+                at: at.clone(),
+                source,
+            });
+        }
     };
-    let not_ours = || format!("{at} is not {} patience wrote", T::WHAT);
-    let value: serde_json::Value = serde_json::from_slice(&bytes).with_context(not_ours)?;
-    let version = value.get("version").and_then(serde_json::Value::as_u64);
-    let value = match version {
+    let not_ours = |source| RecordError::NotOurs {
+        at: at.clone(),
+        what: T::WHAT,
+        source,
+    };
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| not_ours(Some(e)))?;
+    let value = match value.get("version").and_then(serde_json::Value::as_u64) {
         Some(v) if v == u64::from(T::VERSION) => value,
-        Some(v) => match u32::try_from(v).ok().and_then(|v| T::upgrade(v, value)) {
-            Some(upgraded) => upgraded,
-            None => bail!(
-                "{at} is of version {v} (this patience reads version {}); finish it with the \
-                 patience that wrote it",
-                T::VERSION
-            ),
-        },
-        None => bail!(not_ours()),
+        Some(v) => u32::try_from(v)
+            .ok()
+            .and_then(|v| T::upgrade(v, value))
+            .ok_or_else(|| RecordError::Version {
+                at: at.clone(),
+                found: v,
+                reads: T::VERSION,
+            })?,
+        None => return Err(not_ours(None)),
     };
-    let record: T = serde_json::from_value(value).with_context(not_ours)?;
-    Ok(Some(record))
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| not_ours(Some(e)))
 }
 
 /// Writes `record` at `at`, whole or not at all.
-pub fn write<T: Versioned>(at: &Location, record: &T) -> anyhow::Result<()> {
-    let mut bytes =
-        serde_json::to_vec(record).with_context(|| format!("cannot write {}", T::WHAT))?;
+pub fn write<T: Versioned>(at: &Location, record: &T) -> Result<(), RecordError> {
+    let mut bytes = serde_json::to_vec(record).map_err(|source| RecordError::Encode {
+        what: T::WHAT,
+        source,
+    })?;
     bytes.push(b'\n');
-    at.put_small(bytes)
-        .with_context(|| format!("cannot write {at}"))
+    at.put_small(bytes).map_err(|source| RecordError::Write {
+        at: at.clone(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -114,9 +179,21 @@ mod tests {
 
         at.put_small(br#"{"version":1,"said":"old"}"#.to_vec())
             .unwrap();
-        let e = read::<Note>(&at).unwrap_err().to_string();
+        let e = read::<Note>(&at).unwrap_err();
         assert!(
-            e.contains("is of version 1 (this patience reads version 2)"),
+            matches!(
+                e,
+                RecordError::Version {
+                    found: 1,
+                    reads: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("is of version 1 (this patience reads version 2)"),
             "{e}"
         );
         at.put_small(b"not json".to_vec()).unwrap();
