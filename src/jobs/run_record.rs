@@ -216,6 +216,25 @@ mod tests {
     use super::*;
     use crate::jobs::object::ObjectUrl;
 
+    /// A run's record of deals to text lines at six decimals, from `input`.
+    fn text_of(input: &str) -> Record {
+        Record {
+            version: VERSION,
+            answers: "deals".into(),
+            format: "text".into(),
+            precision: Some(6),
+            exact: false,
+            moves: false,
+            line: false,
+            inputs: vec![input.into()],
+            shard: None,
+            checkpoint: None,
+            upload: None,
+            parts: Vec::new(),
+            complete: false,
+        }
+    }
+
     /// A run record of version 1 as the patience of then wrote it beside a file, and the
     /// upload record it wrote beside an object, holding the same run's record.
     const FILE_V1: &str = r#"{"version":1,"answers":"deals","format":"text","precision":6,"exact":false,"moves":false,"line":false,"inputs":["deals.in"],"shard":"0/2"}"#;
@@ -224,19 +243,8 @@ mod tests {
     #[test]
     fn records_of_version_1_beside_a_file_and_an_object_read_as_this_layout() {
         let run = Record {
-            version: VERSION,
-            answers: "deals".into(),
-            format: "text".into(),
-            precision: Some(6),
-            exact: false,
-            moves: false,
-            line: false,
-            inputs: vec!["deals.in".into()],
             shard: Some("0/2".into()),
-            checkpoint: None,
-            upload: None,
-            parts: Vec::new(),
-            complete: false,
+            ..text_of("deals.in")
         };
         let output = Location::Object(ObjectUrl::in_memory("records", "v1/answers.txt"));
         let at = record::resume_of(&output);
@@ -273,21 +281,7 @@ mod tests {
 
     #[test]
     fn differences_name_each_flag_once() {
-        let text = Record {
-            version: VERSION,
-            answers: "deals".into(),
-            format: "text".into(),
-            precision: Some(6),
-            exact: false,
-            moves: false,
-            line: false,
-            inputs: vec!["deals.in".into()],
-            shard: None,
-            checkpoint: None,
-            upload: None,
-            parts: Vec::new(),
-            complete: false,
-        };
+        let text = text_of("deals.in");
         assert_eq!(text.differences(&text.clone()), None);
         let nine = Record {
             precision: Some(9),
