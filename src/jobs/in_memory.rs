@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::input::Input;
 use super::location::Location;
-use super::merge::{self, MergeArgs};
+use super::merge::{self, MergeArgs, Refusal};
 use super::object::{ObjectUrl, StorageArgs};
 use super::output::ExitStatus;
 use super::part;
@@ -114,13 +114,28 @@ fn parts_in_memory_merge_in_shard_order_and_a_changed_part_is_refused() {
         "0.100000\n0.200000\n0.300000\n0.400000\nerror: deal 5: bad\n"
     );
 
-    let missing = merged(&["a/part-0"], "a/none").unwrap_err().to_string();
-    assert!(missing.contains("shard 1"), "{missing}");
+    let missing = merged(&["a/part-0"], "a/none").unwrap_err();
+    assert!(
+        matches!(
+            missing.downcast_ref::<Refusal>(),
+            Some(Refusal::MissingShards { shards, more: 0, count: 2 }) if shards == &[1]
+        ),
+        "{missing:#}"
+    );
+    assert!(missing.to_string().contains("shard 1"), "{missing}");
     assert!(!Location::Object(url("a/none")).exists().unwrap());
 
     one.put_small(b"0.999999\nerror: deal 5: bad\n".to_vec())
         .unwrap();
     let changed = merged(&["a/part-0", "a/part-1"], "a/all").unwrap_err();
+    assert!(
+        matches!(
+            changed.downcast_ref::<Refusal>(),
+            Some(Refusal::NotAsRecorded { place, held, said, .. })
+                if *place == one && held.bytes == said.bytes && held.crc32 != said.crc32
+        ),
+        "{changed:#}"
+    );
     assert!(
         changed
             .to_string()
