@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::input::Input;
 use super::location::Location;
-use super::merge::{self, MergeArgs, Refusal};
+use super::merge::{self, MergeArgs, MergeRefusal};
 use super::object::{ObjectUrl, StorageArgs};
 use super::output::ExitStatus;
 use super::part;
@@ -117,8 +117,8 @@ fn parts_in_memory_merge_in_shard_order_and_a_changed_part_is_refused() {
     let missing = merged(&["a/part-0"], "a/none").unwrap_err();
     assert!(
         matches!(
-            missing.downcast_ref::<Refusal>(),
-            Some(Refusal::MissingShards { shards, more: 0, count: 2 }) if shards == &[1]
+            missing.downcast_ref::<MergeRefusal>(),
+            Some(MergeRefusal::MissingShards { shards, more: 0, count: 2 }) if shards == &[1]
         ),
         "{missing:#}"
     );
@@ -130,8 +130,8 @@ fn parts_in_memory_merge_in_shard_order_and_a_changed_part_is_refused() {
     let changed = merged(&["a/part-0", "a/part-1"], "a/all").unwrap_err();
     assert!(
         matches!(
-            changed.downcast_ref::<Refusal>(),
-            Some(Refusal::NotAsRecorded { place, held, said, .. })
+            changed.downcast_ref::<MergeRefusal>(),
+            Some(MergeRefusal::NotAsRecorded { place, held, said, .. })
                 if *place == one && held.bytes == said.bytes && held.crc32 != said.crc32
         ),
         "{changed:#}"

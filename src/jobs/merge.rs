@@ -31,7 +31,7 @@ use super::record;
 
 mod refusal;
 
-pub use refusal::Refusal;
+pub use refusal::MergeRefusal;
 
 /// Flags of `patience merge`.
 #[derive(Debug, Args)]
@@ -77,10 +77,10 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
     let mut parts = Vec::with_capacity(places.len());
     for (i, place) in places.iter().enumerate() {
         if output.as_ref().is_some_and(|output| same(output, place)) {
-            return Err(Refusal::OutputIsAPart(place.clone()).into());
+            return Err(MergeRefusal::OutputIsAPart(place.clone()).into());
         }
         if places[..i].iter().any(|other| same(other, place)) {
-            return Err(Refusal::GivenTwice(place.clone()).into());
+            return Err(MergeRefusal::GivenTwice(place.clone()).into());
         }
         parts.push(checked(place)?);
     }
@@ -97,7 +97,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
         .first()
         .is_some_and(|part| part.done.record.format == "parquet");
     match &output {
-        None if parquet => return Err(Refusal::ParquetToStandardOutput.into()),
+        None if parquet => return Err(MergeRefusal::ParquetToStandardOutput.into()),
         Some(output) if parquet => output
             .create_whole(args.storage.upload_part_size)
             .map_err(anyhow::Error::new)
@@ -133,11 +133,11 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
 /// it.
 fn checked(place: &Location) -> anyhow::Result<Part> {
     if !part::exists(place)? {
-        return Err(Refusal::Missing(place.clone()).into());
+        return Err(MergeRefusal::Missing(place.clone()).into());
     }
     let lock = place.file().map(lock).transpose()?;
     let Some(done) = part::read_done(place)? else {
-        return Err(Refusal::Incomplete {
+        return Err(MergeRefusal::Incomplete {
             place: place.clone(),
             done: record::done_of(place),
         }
@@ -150,7 +150,7 @@ fn checked(place: &Location) -> anyhow::Result<Part> {
         crc32: done.crc32,
     };
     if held != said {
-        return Err(Refusal::NotAsRecorded {
+        return Err(MergeRefusal::NotAsRecorded {
             place: place.clone(),
             held,
             done: record::done_of(place),
@@ -170,7 +170,7 @@ fn checked(place: &Location) -> anyhow::Result<Part> {
 fn lock(path: &Path) -> anyhow::Result<File> {
     let (lock, lock_path) = part::lock_file(path)?;
     if lock.try_lock().is_err() {
-        return Err(Refusal::BeingWritten {
+        return Err(MergeRefusal::BeingWritten {
             part: path.to_path_buf(),
             lock: lock_path,
         }
@@ -208,13 +208,13 @@ fn job(done: &Done) -> String {
 /// the input.
 fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
     let Some(first) = parts.first() else {
-        return Err(Refusal::NoParts.into());
+        return Err(MergeRefusal::NoParts.into());
     };
     let ours = job(&first.done);
     for part in parts {
         let theirs = job(&part.done);
         if theirs != ours {
-            return Err(Refusal::AnotherJob {
+            return Err(MergeRefusal::AnotherJob {
                 part: part.path.clone(),
                 theirs,
                 first: first.path.clone(),
@@ -228,7 +228,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
     for part in parts {
         let k = part.done.range.shard.index;
         if k >= count {
-            return Err(Refusal::NoSuchShard {
+            return Err(MergeRefusal::NoSuchShard {
                 part: part.path.clone(),
                 index: k,
                 count,
@@ -236,7 +236,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
             .into());
         }
         if let Some(other) = by_shard.insert(k, part) {
-            return Err(Refusal::SameShard {
+            return Err(MergeRefusal::SameShard {
                 first: other.path.clone(),
                 second: part.path.clone(),
                 shard: part.done.range.shard,
@@ -251,7 +251,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
         .collect();
     if !missing.is_empty() {
         let more = count - by_shard.len() as u64 - missing.len() as u64;
-        return Err(Refusal::MissingShards {
+        return Err(MergeRefusal::MissingShards {
             shards: missing,
             more,
             count,
@@ -263,7 +263,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
     for part in &ordered {
         let range = &part.done.range;
         if range.start != byte || range.first != item {
-            return Err(Refusal::Gap {
+            return Err(MergeRefusal::Gap {
                 part: part.path.clone(),
                 shard: range.shard,
                 start: range.start,
@@ -278,7 +278,7 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
     }
     let total = first.done.range.total;
     if byte != total {
-        return Err(Refusal::Short { byte, total }.into());
+        return Err(MergeRefusal::Short { byte, total }.into());
     }
     Ok(ordered)
 }
@@ -294,7 +294,7 @@ fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
                 .context("cannot write the merged output")
         })?;
         if (bytes, crc.sum()) != (part.done.bytes, part.done.crc32) {
-            return Err(Refusal::ChangedWhileMerged(shown.clone()).into());
+            return Err(MergeRefusal::ChangedWhileMerged(shown.clone()).into());
         }
     }
     out.flush().context("cannot write the merged output")

@@ -7,10 +7,10 @@ use crate::jobs::part::PartSum;
 use crate::jobs::shard::Shard;
 
 /// Why the parts given do not make a whole, before anything is written (or, for
-/// [`Refusal::ChangedWhileMerged`], while it is): each names the part and what to do, and the
+/// [`MergeRefusal::ChangedWhileMerged`], while it is): each names the part and what to do, and the
 /// command exits 2. The storage's own failures stay errors of their own.
 #[derive(Debug, thiserror::Error)]
-pub enum Refusal {
+pub enum MergeRefusal {
     #[error("--output {0} is also one of the parts")]
     OutputIsAPart(Location),
     #[error("{0} is given twice: give each part once")]
@@ -93,7 +93,7 @@ pub enum Refusal {
     ParquetToStandardOutput,
 }
 
-/// [`Refusal::MissingShards`] in words.
+/// [`MergeRefusal::MissingShards`] in words.
 fn missing_shards(shards: &[u64], more: u64, count: u64) -> String {
     let (s, are, them) = match shards.len() {
         1 => ("", "is", "it"),
@@ -133,13 +133,13 @@ mod tests {
             lines,
             crc32,
         };
-        let cases: Vec<(Refusal, &str)> = vec![
+        let cases: Vec<(MergeRefusal, &str)> = vec![
             (
-                Refusal::OutputIsAPart(at("all.txt")),
+                MergeRefusal::OutputIsAPart(at("all.txt")),
                 "--output all.txt is also one of the parts",
             ),
             (
-                Refusal::BeingWritten {
+                MergeRefusal::BeingWritten {
                     part: "p0.txt".into(),
                     lock: "p0.txt.lock".into(),
                 },
@@ -147,7 +147,7 @@ mod tests {
                  has ended",
             ),
             (
-                Refusal::NoSuchShard {
+                MergeRefusal::NoSuchShard {
                     part: at("p9.txt"),
                     index: 9,
                     count: 4,
@@ -155,7 +155,7 @@ mod tests {
                 "p9.txt names shard 9 of 4",
             ),
             (
-                Refusal::Gap {
+                MergeRefusal::Gap {
                     part: at("p2.txt"),
                     shard: shard(2, 4),
                     start: 700,
@@ -167,23 +167,23 @@ mod tests {
                  end at byte 650 and item 65: the parts do not tile the input",
             ),
             (
-                Refusal::Short {
+                MergeRefusal::Short {
                     byte: 900,
                     total: 1000,
                 },
                 "the parts end at byte 900 of the input's 1000: they do not tile it",
             ),
             (
-                Refusal::ChangedWhileMerged(at("p1.txt")),
+                MergeRefusal::ChangedWhileMerged(at("p1.txt")),
                 "p1.txt changed while it was merged: merge again",
             ),
             (
-                Refusal::ParquetToStandardOutput,
+                MergeRefusal::ParquetToStandardOutput,
                 "the parts are Parquet, which merges into a file, not standard output: add \
                  --output NAME.parquet",
             ),
             (
-                Refusal::MissingShards {
+                MergeRefusal::MissingShards {
                     shards: vec![3],
                     more: 0,
                     count: 4,
@@ -192,7 +192,7 @@ mod tests {
                  K/4 --output PART, and give every part",
             ),
             (
-                Refusal::MissingShards {
+                MergeRefusal::MissingShards {
                     shards: vec![0, 2],
                     more: 5,
                     count: 9,
@@ -201,7 +201,7 @@ mod tests {
                  2; run each with --shard K/9 --output PART, and give every part",
             ),
             (
-                Refusal::NotAsRecorded {
+                MergeRefusal::NotAsRecorded {
                     place: at("p1.txt"),
                     held: sum(10, 2, 0xabc),
                     done: at("p1.txt.done.json"),
