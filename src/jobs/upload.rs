@@ -6,11 +6,10 @@
 //! compressed, for `KEY.gz` and `KEY.zst`: each part is then one gzip member or zstd frame). Each
 //! part uploaded is recorded in `KEY.resume.json` beside it: the run's record (`run_record.rs`, as
 //! `FILE.resume.json` holds it for a file) with the upload's id, and each part's tag, lines and
-//! bytes. A run killed
-//! anywhere leaves those committed parts; `--resume` reads the record, checks it against its
-//! flags and inputs, skips the inputs their lines answer and goes on with the next part, so the
-//! object completed is byte for byte one uninterrupted run's (a plain one; a compressed one decodes
-//! to it). Memory: about one part, whatever the object's size.
+//! bytes. A run killed anywhere leaves those committed parts; `--resume` reads the record, checks
+//! it against its flags and inputs, skips the inputs their lines answer and goes on with the next
+//! part, so the object completed is byte for byte one uninterrupted run's (a plain one; a
+//! compressed one decodes to it). Memory: about one part, whatever the object's size.
 
 use std::io;
 
@@ -127,8 +126,8 @@ impl ObjectAnswers {
     }
 
     /// Takes in `bytes` that hold `items` whole items (a Parquet output's row groups, its footer
-    /// last), after which the run's record is `record`; uploads a part once they make one, with
-    /// that checkpoint in the record.
+    /// last), after which the output's checkpoint is `checkpoint`; uploads a part once they make
+    /// one, and records it with that checkpoint.
     pub fn write_items(
         &mut self,
         bytes: &[u8],
