@@ -63,7 +63,7 @@ pub enum RecordError {
     },
 }
 
-/// Where `output`'s run record sits (`NAME.resume.json`; an object's upload record).
+/// Where `output`'s run record sits (`NAME.resume.json`, beside a file or an object alike).
 pub fn resume_of(output: &Location) -> Location {
     output.beside(".resume.json")
 }
