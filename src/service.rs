@@ -16,7 +16,7 @@
 //! - `deadline.rs`: a call's deadline from its `grpc-timeout` header;
 //! - `start.rs`: splitting requests and putting their items on the pool in batches;
 //! - `stream.rs`: one streaming call, read to sent, in one task; `outbox.rs`: its way out to
-//!   tonic, and the stall watch; `end.rs`: how a call ended, and its log line;
+//!   tonic, and the stall watch; `end.rs`: how a call ended, where it ends, and its log line;
 //! - `spans.rs`: the trace spans of what takes a call's time (admission waits, batches).
 //!
 //! Every limit that counts deals counts rps cases alike: `--max-deals-per-request`,
@@ -40,7 +40,6 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::Stream;
 use tonic::metadata::MetadataValue;
@@ -62,13 +61,14 @@ mod start;
 mod stream;
 
 pub use admission::{Admission, Admitted, CallKind, Caps, ServiceKinds, service_kinds};
+pub use end::Ending;
 pub use lifecycle::{Lifecycle, LifecycleControl, Phase};
 pub use limits::Limits;
 
 use admission::InFlight;
 use deadline::deadline;
 use deals::Deals;
-use end::{CallEnd, Finished};
+use end::{Account, CallEnd};
 use game::Game;
 use rps::Rps;
 use start::Answered;
@@ -117,14 +117,9 @@ impl SolverService {
     ) -> Result<Response<GameStream<G::StreamResponse>>, Status> {
         let peer = request.remote_addr();
         let deadline = deadline(request.metadata())?;
-        // The call's span, which the call layer opened; none for a call made around it (tests).
-        let span = request
-            .extensions()
-            .get::<tracing::Span>()
-            .cloned()
-            .unwrap_or_else(tracing::Span::current);
+        let ending = ending_of(&request);
         let inbound = Box::pin(request.into_inner());
-        let mut response = Response::new(self.stream::<G>(inbound, peer, deadline, span));
+        let mut response = Response::new(self.stream::<G>(inbound, peer, deadline, ending));
         if let Some(features) = G::FEATURES {
             response
                 .metadata_mut()
@@ -134,7 +129,8 @@ impl SolverService {
     }
 
     /// A streaming call of game `G` on any stream of requests: its task runs until the call
-    /// ends, however it ends, under the call's `span`. The wire's calls come through
+    /// ends, however it ends, under the call's span, and gives its `ending` its account. The wire's
+    /// calls come through
     /// [`Self::open_stream`]; the plain HTTP API's come here directly, with their messages as
     /// they are, never encoded.
     fn stream<G: Game>(
@@ -142,13 +138,14 @@ impl SolverService {
         inbound: Inbound<G::StreamRequest>,
         peer: Option<SocketAddr>,
         deadline: Option<tokio::time::Instant>,
-        span: tracing::Span,
+        ending: Ending,
     ) -> GameStream<G::StreamResponse> {
         let (out, responses) = outbox::channel(self.limits.max_in_flight, G::results, G::to_stream);
         // Counted before the client has its response headers, so whoever sees the call open sees
         // it counted; the call's task gives it back at its end.
         self.metrics.streams(1);
-        let call = stream::run::<G>(self.clone(), inbound, out, peer, deadline);
+        let span = ending.span();
+        let call = stream::run::<G>(self.clone(), inbound, out, peer, deadline, ending);
         tokio::spawn(call.instrument(span));
         Box::pin(responses)
     }
@@ -159,9 +156,9 @@ impl SolverService {
         &self,
         inbound: Inbound<SolveRequest>,
         peer: Option<SocketAddr>,
-        span: tracing::Span,
+        ending: Ending,
     ) -> ResponseStream {
-        self.stream::<Deals>(inbound, peer, None, span)
+        self.stream::<Deals>(inbound, peer, None, ending)
     }
 
     /// `SolveRpsStream` in process: the plain HTTP API's cases, as
@@ -170,20 +167,20 @@ impl SolverService {
         &self,
         inbound: Inbound<SolveRpsStreamRequest>,
         peer: Option<SocketAddr>,
-        span: tracing::Span,
+        ending: Ending,
     ) -> GameStream<SolveRpsStreamResponse> {
-        self.stream::<Rps>(inbound, peer, None, span)
+        self.stream::<Rps>(inbound, peer, None, ending)
     }
 
     /// One unary call of game `G`: the same checks, budget and deadline as a stream's request,
-    /// and the same log line at its end, however it ends (one its client cancels is dropped
-    /// mid-way, unlogged).
+    /// and the same account for its log line, however it ends (one its client cancels is dropped
+    /// mid-way, before it can give one).
     async fn unary<G: Game>(
         &self,
         request: Request<G::Request>,
     ) -> Result<Response<G::Response>, Status> {
         let peer = request.remote_addr();
-        let started = Instant::now();
+        let ending = ending_of(&request);
         let items = G::items(request.get_ref()) as u64;
         let answered = self.answer_unary::<G>(request).await;
         let (errors, end) = match &answered {
@@ -193,18 +190,16 @@ impl SolverService {
             }
             Err(_) => (0, CallEnd::Failed),
         };
-        Finished {
+        ending.account(Account {
             rpc: G::UNARY_RPC,
             game: G::LABEL,
             peer,
             received: items,
             answered: if answered.is_ok() { items } else { 0 },
             errors,
-            started,
             end,
-            status: answered.as_ref().err(),
-        }
-        .log();
+            status: answered.as_ref().err().cloned(),
+        });
         answered.map(|answered| Response::new(answered.response))
     }
 
@@ -236,6 +231,16 @@ impl SolverService {
             None => work.await,
         }
     }
+}
+
+/// The call's ending, which the call layer opened and put in the request's extensions; a call made
+/// around the call layer (a test's, on the service itself) gets one of its own.
+fn ending_of<T>(request: &Request<T>) -> Ending {
+    request
+        .extensions()
+        .get::<Ending>()
+        .cloned()
+        .unwrap_or_else(Ending::detached)
 }
 
 /// The request stream of a streaming call: tonic's, or the plain HTTP API's.

@@ -19,11 +19,14 @@
 //! - **at the end**: the status in the trailers ends the call (`grpc_server_handled_total` and the
 //!   handling time); a body that fails ends it with its error's code; a response dropped before its
 //!   status was sent (the client cancelled, its deadline passed or its connection went) ends it as
-//!   `Canceled`; the status ends the call's span too; the call's place under its cap (and in the
-//!   drain's count) is given back with the life, when the transport is done with the response.
+//!   `Canceled`; the status ends the call's span too. All of it happens in the call's
+//!   `service::Ending`, where a solving service also gives its account, which writes the call's
+//!   log line. The call's place under its cap (and in the drain's count) is given back with the
+//!   life, when the transport is done with the response.
 //!
 //! The service's work for the call runs under its span: the handler's future here, and a
-//! streaming call's task, which finds the span in the request's extensions.
+//! streaming call's task, which finds the span in the call's `Ending`, in the request's
+//! extensions.
 //!
 //! The framing is read once each way, here. Methods are labelled by name only when the
 //! descriptors of the services served name them: any other path counts as service and method
@@ -51,7 +54,7 @@ use super::route::Route;
 use crate::auth::RequireBearer;
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
-use crate::service::{Admission, Admitted, CallKind, Inbound, ServiceKinds, service_kinds};
+use crate::service::{Admission, Admitted, CallKind, Ending, Inbound, ServiceKinds, service_kinds};
 use life::{Life, ReceivedBody, SentBody};
 use span::Origin;
 
@@ -350,9 +353,10 @@ impl Service<http::Request<Body>> for Calls {
             crate::trace::extract(request.headers()),
             &origin,
         );
-        // A streaming call's task takes it from here (`service::SolverService`).
-        request.extensions_mut().insert(span.clone());
         let mut life = Life::start(method.counters, span.clone());
+        // The service gives the call's ending its account (`service::SolverService`), and a
+        // streaming call's task runs under the span it holds.
+        request.extensions_mut().insert(life.ending.clone());
         // A service not served is answered as tonic's router answers it.
         let Some(route) = method.route else {
             return refused(life, tonic::Status::unimplemented(""));
@@ -449,9 +453,9 @@ impl InProcess {
         self.life.end(code);
     }
 
-    /// The call's span, for the work done for it.
-    pub fn span(&self) -> tracing::Span {
-        self.life.span.clone()
+    /// Where the call ends, which its service gives its account to, and which holds its span.
+    pub fn ending(&self) -> Ending {
+        self.life.ending.clone()
     }
 }
 

@@ -19,7 +19,6 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -30,7 +29,7 @@ use tonic::{Code, Status};
 use tracing::Instrument as _;
 
 use super::admission::Held;
-use super::end::{CallEnd, Finished};
+use super::end::{Account, CallEnd, Ending};
 use super::game::Game;
 use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
@@ -52,23 +51,23 @@ enum Reading {
     Failed(Status),
 }
 
-/// Runs one streaming call to its end and logs one line about it.
+/// Runs one streaming call to its end and ends it with its account (the log line).
 pub(super) async fn run<G: Game>(
     service: SolverService,
     inbound: Inbound<G::StreamRequest>,
     out: Outbox<G::Response>,
     peer: Option<SocketAddr>,
     deadline: Option<tokio::time::Instant>,
+    ending: Ending,
 ) {
     let mut call = StreamCall::<G>::new(service, inbound, out, deadline);
     let end = call.serve().await;
-    call.finish(peer, end);
+    call.finish(peer, end, &ending);
 }
 
 /// The state of one streaming call.
 struct StreamCall<G: Game> {
     service: SolverService,
-    started: Instant,
     inbound: Inbound<G::StreamRequest>,
     reading: Reading,
     pipeline: Pipeline<G>,
@@ -100,7 +99,6 @@ impl<G: Game> StreamCall<G> {
     ) -> StreamCall<G> {
         let limits = &service.limits;
         StreamCall {
-            started: Instant::now(),
             inbound,
             reading: Reading::Open,
             pipeline: Pipeline::new(limits.max_in_flight, limits.batch),
@@ -320,21 +318,19 @@ impl<G: Game> StreamCall<G> {
     }
 
     /// Gives back what the call still counts (the open stream, counted when it was opened) and
-    /// logs its one line.
-    fn finish(self, peer: Option<SocketAddr>, end: CallEnd) {
+    /// ends the call with its account (and its log line), before the response stream ends.
+    fn finish(self, peer: Option<SocketAddr>, end: CallEnd, ending: &Ending) {
         self.service.metrics.streams(-1);
-        Finished {
+        ending.account(Account {
             rpc: G::STREAM_RPC,
             game: G::LABEL,
             peer,
             received: self.received,
             answered: self.answered,
             errors: self.errors,
-            started: self.started,
             end,
-            status: self.status.as_ref(),
-        }
-        .log();
+            status: self.status,
+        });
         self.out.park(Box::new(self.inbound));
     }
 }

@@ -35,7 +35,7 @@ use crate::items::{Items, Step};
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::render::{OutputFormat, Render};
 use crate::server::call::{Calls, InProcess};
-use crate::service::{GameStream, Inbound, SolverService};
+use crate::service::{Ending, GameStream, Inbound, SolverService};
 use crate::solver::Options;
 
 /// Large enough that a big upload is batched well; the reader still holds one line at a time.
@@ -125,7 +125,7 @@ type OpenStream<G> = fn(
     &SolverService,
     Inbound<<G as Exchange>::Request>,
     Option<SocketAddr>,
-    tracing::Span,
+    Ending,
 ) -> GameStream<<G as Exchange>::Response>;
 
 /// Starts the call: its lines, or its failure, come on the receiver; it ends when they end.
@@ -264,7 +264,7 @@ async fn translate<G: Exchange>(
         &call.service,
         entered.inbound(inbound),
         call.peer,
-        entered.span(),
+        entered.ending(),
     );
     let (queued, replies) = mpsc::unbounded_channel();
     let feeder = tokio::spawn(feed::<G>(chunks, requests, queued));

@@ -1,6 +1,7 @@
 //! A call's life and the two bodies it rides on: the request's messages read through [`Incoming`],
-//! the response's through [`Outgoing`], and the call ended once, by whichever comes first of its
-//! status, its failure and its response being dropped.
+//! the response's through [`Outgoing`], and the call ended once, in its [`Ending`]
+//! (`service/end.rs`, where its service's account writes its log line), by whichever comes first
+//! of its status, its failure and its response being dropped.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -14,32 +15,36 @@ use tonic::body::Body;
 use super::super::frames::{Incoming, Outgoing};
 use super::span;
 use crate::metrics::MethodCounters;
-use crate::service::Admitted;
+use crate::service::{Admitted, Ending};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// One call, counted as started when it is made and as handled exactly once: when its status is
-/// seen, or as `Canceled` when its response is dropped before that; its place under its cap is
-/// given back, and its span closed, when the life ends, dropped with the response.
+/// One call, counted as started when it is made and as handled exactly once (in its [`Ending`]):
+/// when its status is seen, or as `Canceled` when its response is dropped before that; its span
+/// gets the status then; its place under its cap is given back, and its span closed, when the
+/// life ends, dropped with the response.
 #[derive(Debug)]
 pub(super) struct Life {
     pub(super) counters: MethodCounters,
-    started: Instant,
-    ended: bool,
     pub(super) admitted: Option<Admitted>,
-    /// The call's span (`span.rs`), which its service's work runs under.
-    pub(super) span: tracing::Span,
+    /// Where the call ends, and its service gives its account; it holds the call's span
+    /// (`span.rs`), which its service's work runs under.
+    pub(super) ending: Ending,
 }
 
 impl Life {
     pub(super) fn start(counters: MethodCounters, span: tracing::Span) -> Life {
         counters.started();
+        let started = Instant::now();
+        let (handled, ended) = (counters.clone(), span.clone());
+        let on_end = move |code: Code, message: Option<&str>| {
+            handled.handled(code, started.elapsed());
+            span::end(&ended, code, message);
+        };
         Life {
             counters,
-            started: Instant::now(),
-            ended: false,
             admitted: None,
-            span,
+            ending: Ending::open(span, Box::new(on_end)),
         }
     }
 
@@ -47,12 +52,10 @@ impl Life {
         self.end_with(code, None);
     }
 
-    /// Ends the call with its status's code and message (the `grpc-message`, as sent).
+    /// Ends the call with its status's code and message (the `grpc-message`, as sent), unless
+    /// it has ended.
     pub(super) fn end_with(&mut self, code: Code, message: Option<&str>) {
-        if !std::mem::replace(&mut self.ended, true) {
-            self.counters.handled(code, self.started.elapsed());
-            span::end(&self.span, code, message);
-        }
+        self.ending.end(code, message);
     }
 }
 
