@@ -21,6 +21,10 @@
 //! - jobs the daemon runs: what one reads and writes, checked against `--jobs-dir` (`spec.rs`),
 //!   and the daemon's queue of them, run on its pool and taken up again after a restart
 //!   (`board.rs`).
+//!
+//! Each file's failures are its own typed error (`thiserror`), the place named once and the cause
+//! kept as its source; the command line prints the chain, and [`in_full`] says it on one line
+//! where the library itself has to (a job's record, a log line, a keeper's last word).
 
 pub mod batches;
 pub mod board;
@@ -49,3 +53,18 @@ pub mod upload;
 
 #[cfg(test)]
 mod in_memory;
+
+/// `error` and its causes on one line, each after a colon as it says itself: `cannot write
+/// out.parquet: No space left on device (os error 28)`. The words the command line prints of a
+/// failed run, for the places that keep or log them themselves (a job's record, the daemon's log,
+/// a Parquet output's last word on a signal).
+pub fn in_full(error: &dyn std::error::Error) -> String {
+    let mut said = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        said.push_str(": ");
+        said.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    said
+}

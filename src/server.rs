@@ -33,6 +33,7 @@ use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::auth::Secret;
 use crate::jobs::board::{Board, BoardSettings, JobMetrics, JobState};
+use crate::jobs::in_full;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::proto::rps_service_server::RpsServiceServer;
@@ -332,7 +333,7 @@ async fn serve(
                 tokio::task::spawn_blocking(move || Board::open(settings, pool, job_metrics))
                     .await
                     .map_err(|e| ServerError::Jobs(e.to_string()))?;
-            Some(opened.map_err(|e| ServerError::Jobs(format!("{e:#}")))?)
+            Some(opened.map_err(|e| ServerError::Jobs(in_full(&e)))?)
         }
     };
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();

@@ -11,6 +11,7 @@
 //! where the last one stopped (`--resume`), ending with the same bytes as one uninterrupted run.
 
 use std::collections::{HashMap, VecDeque};
+use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -25,8 +26,9 @@ use super::batches::BatchSize;
 use super::location::Location;
 use super::object::StorageArgs;
 use super::progress::Progress;
-use super::record;
+use super::record::{self, RecordError};
 use super::spec::{JobSpec, Refusal};
+use crate::jobs::in_full;
 use crate::pool::Pool;
 
 /// Items per pool job of a job's run: small, so that a unary call arriving while a job runs waits
@@ -41,6 +43,28 @@ mod run;
 
 pub use kept::{JobState, JobView};
 use kept::{Kept, VERSION, check_id, now_ms};
+
+/// Why the daemon cannot keep its jobs in `--jobs-dir`: the records' folder cannot be made or
+/// read.
+#[derive(Debug, thiserror::Error)]
+pub enum BoardError {
+    #[error("cannot make {}", .path.display())]
+    Make {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// An entry of the folder that cannot be looked at.
+    #[error(transparent)]
+    Entry(io::Error),
+}
+
 /// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`).
 #[derive(Clone, Debug)]
 pub struct BoardSettings {
@@ -110,19 +134,29 @@ impl Board {
         settings: BoardSettings,
         pool: Arc<Pool>,
         metrics: JobMetrics,
-    ) -> anyhow::Result<Board> {
-        use anyhow::Context as _;
+    ) -> Result<Board, BoardError> {
         settings.storage.configure();
         // The daemon's drain stops the jobs' outputs; their keepers leave the signals alone.
         super::signals::leave_signals_alone();
         let records = settings.dir.join(RECORDS);
-        std::fs::create_dir_all(&records)
-            .with_context(|| format!("cannot make {}", records.display()))?;
+        if let Err(source) = std::fs::create_dir_all(&records) {
+            return Err(BoardError::Make {
+                path: records,
+                source,
+            });
+        }
+        let entries = match std::fs::read_dir(&records) {
+            Ok(entries) => entries,
+            Err(source) => {
+                return Err(BoardError::Read {
+                    path: records,
+                    source,
+                });
+            }
+        };
         let mut kept: Vec<Kept> = Vec::new();
-        for entry in std::fs::read_dir(&records)
-            .with_context(|| format!("cannot read {}", records.display()))?
-        {
-            let path = entry?.path();
+        for entry in entries {
+            let path = entry.map_err(BoardError::Entry)?.path();
             if path.extension().is_some_and(|e| e == "json") {
                 match record::read::<Kept>(&Location::File(path.clone())) {
                     Ok(Some(job)) => kept.push(job),
@@ -200,7 +234,7 @@ impl Board {
                     entry.kept.ended_ms = 0;
                     let kept = entry.kept.clone();
                     if let Err(e) = self.keep(&kept) {
-                        tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+                        tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
                     }
                     table.queue.push_back(id.to_string());
                     let again = view(&table.jobs[id]);
@@ -241,7 +275,7 @@ impl Board {
         };
         self.keep(&kept).map_err(|e| Refusal::Unmet {
             field: "job_id".into(),
-            message: format!("cannot keep the job's record: {e:#}"),
+            message: format!("cannot keep the job's record: {}", in_full(&e)),
         })?;
         table.order.push(id.clone());
         table.queue.push_back(id.clone());
@@ -287,7 +321,7 @@ impl Board {
                 let kept = entry.kept.clone();
                 table.queue.retain(|queued| queued != id);
                 if let Err(e) = self.keep(&kept) {
-                    tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+                    tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
                 }
                 self.told(&table);
             }
@@ -351,7 +385,7 @@ impl Board {
             let (kept, stop) = (entry.kept.clone(), entry.stop.clone());
             table.running += 1;
             if let Err(e) = self.keep(&kept) {
-                tracing::warn!(job_id = %id, error = %format!("{e:#}"), "cannot keep the job's record");
+                tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
             }
             let board = self.clone();
             let runner = std::thread::Builder::new()
@@ -377,14 +411,14 @@ impl Board {
     }
 
     /// Writes a job's record.
-    fn keep(&self, kept: &Kept) -> anyhow::Result<()> {
+    fn keep(&self, kept: &Kept) -> Result<(), RecordError> {
         let at = self
             .inner
             .settings
             .dir
             .join(RECORDS)
             .join(format!("{}.json", kept.id));
-        Ok(record::write(&Location::File(at), kept)?)
+        record::write(&Location::File(at), kept)
     }
 
     /// Tells the watchers, and the metrics, that something changed.
@@ -421,5 +455,42 @@ fn view(entry: &JobEntry) -> JobView {
         error: kept.error.clone(),
         created_ms: kept.created_ms,
         ended_ms: kept.ended_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The jobs' folder's failures in the words they have always had (written out here by hand),
+    /// and a job's record that cannot be kept said with its cause, as the daemon's log and a
+    /// refused creation say it.
+    #[test]
+    fn board_errors_say_what_they_always_said() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let make = BoardError::Make {
+            path: "/jobs/.patience-jobs".into(),
+            source: denied(),
+        };
+        assert_eq!(
+            in_full(&make),
+            "cannot make /jobs/.patience-jobs: permission denied"
+        );
+        let read = BoardError::Read {
+            path: "/jobs/.patience-jobs".into(),
+            source: denied(),
+        };
+        assert_eq!(
+            in_full(&read),
+            "cannot read /jobs/.patience-jobs: permission denied"
+        );
+        let unkept = RecordError::Write {
+            at: Location::File("/jobs/.patience-jobs/job-1.json".into()),
+            source: denied(),
+        };
+        assert_eq!(
+            in_full(&unkept),
+            "cannot write /jobs/.patience-jobs/job-1.json: permission denied"
+        );
     }
 }

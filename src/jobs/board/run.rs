@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::kept::{JobState, Kept, now_ms};
 use super::{BATCH, Board, CANCEL, CLOSE, GO};
 use crate::deal::DealReader;
+use crate::jobs::in_full;
 use crate::jobs::input::Reader;
 use crate::jobs::job::{JobArgs, JobRun};
 use crate::jobs::local;
@@ -69,7 +70,7 @@ impl Board {
             "job ended"
         );
         if let Err(e) = self.keep(&kept) {
-            tracing::warn!(job_id = %kept.id, error = %format!("{e:#}"), "cannot keep the job's record");
+            tracing::warn!(job_id = %kept.id, error = %in_full(&e), "cannot keep the job's record");
         }
         self.pump(table);
     }
