@@ -163,16 +163,8 @@ impl JobRun {
                     );
                 }
                 let shown = url.to_string();
-                let check = |held: &Record| -> anyhow::Result<()> {
-                    if let Some((theirs, ours)) = record.differences(held) {
-                        anyhow::bail!(
-                            "cannot resume {shown}: it was written with {theirs}, where this run \
-                             has {ours}; give the same flags and inputs to go on with it, or \
-                             another --output (or leave out --resume) to start again"
-                        );
-                    }
-                    Ok(())
-                };
+                let check =
+                    |held: &Record| -> anyhow::Result<()> { Ok(record.same_run(held, &shown)?) };
                 let (answers, kept) = upload::open(
                     url,
                     args.resume,

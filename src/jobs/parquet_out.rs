@@ -163,13 +163,7 @@ fn held(place: &Location, ours: &Record) -> anyhow::Result<Option<Checkpoint>> {
         return Ok(None);
     }
     let theirs = run_record::read_record(place)?;
-    if let Some((theirs, ours)) = ours.differences(&theirs) {
-        bail!(
-            "cannot resume {place}: it was written with {theirs}, where this run has {ours}; give \
-             the same flags and inputs to go on with it, or another --output (or leave out \
-             --resume) to start again"
-        );
-    }
+    ours.same_run(&theirs, place)?;
     Ok(theirs.checkpoint)
 }
 

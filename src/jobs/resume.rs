@@ -52,13 +52,7 @@ pub fn open(
         return Ok((Sink::File(file), resume));
     };
     let held = read_record(&place)?;
-    if let Some((theirs, ours)) = record.differences(&held) {
-        bail!(
-            "cannot resume {shown}: it was written with {theirs}, where this run has {ours}; give \
-             the same flags and inputs to go on with it, or another --output (or leave out \
-             --resume) to start again"
-        );
-    }
+    record.same_run(&held, &shown)?;
     record::forget(&place)?;
     let file = AnswerFile::resume(output, len, lines, tell)
         .with_context(|| format!("cannot open {shown}"))?;

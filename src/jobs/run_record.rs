@@ -6,18 +6,45 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
 use super::input::Input;
 use super::location::Location;
-use super::record::{self, Versioned};
+use super::record::{self, RecordError, Versioned};
 use crate::render::OutputFormat;
 use crate::solver::Options;
 
 /// The record's layout; version 1 is read as this one (`Versioned::upgrade`), any other is
 /// refused rather than guessed at.
 const VERSION: u32 = 2;
+
+/// Why a run does not go on from an output's run record: it cannot be read, there is none, or it
+/// is another run's. Each says `cannot resume` and the output, once.
+#[derive(Debug, thiserror::Error)]
+pub enum RunRecordError {
+    #[error("cannot resume {output}")]
+    Unreadable {
+        output: Location,
+        #[source]
+        source: Box<RecordError>,
+    },
+    #[error(
+        "cannot resume {output}: {at} is missing, so how its answers were written is unknown \
+         (was it written by `patience --output`?); leave out --resume to start again"
+    )]
+    Missing { output: Location, at: Location },
+    /// Written with other flags or inputs: what they were, and what this run has instead.
+    #[error(
+        "cannot resume {output}: it was written with {theirs}, where this run has {ours}; give \
+         the same flags and inputs to go on with it, or another --output (or leave out \
+         --resume) to start again"
+    )]
+    AnotherRun {
+        output: String,
+        theirs: String,
+        ours: String,
+    },
+}
 
 /// Everything that decides an answer line's bytes, as the record holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +162,7 @@ impl Record {
     /// Where `held` (the file's record) and this run differ: what the file was written with,
     /// and what this run has instead. A precision on one side only goes unsaid: the formats
     /// differ then, which says it all.
-    pub(super) fn differences(&self, held: &Record) -> Option<(String, String)> {
+    fn differences(&self, held: &Record) -> Option<(String, String)> {
         let (theirs, ours): (Vec<String>, Vec<String>) = held
             .said()
             .into_iter()
@@ -146,6 +173,23 @@ impl Record {
             })
             .unzip();
         (!theirs.is_empty()).then(|| (theirs.join(", "), ours.join(", ")))
+    }
+
+    /// Refuses to go on with `output` (as the command line names it) when `held`, its record, is
+    /// of a run other than this one.
+    pub(super) fn same_run(
+        &self,
+        held: &Record,
+        output: &dyn std::fmt::Display,
+    ) -> Result<(), RunRecordError> {
+        match self.differences(held) {
+            None => Ok(()),
+            Some((theirs, ours)) => Err(RunRecordError::AnotherRun {
+                output: output.to_string(),
+                theirs,
+                ours,
+            }),
+        }
     }
 }
 
@@ -200,14 +244,18 @@ pub struct Resume {
 }
 
 /// The run's record of `output`, a file or an object, checked to be one this patience reads.
-pub fn read_record(output: &Location) -> anyhow::Result<Record> {
+pub fn read_record(output: &Location) -> Result<Record, RunRecordError> {
     let at = record::resume_of(output);
-    match record::read(&at).with_context(|| format!("cannot resume {output}"))? {
-        Some(record) => Ok(record),
-        None => bail!(
-            "cannot resume {output}: {at} is missing, so how its answers were written is \
-             unknown (was it written by `patience --output`?); leave out --resume to start again"
-        ),
+    match record::read(&at) {
+        Ok(Some(record)) => Ok(record),
+        Ok(None) => Err(RunRecordError::Missing {
+            output: output.clone(),
+            at,
+        }),
+        Err(source) => Err(RunRecordError::Unreadable {
+            output: output.clone(),
+            source: Box::new(source),
+        }),
     }
 }
 
@@ -272,7 +320,7 @@ mod tests {
 
         at.put_small(br#"{"version":1,"record":7}"#.to_vec())
             .unwrap();
-        let e = format!("{:#}", read_record(&output).unwrap_err());
+        let e = crate::jobs::in_full(&read_record(&output).unwrap_err());
         assert!(
             e.contains("is of version 1 (this patience reads version 2)"),
             "{e}"
@@ -304,5 +352,46 @@ mod tests {
                 "--format json, --exact".into()
             ))
         );
+    }
+
+    /// Each refusal to go on in the words it has always said (written out here by hand, as the
+    /// format strings before the errors were typed said them).
+    #[test]
+    fn refusals_to_resume_say_what_they_always_said() {
+        let at = |name: &str| Location::File(PathBuf::from(name));
+        let cases: Vec<(RunRecordError, &str)> = vec![
+            (
+                RunRecordError::Missing {
+                    output: at("out.txt"),
+                    at: at("out.txt.resume.json"),
+                },
+                "cannot resume out.txt: out.txt.resume.json is missing, so how its answers were \
+                 written is unknown (was it written by `patience --output`?); leave out --resume \
+                 to start again",
+            ),
+            (
+                RunRecordError::AnotherRun {
+                    output: "out.txt".into(),
+                    theirs: "--precision 6".into(),
+                    ours: "--precision 9".into(),
+                },
+                "cannot resume out.txt: it was written with --precision 6, where this run has \
+                 --precision 9; give the same flags and inputs to go on with it, or another \
+                 --output (or leave out --resume) to start again",
+            ),
+            (
+                RunRecordError::Unreadable {
+                    output: at("out.txt"),
+                    source: Box::new(RecordError::Read {
+                        at: at("out.txt.resume.json"),
+                        source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+                    }),
+                },
+                "cannot resume out.txt: cannot read out.txt.resume.json: permission denied",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(crate::jobs::in_full(&error), said);
+        }
     }
 }
