@@ -9,14 +9,25 @@ use crate::compressed::{self, Codec, decoded};
 /// Large enough that a file's deals are batched well; the reader still holds one line at a time.
 const BUFFER: usize = 1 << 20;
 
+/// A file or object that could not be read through ([`read_through`]), named as its reader
+/// shows it; the storage's error is the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {shown}")]
+pub struct ReadThroughError {
+    shown: String,
+    #[source]
+    source: io::Error,
+}
+
 /// Reads `from` to its end in chunks of [`BUFFER`] bytes, handing each to `each`; the bytes read.
 /// The one loop for what reads a whole file or object as bytes (a part's checksum, a resumed
-/// file's complete lines, `merge`'s copy): `shown` names it in a read error.
-pub fn read_through(
+/// file's complete lines, `merge`'s copy): `shown` names it in a read error, which becomes the
+/// caller's error `E` as `each`'s own failures are.
+pub fn read_through<E: From<ReadThroughError>>(
     mut from: impl Read,
     shown: &dyn std::fmt::Display,
-    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<u64> {
+    mut each: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<u64, E> {
     let mut buffer = vec![0u8; BUFFER];
     let mut bytes = 0u64;
     loop {
@@ -24,7 +35,13 @@ pub fn read_through(
             Ok(0) => return Ok(bytes),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+            Err(source) => {
+                return Err(ReadThroughError {
+                    shown: shown.to_string(),
+                    source,
+                }
+                .into());
+            }
         };
         each(&buffer[..n])?;
         bytes += n as u64;

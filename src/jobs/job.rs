@@ -294,6 +294,7 @@ impl JobRun {
                         )
                     })
                     .map(|()| status)
+                    .map_err(anyhow::Error::from)
             }
             (ended, _, _) => ended,
         };

@@ -73,7 +73,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
         .parts
         .iter()
         .map(|path| part::place(path))
-        .collect::<anyhow::Result<Vec<Location>>>()?;
+        .collect::<Result<Vec<Location>, part::PartError>>()?;
     let mut parts = Vec::with_capacity(places.len());
     for (i, place) in places.iter().enumerate() {
         if output.as_ref().is_some_and(|output| same(output, place)) {

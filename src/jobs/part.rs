@@ -18,23 +18,77 @@
 //! kept apart: docs/storage.md).
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 
-use super::input::read_through;
+use super::input::{ReadThroughError, read_through};
 use super::location::{Location, beside};
 use super::output::ExitStatus;
 use super::parquet_in;
-use super::record::{self, Versioned};
-use super::run_record::{self, Record};
-use super::shard::{Range, ShardPlan};
+use super::record::{self, RecordError, Versioned};
+use super::run_record::{self, Record, RunRecordError};
+use super::shard::{Range, Shard, ShardPlan};
 use crate::compressed;
 
 /// The completion record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
+
+/// Why a part could not be named, read, locked or recorded complete: the part (or its lock) named
+/// once, the storage's error as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum PartError {
+    /// Its name is an `s3://` name that is not a whole URL, said as [`Location::parse`] says it.
+    #[error("{0}")]
+    Name(String),
+    #[error("a part is a file or an object, not standard input")]
+    Stdin,
+    #[error("cannot read {at}")]
+    Read {
+        at: Location,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    ReadThrough(#[from] ReadThroughError),
+    /// A Parquet part whose rows cannot be counted, with Parquet's words for why.
+    #[error("cannot read {at}: {why}")]
+    Rows { at: Location, why: String },
+    #[error("cannot open the lock {}", .path.display())]
+    OpenLock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot lock {}", .path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The run answered another number of items than the shard's range holds.
+    #[error(
+        "{output} holds {items} answers where shard {shard} frames {frames} items: an input \
+         changed while it was read; it is left incomplete"
+    )]
+    ItemsChanged {
+        output: Location,
+        items: u64,
+        shard: Shard,
+        frames: u64,
+    },
+    #[error("{output} holds {lines} lines for {items} answers")]
+    Lines {
+        output: Location,
+        lines: u64,
+        items: u64,
+    },
+    #[error(transparent)]
+    RunRecord(#[from] RunRecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
 
 /// What `FILE.done.json` holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,43 +115,47 @@ impl Versioned for Done {
 }
 
 /// The place `name` names as a part: a file or an object (standard input is none).
-pub fn place(name: &Path) -> anyhow::Result<Location> {
-    match Location::parse(name).map_err(anyhow::Error::msg)? {
-        Location::Stdin => bail!("a part is a file or an object, not standard input"),
+pub fn place(name: &Path) -> Result<Location, PartError> {
+    match Location::parse(name).map_err(PartError::Name)? {
+        Location::Stdin => Err(PartError::Stdin),
         place => Ok(place),
     }
 }
 
 /// A part's bytes, from the start.
-pub fn open(place: &Location) -> anyhow::Result<Box<dyn Read + Send>> {
-    place
-        .open_at(0)
-        .with_context(|| format!("cannot read {place}"))
+pub fn open(place: &Location) -> Result<Box<dyn Read + Send>, PartError> {
+    place.open_at(0).map_err(|source| PartError::Read {
+        at: place.clone(),
+        source,
+    })
 }
 
 /// Whether a part is there at all (`false`: missing; an unreadable place is an error).
-pub fn exists(place: &Location) -> anyhow::Result<bool> {
-    place
-        .exists()
-        .with_context(|| format!("cannot read {place}"))
+pub fn exists(place: &Location) -> Result<bool, PartError> {
+    place.exists().map_err(|source| PartError::Read {
+        at: place.clone(),
+        source,
+    })
 }
 
 /// The lock file beside `output` (`NAME.lock`), opened (created if need be) but not taken, and
 /// its path: a run writing `output` holds it, a merge checks that none does.
-pub fn lock_file(output: &Path) -> anyhow::Result<(File, PathBuf)> {
+pub fn lock_file(output: &Path) -> Result<(File, PathBuf), PartError> {
     let path = beside(output, ".lock");
-    let file = OpenOptions::new()
+    let opened = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .with_context(|| format!("cannot open the lock {}", path.display()))?;
-    Ok((file, path))
+        .open(&path);
+    match opened {
+        Ok(file) => Ok((file, path)),
+        Err(source) => Err(PartError::OpenLock { path, source }),
+    }
 }
 
 /// Takes the lock of `output` for this process's life; when another run holds it, `say`s so and
 /// waits for it to end.
-pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
+pub fn lock(output: &Path, say: &dyn Fn(&str)) -> Result<File, PartError> {
     let (file, path) = lock_file(output)?;
     match file.try_lock() {
         Ok(()) => return Ok(file),
@@ -106,13 +164,14 @@ pub fn lock(output: &Path, say: &dyn Fn(&str)) -> anyhow::Result<File> {
             output.display(),
             path.display()
         )),
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())));
+        Err(std::fs::TryLockError::Error(source)) => {
+            return Err(PartError::Lock { path, source });
         }
     }
-    file.lock()
-        .with_context(|| format!("cannot lock {}", path.display()))?;
-    Ok(file)
+    match file.lock() {
+        Ok(()) => Ok(file),
+        Err(source) => Err(PartError::Lock { path, source }),
+    }
 }
 
 /// Records `output` complete: the shard of `plan` answered `items` items, `bad` of them bad.
@@ -122,18 +181,22 @@ pub fn complete(
     items: u64,
     bad: u64,
     status: ExitStatus,
-) -> anyhow::Result<()> {
+) -> Result<(), PartError> {
     if items != plan.range.items {
-        bail!(
-            "{output} holds {items} answers where shard {} frames {} items: an input changed \
-             while it was read; it is left incomplete",
-            plan.range.shard,
-            plan.range.items
-        );
+        return Err(PartError::ItemsChanged {
+            output: output.clone(),
+            items,
+            shard: plan.range.shard,
+            frames: plan.range.items,
+        });
     }
     let sum = checksum(output)?;
     if sum.lines != items {
-        bail!("{output} holds {} lines for {items} answers", sum.lines);
+        return Err(PartError::Lines {
+            output: output.clone(),
+            lines: sum.lines,
+            items,
+        });
     }
     let record = run_record::read_record(output)?.job();
     let done = Done {
@@ -160,23 +223,28 @@ pub struct PartSum {
 
 /// Reads the part for its [`PartSum`] (a compressed one twice: its bytes, then its members'
 /// lines).
-pub fn checksum(place: &Location) -> anyhow::Result<PartSum> {
+pub fn checksum(place: &Location) -> Result<PartSum, PartError> {
     let mut crc = flate2::Crc::new();
     let mut lines = 0u64;
     let bytes = read_through(open(place)?, place, |chunk| {
         crc.update(chunk);
         lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
-        Ok(())
+        Ok::<(), PartError>(())
     })?;
     // A compressed part's lines are its answers' lines, decoded: its members' bytes hold newlines
     // by chance; a Parquet part's are its rows.
-    if let Some(rows) =
-        parquet_in::row_count(place).map_err(|why| anyhow::anyhow!("cannot read {place}: {why}"))?
-    {
+    let rows = parquet_in::row_count(place).map_err(|why| PartError::Rows {
+        at: place.clone(),
+        why,
+    })?;
+    if let Some(rows) = rows {
         lines = rows;
     } else if let Some(codec) = place.codec_by_name() {
         lines = compressed::complete_members(open(place)?, codec)
-            .with_context(|| format!("cannot read {place}"))?
+            .map_err(|source| PartError::Read {
+                at: place.clone(),
+                source,
+            })?
             .map_or(0, |(_, lines)| lines);
     }
     Ok(PartSum {
@@ -187,6 +255,75 @@ pub fn checksum(place: &Location) -> anyhow::Result<PartSum> {
 }
 
 /// A part's completion record, read back; `None` when there is none (the part is incomplete).
-pub fn read_done(output: &Location) -> Result<Option<Done>, record::RecordError> {
+pub fn read_done(output: &Location) -> Result<Option<Done>, RecordError> {
     record::read(&record::done_of(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::in_full;
+
+    /// Each failure in the words this file has always said it in (written out here by hand, as
+    /// the format strings before the errors were typed said them), its cause after it once.
+    #[test]
+    fn part_errors_say_what_they_always_said() {
+        let at = |name: &str| Location::File(PathBuf::from(name));
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let cases: Vec<(PartError, &str)> = vec![
+            (
+                PartError::Stdin,
+                "a part is a file or an object, not standard input",
+            ),
+            (
+                PartError::Read {
+                    at: at("p0.txt"),
+                    source: denied(),
+                },
+                "cannot read p0.txt: permission denied",
+            ),
+            (
+                PartError::Rows {
+                    at: at("p0.parquet"),
+                    why: "not a Parquet file".into(),
+                },
+                "cannot read p0.parquet: not a Parquet file",
+            ),
+            (
+                PartError::OpenLock {
+                    path: "p0.txt.lock".into(),
+                    source: denied(),
+                },
+                "cannot open the lock p0.txt.lock: permission denied",
+            ),
+            (
+                PartError::Lock {
+                    path: "p0.txt.lock".into(),
+                    source: denied(),
+                },
+                "cannot lock p0.txt.lock: permission denied",
+            ),
+            (
+                PartError::ItemsChanged {
+                    output: at("p1.txt"),
+                    items: 9,
+                    shard: Shard { index: 1, count: 4 },
+                    frames: 10,
+                },
+                "p1.txt holds 9 answers where shard 1/4 frames 10 items: an input changed while \
+                 it was read; it is left incomplete",
+            ),
+            (
+                PartError::Lines {
+                    output: at("p1.txt"),
+                    lines: 11,
+                    items: 10,
+                },
+                "p1.txt holds 11 lines for 10 answers",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(in_full(&error), said);
+        }
+    }
 }

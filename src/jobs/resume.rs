@@ -103,7 +103,7 @@ fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
             lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         }
         at += chunk.len() as u64;
-        Ok(())
+        Ok::<(), anyhow::Error>(())
     })?;
     Ok((read > 0).then_some((len, lines)))
 }
