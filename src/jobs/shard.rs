@@ -16,7 +16,8 @@
 //! `(K+1)/N` of the input's bytes, its range included, and N shards read `(N+1)/2` times the
 //! input: framing is cheap beside solving (docs/shards.md has the figures).
 
-use anyhow::{Context as _, bail};
+use std::io;
+
 use serde::{Deserialize, Serialize};
 
 use super::index;
@@ -24,6 +25,44 @@ use super::input::{Input, Reader};
 use super::location::Location;
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
+
+/// Why `--shard` cannot plan its share of the inputs: an input that is not a regular,
+/// uncompressed file, or one that cannot be read; each names the input once.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error(
+        "--shard {shard} needs its inputs as files: the shards' ranges are set by their sizes, \
+         which standard input does not have (save it to a file first)"
+    )]
+    Stdin { shard: Shard },
+    #[error("--shard needs the size of {name}")]
+    Size {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "--shard {shard} needs uncompressed inputs: {name} is {codec}-compressed, and a shard \
+         reads its range from the middle of the file (decompress it first)"
+    )]
+    Compressed {
+        shard: Shard,
+        name: String,
+        codec: &'static str,
+    },
+    #[error("cannot open {name}")]
+    Open {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read {name}")]
+    Read {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+}
 
 /// `--shard K/N`: the K-th of N shards, K from 0 (as a Kubernetes Indexed Job's
 /// `JOB_COMPLETION_INDEX` counts).
@@ -101,30 +140,27 @@ pub fn plan<R: Items<Reader>>(
     inputs: &[Input],
     shard: Shard,
     answers: &str,
-) -> anyhow::Result<ShardPlan> {
+) -> Result<ShardPlan, ShardError> {
     let mut sizes = Vec::with_capacity(inputs.len());
     for input in inputs {
         if input.is_stdin() {
-            bail!(
-                "--shard {shard} needs its inputs as files: the shards' ranges are set by their \
-                 sizes, which standard input does not have (save it to a file first)"
-            );
+            return Err(ShardError::Stdin { shard });
         }
         let name = input.name();
-        sizes.push(
-            input
-                .exact_size()
-                .with_context(|| format!("--shard needs the size of {name}"))?,
-        );
-        if let Some(codec) = input
-            .codec()
-            .with_context(|| format!("cannot read {name}"))?
-        {
-            bail!(
-                "--shard {shard} needs uncompressed inputs: {name} is {}-compressed, and a shard \
-                 reads its range from the middle of the file (decompress it first)",
-                codec.name()
-            );
+        match input.exact_size() {
+            Ok(size) => sizes.push(size),
+            Err(source) => return Err(ShardError::Size { name, source }),
+        }
+        match input.codec() {
+            Ok(None) => {}
+            Ok(Some(codec)) => {
+                return Err(ShardError::Compressed {
+                    shard,
+                    name,
+                    codec: codec.name(),
+                });
+            }
+            Err(source) => return Err(ShardError::Read { name, source }),
         }
     }
     let total: u64 = sizes.iter().sum();
@@ -162,7 +198,10 @@ pub fn plan<R: Items<Reader>>(
         };
         let reader = input
             .open_at(from.offset)
-            .with_context(|| format!("cannot open {}", input.name()))?;
+            .map_err(|source| ShardError::Open {
+                name: input.name(),
+                source,
+            })?;
         let mut segment: Option<Segment> = None;
         let mut past = false;
         R::frame(reader, &from, &mut |framed| {
@@ -190,7 +229,10 @@ pub fn plan<R: Items<Reader>>(
             items += u64::from(item);
             true
         })
-        .with_context(|| format!("cannot read {}", input.name()))?;
+        .map_err(|source| ShardError::Read {
+            name: input.name(),
+            source,
+        })?;
         if let Some(mut segment) = segment {
             segment.to_end = !past;
             segments.push(segment);
@@ -227,5 +269,53 @@ mod tests {
         assert!(said("1/0").starts_with("\"1/0\" is not K/N"));
         assert!(said("3").starts_with("\"3\" is not K/N"));
         assert!(said("-1/4").starts_with("\"-1/4\" is not K/N"));
+    }
+
+    /// Each failure in the words `--shard` has always said it in (written out here by hand, as
+    /// the format strings before the errors were typed said them).
+    #[test]
+    fn shard_errors_say_what_they_always_said() {
+        let shard = Shard { index: 1, count: 4 };
+        let missing = || io::Error::from(io::ErrorKind::NotFound);
+        let cases: Vec<(ShardError, &str)> = vec![
+            (
+                ShardError::Stdin { shard },
+                "--shard 1/4 needs its inputs as files: the shards' ranges are set by their \
+                 sizes, which standard input does not have (save it to a file first)",
+            ),
+            (
+                ShardError::Size {
+                    name: "deals.in".into(),
+                    source: missing(),
+                },
+                "--shard needs the size of deals.in: entity not found",
+            ),
+            (
+                ShardError::Compressed {
+                    shard,
+                    name: "deals.in.gz".into(),
+                    codec: "gzip",
+                },
+                "--shard 1/4 needs uncompressed inputs: deals.in.gz is gzip-compressed, and a \
+                 shard reads its range from the middle of the file (decompress it first)",
+            ),
+            (
+                ShardError::Open {
+                    name: "deals.in".into(),
+                    source: missing(),
+                },
+                "cannot open deals.in: entity not found",
+            ),
+            (
+                ShardError::Read {
+                    name: "deals.in".into(),
+                    source: missing(),
+                },
+                "cannot read deals.in: entity not found",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(crate::jobs::in_full(&error), said);
+        }
     }
 }
