@@ -395,7 +395,7 @@ pub fn main() -> ExitCode {
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
         Command::Merge(args) => jobs::merge::run(&args),
-        Command::Index(args) => jobs::index::run(&args),
+        Command::Index(args) => jobs::index::run(&args).map_err(anyhow::Error::from),
         Command::Jobs(args) => daemon_jobs::run(&args),
     };
     match result {

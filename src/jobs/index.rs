@@ -10,19 +10,18 @@
 //! that stops being text is not indexed (its shards frame it, and the one whose range holds the
 //! line says why).
 
-use std::io::Write as _;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use std::time::UNIX_EPOCH;
 
-use anyhow::{Context as _, bail};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::input::{Input, Reader};
 use super::location::{Location, beside};
 use super::output::ExitStatus;
-use super::record::{self, Versioned};
+use super::record::{self, RecordError, Versioned};
 use crate::deal::DealReader;
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
@@ -31,6 +30,42 @@ use crate::values::{NO_MAX, whole};
 
 /// The index's layout; another version is not used.
 const VERSION: u32 = 1;
+
+/// Why `patience index` could not index a file: the file named once, the storage's error as the
+/// cause.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A step that is not one of the game's: the shards frame the file, and the one whose range
+    /// holds it says why.
+    #[error(
+        "cannot index {}: it stops being a file of {answers} in the step at byte {at} (`patience \
+         solve` on it says why); its shards frame it instead",
+        .path.display()
+    )]
+    NotItems {
+        path: PathBuf,
+        answers: String,
+        at: u64,
+    },
+    #[error("cannot index {}: it changed while it was read", .path.display())]
+    Changed { path: PathBuf },
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("cannot write to standard output")]
+    Stdout(#[source] io::Error),
+}
 
 /// Flags of `patience index`.
 #[derive(Debug, Args)]
@@ -101,9 +136,11 @@ fn index_path(file: &Path) -> Location {
 }
 
 /// `file`'s size and modification time, as an index records them.
-fn stamp(file: &Path) -> anyhow::Result<(u64, (u64, u32))> {
-    let meta =
-        std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+fn stamp(file: &Path) -> Result<(u64, (u64, u32)), IndexError> {
+    let meta = std::fs::metadata(file).map_err(|source| IndexError::Read {
+        path: file.to_path_buf(),
+        source,
+    })?;
     let modified = meta
         .modified()
         .ok()
@@ -120,7 +157,7 @@ pub fn load(file: &Path, answers: &str) -> Option<Index> {
     (index.answers == answers && index.size == size && index.modified == modified).then_some(index)
 }
 
-pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &IndexArgs) -> Result<ExitStatus, IndexError> {
     for file in &args.files {
         let index = match args.cases {
             false => index::<DealReader<Reader>>(file, "deals", args.every)?,
@@ -129,7 +166,7 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
         let path = index_path(file);
         record::write(&path, &index)?;
         writeln!(
-            std::io::stdout().lock(),
+            io::stdout().lock(),
             "{}: {} {}, {} marks in {}",
             file.display(),
             index.steps,
@@ -137,18 +174,21 @@ pub fn run(args: &IndexArgs) -> anyhow::Result<ExitStatus> {
             index.marks.len(),
             path
         )
-        .context("cannot write to standard output")?;
+        .map_err(IndexError::Stdout)?;
     }
     Ok(ExitStatus::Ok)
 }
 
 /// Frames `file` with the game's framing `R` into its index.
-fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> anyhow::Result<Index> {
-    let shown = file.display();
+fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> Result<Index, IndexError> {
+    let path = || file.to_path_buf();
     let (size, modified) = stamp(file)?;
-    let reader = Input::at(Location::File(file.to_path_buf()))
+    let reader = Input::at(Location::File(path()))
         .open()
-        .with_context(|| format!("cannot open {shown}"))?;
+        .map_err(|source| IndexError::Open {
+            path: path(),
+            source,
+        })?;
     let (mut steps, mut next, mut marks, mut failed) = (0u64, 0u64, Vec::new(), None);
     R::frame(reader, &Mark::default(), &mut |framed| {
         let mark = match framed {
@@ -171,15 +211,19 @@ fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> anyhow::Re
         steps += 1;
         true
     })
-    .with_context(|| format!("cannot read {shown}"))?;
+    .map_err(|source| IndexError::Read {
+        path: path(),
+        source,
+    })?;
     if let Some(at) = failed {
-        bail!(
-            "cannot index {shown}: it stops being a file of {answers} in the step at byte {at} \
-             (`patience solve` on it says why); its shards frame it instead"
-        );
+        return Err(IndexError::NotItems {
+            path: path(),
+            answers: answers.to_string(),
+            at,
+        });
     }
     if stamp(file)? != (size, modified) {
-        bail!("cannot index {shown}: it changed while it was read");
+        return Err(IndexError::Changed { path: path() });
     }
     Ok(Index {
         version: VERSION,
@@ -189,4 +233,55 @@ fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> anyhow::Re
         steps,
         marks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::in_full;
+
+    /// Each failure in the words `patience index` has always said it in (written out here by
+    /// hand, as the format strings before the errors were typed said them).
+    #[test]
+    fn index_errors_say_what_they_always_said() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let cases: Vec<(IndexError, &str)> = vec![
+            (
+                IndexError::Open {
+                    path: "deals.in".into(),
+                    source: denied(),
+                },
+                "cannot open deals.in: permission denied",
+            ),
+            (
+                IndexError::Read {
+                    path: "deals.in".into(),
+                    source: denied(),
+                },
+                "cannot read deals.in: permission denied",
+            ),
+            (
+                IndexError::NotItems {
+                    path: "deals.in".into(),
+                    answers: "deals".into(),
+                    at: 4096,
+                },
+                "cannot index deals.in: it stops being a file of deals in the step at byte 4096 \
+                 (`patience solve` on it says why); its shards frame it instead",
+            ),
+            (
+                IndexError::Changed {
+                    path: "deals.in".into(),
+                },
+                "cannot index deals.in: it changed while it was read",
+            ),
+            (
+                IndexError::Stdout(io::Error::from(io::ErrorKind::BrokenPipe)),
+                "cannot write to standard output: broken pipe",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(in_full(&error), said);
+        }
+    }
 }
