@@ -342,9 +342,9 @@ async fn print(
     let drained = ordered::drain(&mut pieces, &mut printing).await;
     let printer = printing.printer;
     match drained {
-        Ok(Drained::All) => printer.finish().map(Printed::All),
+        Ok(Drained::All) => Ok(Printed::All(printer.finish()?)),
         Ok(Drained::Lost) => Ok(Printed::Lost),
-        Err(Stopped::Write(e)) => printer.write_failed(e).map(Printed::Closed),
+        Err(Stopped::Write(e)) => Ok(Printed::Closed(printer.write_failed(e)?)),
         Err(e @ Stopped::Short) => bail!("{e} (a bug in this client)"),
     }
 }

@@ -22,5 +22,5 @@ pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::cases(&job, sink, render, &pool, None, &|| false);
-    job.end(status, None)
+    job.end(status.map_err(anyhow::Error::from), None)
 }

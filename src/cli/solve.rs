@@ -34,5 +34,5 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         },
         &|| false,
     );
-    job.end(status, None)
+    job.end(status.map_err(anyhow::Error::from), None)
 }

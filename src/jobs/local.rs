@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::batches::{BatchSize, Batched, Entry, Items, ToRead, read_items};
 use super::input::Reader;
 use super::job::JobRun;
-use super::output::{ExitStatus, JsonAnalysis, Printer, Printing, Render};
+use super::output::{ExitStatus, JsonAnalysis, OutputError, Printer, Printing, Render};
 use super::sink::Sink;
 use crate::deal::DealReader;
 use crate::ordered::{self, Drained, Piece, Stopped};
@@ -48,6 +48,18 @@ pub struct PoolShare {
 /// holds whole lines, a correct prefix, and its records stay, so `--resume` goes on from it.
 pub const STOPPED: &str = "the run was stopped; its output goes on with --resume";
 
+/// Why a run in this process ended without its status: the printer's failure, or the pipeline's
+/// own, which would be a bug.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("the solver pool stopped before answering every item")]
+    PoolStopped,
+    #[error("{} (a bug in this program)", Stopped::Short)]
+    Short,
+}
+
 /// A printer's answer to a stop asked for: the pipeline ends as on a failed write.
 fn stop_asked() -> io::Error {
     io::Error::new(io::ErrorKind::Interrupted, STOPPED)
@@ -63,7 +75,7 @@ pub fn deals(
     pool: &Pool,
     share: PoolShare,
     stop: &(dyn Fn() -> bool + Sync),
-) -> anyhow::Result<ExitStatus> {
+) -> Result<ExitStatus, LocalError> {
     let asked: Options = render.asked;
     run::<DealReader<_>, _>(
         &job.reading(),
@@ -88,7 +100,7 @@ pub fn cases(
     pool: &Pool,
     at_once: Option<usize>,
     stop: &(dyn Fn() -> bool + Sync),
-) -> anyhow::Result<ExitStatus> {
+) -> Result<ExitStatus, LocalError> {
     run::<CaseReader<Reader>, _>(
         &job.reading(),
         pool,
@@ -123,7 +135,7 @@ pub fn run<'p, R, A>(
     solve: impl Fn(&mut Engines, Entry<R::Item>) -> ItemResult<A> + Clone + Send + 'static,
     printer: Printer<'p>,
     print: impl FnMut(&mut Printer<'p>, ItemResult<A>) -> io::Result<()>,
-) -> anyhow::Result<ExitStatus>
+) -> Result<ExitStatus, LocalError>
 where
     R: Items<Reader>,
     R::Item: Send + 'static,
@@ -172,11 +184,11 @@ where
     });
     let printer = printing.printer;
     match drained {
-        Ok(Drained::All) => printer.finish(),
+        Ok(Drained::All) => Ok(printer.finish()?),
         // The pool lives until every ticket is answered, so a batch cannot be lost.
-        Ok(Drained::Lost) => anyhow::bail!("the solver pool stopped before answering every item"),
-        Err(Stopped::Write(e)) => printer.write_failed(e),
-        Err(e @ Stopped::Short) => anyhow::bail!("{e} (a bug in this program)"),
+        Ok(Drained::Lost) => Err(LocalError::PoolStopped),
+        Err(Stopped::Write(e)) => Ok(printer.write_failed(e)?),
+        Err(Stopped::Short) => Err(LocalError::Short),
     }
 }
 
@@ -229,4 +241,22 @@ impl Drop for Slot {
 /// An item whose solving panicked: its line says so, and the run goes on.
 fn internal<A>(e: crate::pool::PoolError) -> ItemResult<A> {
     Err(format!("internal error: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pipeline's own failures in the words they have always had (written out here by hand).
+    #[test]
+    fn a_pipeline_stopped_short_says_so_as_it_always_did() {
+        assert_eq!(
+            LocalError::PoolStopped.to_string(),
+            "the solver pool stopped before answering every item"
+        );
+        assert_eq!(
+            LocalError::Short.to_string(),
+            "a batch's answers ran short (a bug in this program)"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 //! plain HTTP API, so that the same answers are the same bytes wherever they are printed.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc::Receiver;
 
@@ -28,6 +29,25 @@ impl From<ExitStatus> for ExitCode {
     fn from(s: ExitStatus) -> ExitCode {
         ExitCode::from(s as u8)
     }
+}
+
+/// Why a run's answers could not all be printed: the output could not be written, or a resumed
+/// output holds more answers than the input has items.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(
+        "cannot resume {}: it holds {kept} answers, but the input has only {read} {noun} (was it \
+         written for other inputs?); it is left as it was",
+        .path.display()
+    )]
+    InputShort {
+        path: PathBuf,
+        kept: u64,
+        read: u64,
+        noun: &'static str,
+    },
+    #[error("cannot write the results")]
+    Write(#[source] io::Error),
 }
 
 /// Writes answers' lines in input order, keeping the JSON index, the run's status and its counts,
@@ -155,18 +175,16 @@ impl<'a> Printer<'a> {
     /// Ends the run: everything flushed (and the output file's partial last line, if a resume
     /// found one, cut off), and its status. A resume whose input ran out before the answers the
     /// file holds is refused here, the file left as it was.
-    pub fn finish(self) -> anyhow::Result<ExitStatus> {
+    pub fn finish(self) -> Result<ExitStatus, OutputError> {
         if let Some(resume) = &self.resume
             && self.skipped < resume.kept
         {
-            anyhow::bail!(
-                "cannot resume {}: it holds {} answers, but the input has only {} {} (was it \
-                 written for other inputs?); it is left as it was",
-                resume.path.display(),
-                resume.kept,
-                self.skipped,
-                self.progress.counts().noun,
-            );
+            return Err(OutputError::InputShort {
+                path: resume.path.clone(),
+                kept: resume.kept,
+                read: self.skipped,
+                noun: self.progress.counts().noun,
+            });
         }
         let status = self.status;
         match self.out.finish() {
@@ -177,16 +195,16 @@ impl<'a> Printer<'a> {
 
     /// Ends the run after a failed write. A closed pipe (`patience solve big | head`) is the
     /// reader's choice, not an error.
-    pub fn write_failed(&self, e: io::Error) -> anyhow::Result<ExitStatus> {
+    pub fn write_failed(&self, e: io::Error) -> Result<ExitStatus, OutputError> {
         write_failed(e, self.status)
     }
 }
 
-fn write_failed(e: io::Error, status: ExitStatus) -> anyhow::Result<ExitStatus> {
+fn write_failed(e: io::Error, status: ExitStatus) -> Result<ExitStatus, OutputError> {
     if e.kind() == io::ErrorKind::BrokenPipe {
         Ok(status)
     } else {
-        Err(anyhow::Error::new(e).context("cannot write the results"))
+        Err(OutputError::Write(e))
     }
 }
 
@@ -238,5 +256,30 @@ impl std::fmt::Debug for Printer<'_> {
             .field("index", &self.index)
             .field("status", &self.status)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::in_full;
+
+    /// The printer's failures in the words they have always had (written out here by hand, as
+    /// the format strings before the errors were typed said them).
+    #[test]
+    fn output_errors_say_what_they_always_said() {
+        let short = OutputError::InputShort {
+            path: "out.txt".into(),
+            kept: 12,
+            read: 10,
+            noun: "deals",
+        };
+        assert_eq!(
+            in_full(&short),
+            "cannot resume out.txt: it holds 12 answers, but the input has only 10 deals (was it \
+             written for other inputs?); it is left as it was"
+        );
+        let full = OutputError::Write(io::Error::from(io::ErrorKind::StorageFull));
+        assert_eq!(in_full(&full), "cannot write the results: no storage space");
     }
 }

@@ -113,14 +113,14 @@ impl Board {
                     at_once: Some(pool.workers()),
                 };
                 let status = local::deals(&job, sink, render, pool, share, &stopped);
-                job.end(status, None)
+                job.end(status.map_err(anyhow::Error::from), None)
             }
             JobGame::Rps => {
                 let (job, sink) =
                     JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
                 self.running(&kept.id, &job.progress);
                 let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
-                job.end(status, None)
+                job.end(status.map_err(anyhow::Error::from), None)
             }
         }
     }
