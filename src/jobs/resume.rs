@@ -10,17 +10,48 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
-
-use super::input::{Input, read_through};
+use super::input::{Input, ReadThroughError, read_through};
 use super::location::Location;
-use super::record;
-use super::run_record::{Record, Resume, read_record};
+use super::record::{self, RecordError};
+use super::run_record::{Record, Resume, RunRecordError, read_record};
 use super::signals::Tell;
 use super::sink::{AnswerFile, Sink};
 use crate::compressed::{self, Codec};
+
+/// Why `--output FILE` cannot be opened for this run, new or resumed: FILE named once, the
+/// storage's error as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The output is one of the inputs (a file, or an object of the same URL).
+    #[error("--output {output} is also an input: the answers would overwrite it")]
+    IsAnInput { output: String },
+    #[error("cannot create {}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    ReadThrough(#[from] ReadThroughError),
+    #[error(transparent)]
+    RunRecord(#[from] RunRecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
 
 /// Opens `output` for this run: created anew with its record, or, with `resume` and a file that
 /// holds answers, checked against its record and kept. Its completion record, if any, is removed
@@ -31,20 +62,21 @@ pub fn open(
     record: &Record,
     inputs: &[Input],
     tell: Tell,
-) -> anyhow::Result<(Sink, Resume)> {
+) -> Result<(Sink, Resume), ResumeError> {
     refuse_an_input(output, inputs)?;
     let kept = if resume {
         complete_lines(output)?
     } else {
         None
     };
-    let shown = output.display();
     let place = Location::File(output.to_path_buf());
     let Some((len, lines)) = kept else {
         record::forget(&place)?;
         record::write(&record::resume_of(&place), record)?;
-        let file =
-            AnswerFile::create(output, tell).with_context(|| format!("cannot create {shown}"))?;
+        let file = AnswerFile::create(output, tell).map_err(|source| ResumeError::Create {
+            path: output.to_path_buf(),
+            source,
+        })?;
         let resume = Resume {
             path: output.to_path_buf(),
             kept: 0,
@@ -52,10 +84,13 @@ pub fn open(
         return Ok((Sink::File(file), resume));
     };
     let held = read_record(&place)?;
-    record.same_run(&held, &shown)?;
+    record.same_run(&held, &output.display())?;
     record::forget(&place)?;
-    let file = AnswerFile::resume(output, len, lines, tell)
-        .with_context(|| format!("cannot open {shown}"))?;
+    let file =
+        AnswerFile::resume(output, len, lines, tell).map_err(|source| ResumeError::Open {
+            path: output.to_path_buf(),
+            source,
+        })?;
     let resume = Resume {
         path: output.to_path_buf(),
         kept: lines,
@@ -64,7 +99,7 @@ pub fn open(
 }
 
 /// Writing the answers over one of the inputs would destroy it before it is read.
-pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result<()> {
+pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> Result<(), ResumeError> {
     let Ok(ours) = output.canonicalize() else {
         return Ok(());
     };
@@ -72,10 +107,9 @@ pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result
         if let Some(path) = input.location().and_then(Location::file)
             && path.canonicalize().is_ok_and(|p| p == ours)
         {
-            bail!(
-                "--output {} is also an input: the answers would overwrite it",
-                output.display()
-            );
+            return Err(ResumeError::IsAnInput {
+                output: output.display().to_string(),
+            });
         }
     }
     Ok(())
@@ -84,26 +118,28 @@ pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> anyhow::Result
 /// The length in bytes and the number of FILE's complete lines; `None` when there is no FILE or
 /// nothing in it (a new run).
 /// A compressed FILE (`NAME.gz`, `NAME.zst`) keeps its complete members.
-fn complete_lines(output: &Path) -> anyhow::Result<Option<(u64, u64)>> {
-    let shown = output.display();
+fn complete_lines(output: &Path) -> Result<Option<(u64, u64)>, ResumeError> {
+    let unreadable = |source| ResumeError::Read {
+        path: output.to_path_buf(),
+        source,
+    };
     let file = match File::open(output) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {shown}"))),
+        Err(e) => return Err(unreadable(e)),
     };
     if let Some(codec) = Codec::for_name(&output.to_string_lossy()) {
-        return compressed::complete_members(file, codec)
-            .with_context(|| format!("cannot read {shown}"));
+        return compressed::complete_members(file, codec).map_err(unreadable);
     }
     let (mut len, mut lines) = (0u64, 0u64);
     let mut at = 0u64;
-    let read = read_through(file, &shown, |chunk| {
+    let read = read_through(file, &output.display(), |chunk| {
         if let Some(last) = chunk.iter().rposition(|&b| b == b'\n') {
             len = at + last as u64 + 1;
             lines += memchr::memchr_iter(b'\n', chunk).count() as u64;
         }
         at += chunk.len() as u64;
-        Ok::<(), anyhow::Error>(())
+        Ok::<(), ResumeError>(())
     })?;
     Ok((read > 0).then_some((len, lines)))
 }
@@ -136,5 +172,44 @@ mod tests {
         std::fs::write(&file, "0.5\n\n").unwrap();
         assert_eq!(complete_lines(&file).unwrap(), Some((5, 2)));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each failure in the words `--output` and `--resume` have always said it in (written out
+    /// here by hand, as the format strings before the errors were typed said them).
+    #[test]
+    fn resume_errors_say_what_they_always_said() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let cases: Vec<(ResumeError, &str)> = vec![
+            (
+                ResumeError::IsAnInput {
+                    output: "deals.in".into(),
+                },
+                "--output deals.in is also an input: the answers would overwrite it",
+            ),
+            (
+                ResumeError::Create {
+                    path: "out.txt".into(),
+                    source: denied(),
+                },
+                "cannot create out.txt: permission denied",
+            ),
+            (
+                ResumeError::Open {
+                    path: "out.txt".into(),
+                    source: denied(),
+                },
+                "cannot open out.txt: permission denied",
+            ),
+            (
+                ResumeError::Read {
+                    path: "out.txt".into(),
+                    source: denied(),
+                },
+                "cannot read out.txt: permission denied",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(crate::jobs::in_full(&error), said);
+        }
     }
 }
