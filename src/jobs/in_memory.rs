@@ -12,9 +12,9 @@ use super::object::{ObjectUrl, StorageArgs};
 use super::output::ExitStatus;
 use super::part;
 use super::record;
-use super::run_record::Record;
+use super::run_record::{Record, RunRecordError};
 use super::shard::{Range, Shard, ShardPlan};
-use super::upload;
+use super::upload::{self, UploadError};
 use crate::render::OutputFormat;
 use crate::solver::Options;
 
@@ -164,31 +164,25 @@ fn an_upload_cut_short_resumes_from_its_last_part_and_ends_whole() {
     );
 
     let other = record(1);
-    let refused = upload::open(
-        &at,
-        true,
-        record(0),
-        &|held| match held.job() == other {
-            true => Ok(()),
-            false => anyhow::bail!("written with another shard"),
-        },
-        8,
-    )
-    .unwrap_err();
-    assert_eq!(refused.to_string(), "written with another shard");
+    let refused =
+        upload::open(&at, true, record(1), &|held| other.same_run(held, &at), 8).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            UploadError::AnotherRun(RunRecordError::AnotherRun { .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.to_string(),
+        "cannot resume memory://jobs/b/answers: it was written with --shard 0/2, where this run \
+         has --shard 1/2; give the same flags and inputs to go on with it, or another --output \
+         (or leave out --resume) to start again"
+    );
 
     let ours = record(0);
-    let (mut answers, kept) = upload::open(
-        &at,
-        true,
-        record(0),
-        &|held| match held.job() == ours {
-            true => Ok(()),
-            false => anyhow::bail!("another run"),
-        },
-        8,
-    )
-    .unwrap();
+    let (mut answers, kept) =
+        upload::open(&at, true, record(0), &|held| ours.same_run(held, &at), 8).unwrap();
     assert_eq!(kept, 3, "each uploaded part held one whole line");
     for line in &lines[3..] {
         answers.write(format!("{line}\n").as_bytes()).unwrap();

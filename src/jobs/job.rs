@@ -18,7 +18,7 @@ use super::parquet_out;
 use super::part;
 use super::progress::{Progress, ProgressMode, Setup, Unit};
 use super::resume;
-use super::run_record::{Record, Resume};
+use super::run_record::{Record, Resume, RunRecordError};
 use super::shard::{self, Shard, ShardPlan, parse_shard};
 use super::sink::Sink;
 use super::upload;
@@ -164,7 +164,7 @@ impl JobRun {
                 }
                 let shown = url.to_string();
                 let check =
-                    |held: &Record| -> anyhow::Result<()> { Ok(record.same_run(held, &shown)?) };
+                    |held: &Record| -> Result<(), RunRecordError> { record.same_run(held, &shown) };
                 let (answers, kept) = upload::open(
                     url,
                     args.resume,

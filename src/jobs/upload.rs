@@ -13,15 +13,39 @@
 
 use std::io;
 
-use anyhow::Context as _;
 use object_store::multipart::PartId;
 
 use super::location::Location;
 use super::multipart::Multipart;
 use super::object::{self, ObjectUrl};
-use super::record;
-use super::run_record::{Checkpoint, Record, UploadedPart};
+use super::record::{self, RecordError};
+use super::run_record::{Checkpoint, Record, RunRecordError, UploadedPart};
 use crate::compressed::{Codec, Encoded};
+
+/// Why an object cannot be opened for this run's answers: its record cannot be read or is another
+/// run's, or the store refuses the upload; the object named once, the store's error as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("cannot resume {url}")]
+    Resume {
+        url: ObjectUrl,
+        #[source]
+        source: Box<RecordError>,
+    },
+    #[error(transparent)]
+    AnotherRun(#[from] RunRecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("cannot write {url}")]
+    Write {
+        url: ObjectUrl,
+        #[source]
+        source: io::Error,
+    },
+    /// The new upload's record could not be written (said in the record's words).
+    #[error(transparent)]
+    Save(#[from] io::Error),
+}
 
 /// The answers on their way to an object.
 pub struct ObjectAnswers {
@@ -48,12 +72,15 @@ pub fn open(
     url: &ObjectUrl,
     resume: bool,
     record: Record,
-    check: &dyn Fn(&Record) -> anyhow::Result<()>,
+    check: &dyn Fn(&Record) -> Result<(), RunRecordError>,
     part_size: usize,
-) -> anyhow::Result<(ObjectAnswers, u64)> {
+) -> Result<(ObjectAnswers, u64), UploadError> {
     let record_at = record::resume_of(&Location::Object(url.clone()));
     let held: Option<Record> = match resume {
-        true => record::read(&record_at).with_context(|| format!("cannot resume {url}"))?,
+        true => record::read(&record_at).map_err(|source| UploadError::Resume {
+            url: url.clone(),
+            source: Box::new(source),
+        })?,
         // A new run only needs the upload an earlier one left, to abort it.
         false => record::read(&record_at).ok().flatten(),
     };
@@ -89,8 +116,12 @@ pub fn open(
             if let Some(id) = held.and_then(|held| held.upload) {
                 let _ = Multipart::resume(url, id).abort();
             }
-            object::remove(url).with_context(|| format!("cannot write {url}"))?;
-            let upload = Multipart::create(url).with_context(|| format!("cannot write {url}"))?;
+            let unwritable = |source| UploadError::Write {
+                url: url.clone(),
+                source,
+            };
+            object::remove(url).map_err(unwritable)?;
+            let upload = Multipart::create(url).map_err(unwritable)?;
             answers.state.upload = Some(upload.id().to_string());
             answers.save()?;
         }
@@ -231,5 +262,39 @@ impl std::fmt::Debug for ObjectAnswers {
             .field("url", &self.url)
             .field("parts", &self.state.parts.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::in_full;
+
+    /// An object's failures in the words they have always had (written out here by hand, as the
+    /// format strings before the errors were typed said them), the cause after them once.
+    #[test]
+    fn upload_errors_say_what_they_always_said() {
+        let url = ObjectUrl::in_memory("jobs", "out.txt");
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let unreadable = UploadError::Resume {
+            url: url.clone(),
+            source: Box::new(RecordError::Read {
+                at: record::resume_of(&Location::Object(url.clone())),
+                source: denied(),
+            }),
+        };
+        assert_eq!(
+            in_full(&unreadable),
+            "cannot resume memory://jobs/out.txt: cannot read memory://jobs/out.txt.resume.json: \
+             permission denied"
+        );
+        let refused = UploadError::Write {
+            url,
+            source: denied(),
+        };
+        assert_eq!(
+            in_full(&refused),
+            "cannot write memory://jobs/out.txt: permission denied"
+        );
     }
 }
