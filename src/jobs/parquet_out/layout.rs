@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::columns;
 use crate::jobs::run_record::Checkpoint;
+use arrow_schema::ArrowError;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
@@ -24,18 +25,29 @@ use parquet::schema::types::SchemaDescPtr;
 /// cores, and DuckDB's own row group size (122,880) rounded up to a power of two.
 pub const ROW_GROUP_ROWS: usize = 131_072;
 
+/// Why a checkpoint's footer does not read back: not base64, or not a Parquet footer.
+#[derive(Debug, thiserror::Error)]
+pub enum FooterError {
+    #[error(transparent)]
+    Base64(#[from] base64::DecodeError),
+    #[error("too short to be a Parquet footer")]
+    Short,
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+}
+
 /// A checkpoint's bytes: it is a field of the run record (`resume.rs`), read here.
 impl Checkpoint {
     /// The footer's bytes.
-    pub fn footer(&self) -> anyhow::Result<Vec<u8>> {
+    pub fn footer(&self) -> Result<Vec<u8>, FooterError> {
         Ok(BASE64.decode(&self.footer)?)
     }
 
     /// The recorded row groups, at their places in the output.
-    pub fn row_groups(&self) -> anyhow::Result<Vec<RowGroupMetaData>> {
+    pub fn row_groups(&self) -> Result<Vec<RowGroupMetaData>, FooterError> {
         let bytes = self.footer()?;
         let Some(metadata) = bytes.len().checked_sub(8).map(|end| &bytes[..end]) else {
-            anyhow::bail!("too short to be a Parquet footer");
+            return Err(FooterError::Short);
         };
         // Every field as it was (encoding statistics as a list, not the mask readers prefer), so
         // that the footer written again is the footer recorded.
@@ -151,11 +163,12 @@ pub fn moved(
 }
 
 /// Writes `parts`' answers, in order, as one Parquet file into `out` (`merge`), with the
-/// settings and metadata of a run's own output.
-pub fn write_whole<W: Write + Send>(
+/// settings and metadata of a run's own output; a part that cannot be opened fails with its
+/// caller's error `E`, as Parquet's own failures do.
+pub fn write_whole<W: Write + Send, E: From<ParquetError> + From<ArrowError>>(
     out: W,
-    parts: impl IntoIterator<Item = anyhow::Result<ParquetRecordBatchReader>>,
-) -> anyhow::Result<()> {
+    parts: impl IntoIterator<Item = Result<ParquetRecordBatchReader, E>>,
+) -> Result<(), E> {
     let mut writer = ArrowWriter::try_new(out, columns::schema(), Some(properties()))?;
     for part in parts {
         for batch in part? {
