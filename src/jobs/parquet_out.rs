@@ -28,21 +28,23 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use arrow_schema::ArrowError;
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
 use tokio::sync::oneshot;
 
-pub use layout::write_whole;
+pub use layout::{FooterError, write_whole};
 use layout::{Layout, moved};
 use tail::{Tail, TailTo, make_cut};
 
 use super::location::Location;
-use super::record;
-use super::run_record::{self, Checkpoint, Record, Resume};
+use super::record::{self, RecordError};
+use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
 use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
+use crate::jobs::in_full;
 
 /// Answers gathered before the writer takes them: always this many at a time (the pages' bounds
 /// depend on the batches, so a run's bytes do not depend on when the printer waited), and the
@@ -54,6 +56,63 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_secs(1);
 /// Parquet's magic, at both ends of a file.
 const MAGIC: &[u8; 4] = b"PAR1";
+
+/// Why a Parquet output cannot be opened, checkpointed or ended: the output named once where the
+/// words name it, the storage's or Parquet's error as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum ParquetOutError {
+    #[error("cannot create {}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Shorter than its checkpoint, or not Parquet at all.
+    #[error(
+        "cannot resume {}: it is not the Parquet file its record describes ({len} bytes, where \
+         the record has {rows} answers in its first {end} bytes); leave out --resume to start \
+         again",
+        .path.display()
+    )]
+    NotAsRecorded {
+        path: PathBuf,
+        len: u64,
+        rows: u64,
+        end: u64,
+    },
+    /// An object's upload record whose parts and footer disagree.
+    #[error(
+        "cannot resume {url}: its upload record's parts hold {kept} answers, which its Parquet \
+         footer does not describe; leave out --resume to start again"
+    )]
+    PartsNotFooter { url: String, kept: u64 },
+    #[error("its record's footer")]
+    KeptFooter(#[source] FooterError),
+    #[error("no checkpoint")]
+    NoCheckpoint,
+    #[error("the output is complete already")]
+    Complete,
+    #[error("the output is not where it was")]
+    Moved,
+    #[error(transparent)]
+    Footer(#[from] FooterError),
+    #[error(transparent)]
+    RunRecord(#[from] RunRecordError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+    #[error(transparent)]
+    Arrow(#[from] ArrowError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
 
 /// The output and its keeper.
 pub struct ParquetAnswers {
@@ -104,8 +163,7 @@ pub fn open(
     resume: bool,
     record: &Record,
     tell: Tell,
-) -> anyhow::Result<(ParquetAnswers, Resume)> {
-    let shown = output.display();
+) -> Result<(ParquetAnswers, Resume), ParquetOutError> {
     let place = Location::File(output.to_path_buf());
     let held = match resume {
         true => held(&place, record)?,
@@ -117,7 +175,10 @@ pub fn open(
             record::forget(&place)?;
             record.checkpoint = None;
             record::write(&record::resume_of(&place), &record)?;
-            let file = File::create(output).with_context(|| format!("cannot create {shown}"))?;
+            let file = File::create(output).map_err(|source| ParquetOutError::Create {
+                path: output.to_path_buf(),
+                source,
+            })?;
             let to = TailTo::File { file, cut: None };
             (Tail { swallow: 0, to }, 0)
         }
@@ -126,18 +187,20 @@ pub fn open(
                 .read(true)
                 .write(true)
                 .open(output)
-                .with_context(|| format!("cannot open {shown}"))?;
+                .map_err(|source| ParquetOutError::Open {
+                    path: output.to_path_buf(),
+                    source,
+                })?;
             let len = file.metadata()?.len();
             let mut magic = [0u8; 4];
             let starts = io::Read::read_exact(&mut file, &mut magic).is_ok() && &magic == MAGIC;
             if len < checkpoint.end || !starts {
-                bail!(
-                    "cannot resume {shown}: it is not the Parquet file its record describes \
-                     ({len} bytes, where the record has {} answers in its first {} bytes); leave \
-                     out --resume to start again",
-                    checkpoint.rows,
-                    checkpoint.end
-                );
+                return Err(ParquetOutError::NotAsRecorded {
+                    path: output.to_path_buf(),
+                    len,
+                    rows: checkpoint.rows,
+                    end: checkpoint.end,
+                });
             }
             record::forget(&place)?;
             let cut = Some(checkpoint.end);
@@ -158,7 +221,7 @@ pub fn open(
 
 /// The checkpoint of `output`'s record when it was written as this run writes; `None` when it
 /// holds nothing yet (a new run).
-fn held(place: &Location, ours: &Record) -> anyhow::Result<Option<Checkpoint>> {
+fn held(place: &Location, ours: &Record) -> Result<Option<Checkpoint>, ParquetOutError> {
     if !place.exists()? {
         return Ok(None);
     }
@@ -174,7 +237,7 @@ pub fn into_object(
     kept: u64,
     record: &Record,
     tell: Tell,
-) -> anyhow::Result<(ParquetAnswers, Resume)> {
+) -> Result<(ParquetAnswers, Resume), ParquetOutError> {
     let url = object.url().to_string();
     let mut record = record.clone();
     record.checkpoint = match kept {
@@ -184,10 +247,7 @@ pub fn into_object(
     let swallow = match &record.checkpoint {
         Some(checkpoint) if checkpoint.rows == kept => MAGIC.len(),
         None if kept == 0 => 0,
-        _ => bail!(
-            "cannot resume {url}: its upload record's parts hold {kept} answers, which its \
-             Parquet footer does not describe; leave out --resume to start again"
-        ),
+        _ => return Err(ParquetOutError::PartsNotFooter { url, kept }),
     };
     let tail = Tail {
         swallow,
@@ -204,10 +264,12 @@ pub fn into_object(
 }
 
 impl Writing {
-    fn new(tail: Tail, to: Dest, record: Record) -> anyhow::Result<Writing> {
+    fn new(tail: Tail, to: Dest, record: Record) -> Result<Writing, ParquetOutError> {
         let (kept, shift) = match &record.checkpoint {
             Some(checkpoint) => (
-                checkpoint.row_groups().context("its record's footer")?,
+                checkpoint
+                    .row_groups()
+                    .map_err(ParquetOutError::KeptFooter)?,
                 checkpoint.end as i64 - MAGIC.len() as i64,
             ),
             None => (Vec::new(), 0),
@@ -232,7 +294,7 @@ impl Writing {
     /// the record beside it, or handed to the upload with that record. With `end`, the row group
     /// being gathered is ended and written first (else it stays in memory, to grow to its full
     /// size).
-    fn checkpoint(&mut self, end: bool) -> anyhow::Result<()> {
+    fn checkpoint(&mut self, end: bool) -> Result<(), ParquetOutError> {
         self.last = Instant::now();
         if end {
             self.hand_over()?;
@@ -268,14 +330,14 @@ impl Writing {
                 object.write_items(bytes, rows, checkpoint_now)?;
                 bytes.clear();
             }
-            _ => bail!("the output is complete already"),
+            _ => return Err(ParquetOutError::Complete),
         }
         self.recorded = flushed;
         Ok(())
     }
 
     /// The rows gathered go to the writer (which writes a row group that is full).
-    fn hand_over(&mut self) -> anyhow::Result<()> {
+    fn hand_over(&mut self) -> Result<(), ParquetOutError> {
         if !self.rows.is_empty() {
             self.writer.write(&self.rows.batch()?)?;
         }
@@ -296,9 +358,13 @@ impl Writing {
 
     /// The last checkpoint, then its footer at the output's end: a whole Parquet file (an object
     /// completed). The answers it holds.
-    fn close(&mut self) -> anyhow::Result<u64> {
+    fn close(&mut self) -> Result<u64, ParquetOutError> {
         self.checkpoint(true)?;
-        let checkpoint = self.record.checkpoint.clone().context("no checkpoint")?;
+        let checkpoint = self
+            .record
+            .checkpoint
+            .clone()
+            .ok_or(ParquetOutError::NoCheckpoint)?;
         let footer = checkpoint.footer()?;
         match (&mut self.to, &mut self.writer.inner_mut().to) {
             (Dest::File(_), TailTo::File { file, cut }) => {
@@ -310,12 +376,12 @@ impl Writing {
             }
             (Dest::Object(object), TailTo::Memory(_)) => {
                 let Some(mut object) = object.take() else {
-                    bail!("the output is complete already");
+                    return Err(ParquetOutError::Complete);
                 };
                 object.write_items(&footer, 0, checkpoint.clone())?;
                 object.finish()?;
             }
-            _ => bail!("the output is not where it was"),
+            _ => return Err(ParquetOutError::Moved),
         }
         Ok(checkpoint.rows)
     }
@@ -323,7 +389,7 @@ impl Writing {
 
 impl ParquetAnswers {
     /// Starts the keeper; with `signals`, it also writes the footer on SIGINT and SIGTERM.
-    fn start(table: Writing, tell: Tell, signals: bool) -> anyhow::Result<ParquetAnswers> {
+    fn start(table: Writing, tell: Tell, signals: bool) -> Result<ParquetAnswers, ParquetOutError> {
         let shared = Arc::new(Mutex::new(table));
         let keeper = {
             let shared = shared.clone();
@@ -354,7 +420,7 @@ impl ParquetAnswers {
         lock(&self.shared)
             .close()
             .map(drop)
-            .map_err(|e| io::Error::other(format!("{e:#}")))
+            .map_err(|e| io::Error::other(in_full(&e)))
     }
 }
 
@@ -393,7 +459,7 @@ async fn keep(
                     && (table.writer.in_progress_rows() > 0 || !table.rows.is_empty())
                     && let Err(e) = table.checkpoint(true)
                 {
-                    tell(format!("patience: cannot write {}: {e:#}", table.to.name()));
+                    tell(format!("patience: cannot write {}: {}", table.to.name(), in_full(&e)));
                     return;
                 }
             }
@@ -415,7 +481,60 @@ fn interrupted(mut table: MutexGuard<'_, Writing>, (name, number): (&str, i32), 
             "patience: {name}: stopped with {rows} answers in {path}; the same command with \
              --resume goes on from there"
         )),
-        Err(e) => tell(format!("patience: {name}: cannot write {path}: {e:#}")),
+        Err(e) => tell(format!(
+            "patience: {name}: cannot write {path}: {}",
+            in_full(&e)
+        )),
     }
     std::process::exit(128 + number);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Parquet output's failures in the words they have always had (written out here by hand,
+    /// as the format strings before the errors were typed said them), each cause after them once.
+    #[test]
+    fn parquet_output_errors_say_what_they_always_said() {
+        let cases: Vec<(ParquetOutError, &str)> = vec![
+            (
+                ParquetOutError::Create {
+                    path: "out.parquet".into(),
+                    source: io::Error::from(io::ErrorKind::PermissionDenied),
+                },
+                "cannot create out.parquet: permission denied",
+            ),
+            (
+                ParquetOutError::NotAsRecorded {
+                    path: "out.parquet".into(),
+                    len: 100,
+                    rows: 131072,
+                    end: 2048,
+                },
+                "cannot resume out.parquet: it is not the Parquet file its record describes (100 \
+                 bytes, where the record has 131072 answers in its first 2048 bytes); leave out \
+                 --resume to start again",
+            ),
+            (
+                ParquetOutError::PartsNotFooter {
+                    url: "s3://answers/out.parquet".into(),
+                    kept: 7,
+                },
+                "cannot resume s3://answers/out.parquet: its upload record's parts hold 7 \
+                 answers, which its Parquet footer does not describe; leave out --resume to start \
+                 again",
+            ),
+            (
+                ParquetOutError::KeptFooter(FooterError::Short),
+                "its record's footer: too short to be a Parquet footer",
+            ),
+            (ParquetOutError::NoCheckpoint, "no checkpoint"),
+            (ParquetOutError::Complete, "the output is complete already"),
+            (ParquetOutError::Moved, "the output is not where it was"),
+        ];
+        for (error, said) in cases {
+            assert_eq!(in_full(&error), said);
+        }
+    }
 }
