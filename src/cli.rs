@@ -394,7 +394,7 @@ pub fn main() -> ExitCode {
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
-        Command::Merge(args) => jobs::merge::run(&args),
+        Command::Merge(args) => jobs::merge::run(&args).map_err(anyhow::Error::from),
         Command::Index(args) => jobs::index::run(&args).map_err(anyhow::Error::from),
         Command::Jobs(args) => daemon_jobs::run(&args),
     };

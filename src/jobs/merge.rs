@@ -17,21 +17,63 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use arrow_schema::ArrowError;
 use clap::Args;
+use parquet::errors::ParquetError;
 
-use super::input::read_through;
-use super::location::Location;
+use super::input::{ReadThroughError, read_through};
+use super::location::{Location, WholeWriter};
 use super::object::StorageArgs;
 use super::output::ExitStatus;
 use super::parquet_in;
 use super::parquet_out;
-use super::part::{self, Done, PartSum};
-use super::record;
+use super::part::{self, Done, PartError, PartSum};
+use super::record::{self, RecordError};
 
 mod refusal;
 
 pub use refusal::MergeRefusal;
+
+/// Why `merge` wrote nothing: the parts do not make a whole ([`MergeRefusal`]), or a part or the
+/// output could not be read or written, the storage's error as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Boxed: a refusal names up to three places and what they hold, which every step's result
+    /// would otherwise carry.
+    #[error(transparent)]
+    Refused(Box<MergeRefusal>),
+    #[error(transparent)]
+    Part(#[from] PartError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error(transparent)]
+    ReadThrough(#[from] ReadThroughError),
+    /// A Parquet part whose rows cannot be read, with Parquet's words for why.
+    #[error("cannot read {at}: {why}")]
+    Rows { at: Location, why: String },
+    /// Standard output, or the whole being written, refused the bytes.
+    #[error("cannot write the merged output")]
+    Out(#[source] io::Error),
+    /// Whatever stopped the whole from being written: it was left unfinished, so nothing shows.
+    #[error("cannot write {output}")]
+    Write {
+        output: Location,
+        #[source]
+        source: Box<MergeError>,
+    },
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+    #[error(transparent)]
+    Arrow(#[from] ArrowError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl From<MergeRefusal> for MergeError {
+    fn from(refusal: MergeRefusal) -> MergeError {
+        MergeError::Refused(Box::new(refusal))
+    }
+}
 
 /// Flags of `patience merge`.
 #[derive(Debug, Args)]
@@ -58,7 +100,7 @@ struct Part {
     _lock: Option<File>,
 }
 
-pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &MergeArgs) -> Result<ExitStatus, MergeError> {
     args.storage.configure();
     let output = args.output.as_deref().map(part::place).transpose()?;
     let same = |a: &Location, b: &Location| match (a, b) {
@@ -73,7 +115,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
         .parts
         .iter()
         .map(|path| part::place(path))
-        .collect::<Result<Vec<Location>, part::PartError>>()?;
+        .collect::<Result<Vec<Location>, PartError>>()?;
     let mut parts = Vec::with_capacity(places.len());
     for (i, place) in places.iter().enumerate() {
         if output.as_ref().is_some_and(|output| same(output, place)) {
@@ -96,20 +138,18 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
     let parquet = ordered
         .first()
         .is_some_and(|part| part.done.record.format == "parquet");
+    let part_size = args.storage.upload_part_size;
     match &output {
         None if parquet => return Err(MergeRefusal::ParquetToStandardOutput.into()),
-        Some(output) if parquet => output
-            .create_whole(args.storage.upload_part_size)
-            .map_err(anyhow::Error::new)
-            .and_then(|mut whole| {
-                let parts = ordered.iter().map(|part| {
-                    parquet_in::answers(&part.path)
-                        .map_err(|why| anyhow::anyhow!("cannot read {}: {why}", part.path))
-                });
-                parquet_out::write_whole(&mut whole, parts)?;
-                whole.finish().map_err(anyhow::Error::new)
-            })
-            .with_context(|| format!("cannot write {output}"))?,
+        Some(output) if parquet => written(output, part_size, |whole| {
+            let parts = ordered.iter().map(|part| {
+                parquet_in::answers(&part.path).map_err(|why| MergeError::Rows {
+                    at: part.path.clone(),
+                    why,
+                })
+            });
+            parquet_out::write_whole(whole, parts)
+        })?,
         None => {
             let stdout = io::stdout();
             let mut out = stdout.lock();
@@ -117,21 +157,32 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<ExitStatus> {
         }
         // Written whole or not at all: a failed merge leaves no output, and an earlier one as it
         // was.
-        Some(output) => output
-            .create_whole(args.storage.upload_part_size)
-            .map_err(anyhow::Error::new)
-            .and_then(|mut whole| {
-                copy_all(&ordered, &mut whole)?;
-                whole.finish().map_err(anyhow::Error::new)
-            })
-            .with_context(|| format!("cannot write {output}"))?,
+        Some(output) => written(output, part_size, |whole| copy_all(&ordered, whole))?,
     }
     Ok(status)
 }
 
+/// Writes `output` whole with `write`, or not at all: whatever fails, said as `cannot write
+/// OUTPUT` and why.
+fn written(
+    output: &Location,
+    part_size: usize,
+    write: impl FnOnce(&mut WholeWriter) -> Result<(), MergeError>,
+) -> Result<(), MergeError> {
+    let whole = || -> Result<(), MergeError> {
+        let mut whole = output.create_whole(part_size)?;
+        write(&mut whole)?;
+        Ok(whole.finish()?)
+    };
+    whole().map_err(|source| MergeError::Write {
+        output: output.clone(),
+        source: Box::new(source),
+    })
+}
+
 /// The part at `place`, locked (a file), with its completion record, its bytes checked against
 /// it.
-fn checked(place: &Location) -> anyhow::Result<Part> {
+fn checked(place: &Location) -> Result<Part, MergeError> {
     if !part::exists(place)? {
         return Err(MergeRefusal::Missing(place.clone()).into());
     }
@@ -167,7 +218,7 @@ fn checked(place: &Location) -> anyhow::Result<Part> {
 }
 
 /// The lock of the part file at `path`, taken: no run is writing it.
-fn lock(path: &Path) -> anyhow::Result<File> {
+fn lock(path: &Path) -> Result<File, MergeError> {
     let (lock, lock_path) = part::lock_file(path)?;
     if lock.try_lock().is_err() {
         return Err(MergeRefusal::BeingWritten {
@@ -206,7 +257,7 @@ fn job(done: &Done) -> String {
 
 /// The parts in shard order, once they are checked to be all of one job's, each once, tiling
 /// the input.
-fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
+fn in_order(parts: &[Part]) -> Result<Vec<&Part>, MergeError> {
     let Some(first) = parts.first() else {
         return Err(MergeRefusal::NoParts.into());
     };
@@ -284,18 +335,64 @@ fn in_order(parts: &[Part]) -> anyhow::Result<Vec<&Part>> {
 }
 
 /// Copies every part into `out`, checking each one's bytes against its record again on the way.
-fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> anyhow::Result<()> {
+fn copy_all(parts: &[&Part], out: &mut dyn io::Write) -> Result<(), MergeError> {
     for part in parts {
         let shown = &part.path;
         let mut crc = flate2::Crc::new();
         let bytes = read_through(part::open(&part.path)?, shown, |chunk| {
             crc.update(chunk);
-            out.write_all(chunk)
-                .context("cannot write the merged output")
+            out.write_all(chunk).map_err(MergeError::Out)
         })?;
         if (bytes, crc.sum()) != (part.done.bytes, part.done.crc32) {
             return Err(MergeRefusal::ChangedWhileMerged(shown.clone()).into());
         }
     }
-    out.flush().context("cannot write the merged output")
+    out.flush().map_err(MergeError::Out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::in_full;
+
+    /// What stops a merge once the parts are checked, in the words it has always had (written out
+    /// here by hand, as the format strings before the errors were typed said them): a whole
+    /// output that cannot be written says so before why, a refusal included.
+    #[test]
+    fn merge_errors_say_what_they_always_said() {
+        let at = |name: &str| Location::File(PathBuf::from(name));
+        let full = || io::Error::from(io::ErrorKind::StorageFull);
+        let write = |source: MergeError| MergeError::Write {
+            output: at("all.txt"),
+            source: Box::new(source),
+        };
+        let cases: Vec<(MergeError, &str)> = vec![
+            (
+                MergeError::Out(full()),
+                "cannot write the merged output: no storage space",
+            ),
+            (
+                write(MergeError::Out(full())),
+                "cannot write all.txt: cannot write the merged output: no storage space",
+            ),
+            (
+                write(MergeError::Io(full())),
+                "cannot write all.txt: no storage space",
+            ),
+            (
+                write(MergeRefusal::ChangedWhileMerged(at("p1.txt")).into()),
+                "cannot write all.txt: p1.txt changed while it was merged: merge again",
+            ),
+            (
+                write(MergeError::Rows {
+                    at: at("p0.parquet"),
+                    why: "not a Parquet file".into(),
+                }),
+                "cannot write all.txt: cannot read p0.parquet: not a Parquet file",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(in_full(&error), said);
+        }
+    }
 }
