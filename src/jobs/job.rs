@@ -14,16 +14,42 @@ use super::location::Location;
 use super::object::StorageArgs;
 use super::output::{ExitStatus, Printer, Render};
 use super::parquet_in::{self, InputFormat};
-use super::parquet_out;
-use super::part;
+use super::parquet_out::{self, ParquetOutError};
+use super::part::{self, PartError};
 use super::progress::{Progress, ProgressMode, Setup, Unit};
-use super::resume;
+use super::resume::{self, ResumeError};
 use super::run_record::{Record, Resume, RunRecordError};
-use super::shard::{self, Shard, ShardPlan, parse_shard};
+use super::shard::{self, Shard, ShardError, ShardPlan, parse_shard};
 use super::sink::Sink;
-use super::upload;
+use super::upload::{self, UploadError};
 use crate::render::OutputFormat;
 use crate::values::parse_duration;
+
+/// Why a run's output could not be opened (or its inputs planned): the flags' own refusals, and
+/// each step's error as it says itself.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error(
+        "--shard splits text inputs by their bytes, and {inputs} is Parquet: give each shard its \
+         own Parquet file instead"
+    )]
+    ShardParquet { inputs: String },
+    /// `--output`'s name, refused as [`Location::parse`] says it.
+    #[error("{0}")]
+    Output(String),
+    #[error("--format parquet writes a file, not standard output: add --output NAME.parquet")]
+    ParquetToStandardOutput,
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    #[error(transparent)]
+    Part(#[from] PartError),
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
+    #[error(transparent)]
+    Upload(#[from] UploadError),
+    #[error(transparent)]
+    ParquetOut(#[from] ParquetOutError),
+}
 
 /// Where the answers go and what a long run says about itself, the same for `solve`, `client`
 /// and `rps`.
@@ -108,7 +134,7 @@ impl JobRun {
         files: &[PathBuf],
         unit: Unit,
         render: &Render,
-    ) -> anyhow::Result<(JobRun, Sink)> {
+    ) -> Result<(JobRun, Sink), JobError> {
         args.storage.configure();
         let inputs = Input::from_args(files);
         let parquet_inputs: Vec<String> = inputs
@@ -121,11 +147,9 @@ impl JobRun {
             .map(Input::name)
             .collect();
         if args.shard.is_some() && !parquet_inputs.is_empty() {
-            anyhow::bail!(
-                "--shard splits text inputs by their bytes, and {} is Parquet: give each shard \
-                 its own Parquet file instead",
-                parquet_inputs.join(", ")
-            );
+            return Err(JobError::ShardParquet {
+                inputs: parquet_inputs.join(", "),
+            });
         }
         let plan = args
             .shard
@@ -149,20 +173,16 @@ impl JobRun {
             .as_deref()
             .map(Location::parse)
             .transpose()
-            .map_err(anyhow::Error::msg)?;
+            .map_err(JobError::Output)?;
         let parquet = render.format == OutputFormat::Parquet;
         let (sink, resume) = match &place {
-            None if parquet => anyhow::bail!(
-                "--format parquet writes a file, not standard output: add --output NAME.parquet"
-            ),
+            None if parquet => return Err(JobError::ParquetToStandardOutput),
             None => (Sink::stdout(), None),
             Some(Location::Object(url)) => {
-                if inputs.iter().any(|input| input.name() == url.to_string()) {
-                    anyhow::bail!(
-                        "--output {url} is also an input: the answers would overwrite it"
-                    );
-                }
                 let shown = url.to_string();
+                if inputs.iter().any(|input| input.name() == shown) {
+                    return Err(ResumeError::IsAnInput { output: shown }.into());
+                }
                 let check =
                     |held: &Record| -> Result<(), RunRecordError> { record.same_run(held, &shown) };
                 let (answers, kept) = upload::open(
@@ -273,11 +293,14 @@ impl JobRun {
     /// Ends the run's reporting: the summary (with `more` at its end) after a run that ended
     /// with a status; nothing but the bar cleared after one that stopped with an error, whose
     /// message is the last word.
-    pub fn end(
+    ///
+    /// The run's own error `E` is whoever ran it's (the pipeline's, the client's); a part that
+    /// cannot be recorded complete fails as one of them.
+    pub fn end<E: From<PartError>>(
         &self,
-        ended: anyhow::Result<ExitStatus>,
+        ended: Result<ExitStatus, E>,
         more: Option<String>,
-    ) -> anyhow::Result<ExitStatus> {
+    ) -> Result<ExitStatus, E> {
         let ended = match (ended, &self.plan, &self.resume) {
             // A shard's part that ended as a whole run ends (every item answered, some perhaps
             // bad) is recorded complete.
@@ -294,7 +317,7 @@ impl JobRun {
                         )
                     })
                     .map(|()| status)
-                    .map_err(anyhow::Error::from)
+                    .map_err(E::from)
             }
             (ended, _, _) => ended,
         };
@@ -322,5 +345,36 @@ fn say(progress: Option<&Progress>, message: &str) {
     match progress {
         Some(progress) => progress.eprintln(message),
         None => eprintln!("{message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags' own refusals in the words they have always had (written out here by hand, as
+    /// the format strings before the errors were typed said them).
+    #[test]
+    fn refused_flags_say_what_they_always_said() {
+        let cases: Vec<(JobError, &str)> = vec![
+            (
+                JobError::ShardParquet {
+                    inputs: "a.parquet, b.parquet".into(),
+                },
+                "--shard splits text inputs by their bytes, and a.parquet, b.parquet is Parquet: \
+                 give each shard its own Parquet file instead",
+            ),
+            (
+                JobError::ParquetToStandardOutput,
+                "--format parquet writes a file, not standard output: add --output NAME.parquet",
+            ),
+            (
+                JobError::Output("s3://deals is not s3://BUCKET/KEY".into()),
+                "s3://deals is not s3://BUCKET/KEY",
+            ),
+        ];
+        for (error, said) in cases {
+            assert_eq!(error.to_string(), said);
+        }
     }
 }

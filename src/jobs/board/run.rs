@@ -10,12 +10,35 @@ use super::{BATCH, Board, CANCEL, CLOSE, GO};
 use crate::deal::DealReader;
 use crate::jobs::in_full;
 use crate::jobs::input::Reader;
-use crate::jobs::job::{JobArgs, JobRun};
-use crate::jobs::local;
+use crate::jobs::job::{JobArgs, JobError, JobRun};
+use crate::jobs::local::{self, LocalError};
 use crate::jobs::output::ExitStatus;
+use crate::jobs::part::PartError;
 use crate::jobs::progress::{Progress, ProgressMode};
-use crate::jobs::spec::{JobGame, Placed};
+use crate::jobs::spec::{JobGame, Placed, Refusal};
 use crate::rps::CaseReader;
+
+/// Why a job's run failed, as its record keeps it: its spec no longer fits the daemon, its output
+/// could not be opened, the run stopped, or its part could not be recorded complete.
+#[derive(Debug, thiserror::Error)]
+enum JobFailure {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// Boxed: opening an output fails in the most ways, some naming several places, which would
+    /// make every result of a run as large.
+    #[error(transparent)]
+    Start(Box<JobError>),
+    #[error(transparent)]
+    Run(#[from] LocalError),
+    #[error(transparent)]
+    Part(#[from] PartError),
+}
+
+impl From<JobError> for JobFailure {
+    fn from(e: JobError) -> JobFailure {
+        JobFailure::Start(Box::new(e))
+    }
+}
 
 impl Board {
     /// One run of a job, on its own thread.
@@ -45,7 +68,7 @@ impl Board {
                 return;
             }
             (Err(_), CANCEL) => (JobState::Cancelled, String::new()),
-            (Err(e), _) => (JobState::Failed, format!("{e:#}")),
+            (Err(e), _) => (JobState::Failed, in_full(&e)),
             (Ok(ExitStatus::Ok | ExitStatus::BadInput), _) => (JobState::Succeeded, String::new()),
             (Ok(status), _) => (
                 JobState::Failed,
@@ -76,7 +99,7 @@ impl Board {
     }
 
     /// The job's answers, into its output.
-    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> anyhow::Result<ExitStatus> {
+    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> Result<ExitStatus, JobFailure> {
         let Placed {
             inputs,
             output,
@@ -113,14 +136,14 @@ impl Board {
                     at_once: Some(pool.workers()),
                 };
                 let status = local::deals(&job, sink, render, pool, share, &stopped);
-                job.end(status.map_err(anyhow::Error::from), None)
+                job.end(status.map_err(JobFailure::from), None)
             }
             JobGame::Rps => {
                 let (job, sink) =
                     JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
                 self.running(&kept.id, &job.progress);
                 let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
-                job.end(status.map_err(anyhow::Error::from), None)
+                job.end(status.map_err(JobFailure::from), None)
             }
         }
     }
