@@ -161,7 +161,9 @@ impl Board {
                 match record::read::<Kept>(&Location::File(path.clone())) {
                     Ok(Some(job)) => kept.push(job),
                     Ok(None) => {}
-                    Err(e) => tracing::warn!(error = %format!("{e:#}"), "a job record is left out"),
+                    Err(e) => {
+                        tracing::warn!(error = %in_full(&e), "a job record is left out")
+                    }
                 }
             }
         }

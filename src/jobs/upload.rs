@@ -134,7 +134,7 @@ impl ObjectAnswers {
     /// Writes the record beside the object.
     fn save(&self) -> io::Result<()> {
         let at = record::resume_of(&Location::Object(self.url.clone()));
-        record::write(&at, &self.state).map_err(|e| io::Error::other(format!("{e:#}")))
+        record::write(&at, &self.state).map_err(io::Error::other)
     }
 
     /// Takes `buf` in; uploads a part once the complete lines make one.
