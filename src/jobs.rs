@@ -23,11 +23,13 @@
 //!   (`board.rs`).
 //!
 //! Each file's failures are its own typed error (`thiserror`), the place named once and the cause
-//! kept as its source; the command line prints the chain, and [`in_full`] says it on one line
-//! where the library itself has to (a job's record, a log line, a keeper's last word).
+//! kept as its source; a local file that an operation failed on is one [`FileError`] whichever
+//! module says it; the command line prints the chain, and [`in_full`] says it on one line where
+//! the library itself has to (a job's record, a log line, a keeper's last word).
 
 pub mod batches;
 pub mod board;
+mod file_error;
 pub mod index;
 pub mod input;
 pub mod job;
@@ -50,6 +52,8 @@ pub mod signals;
 pub mod sink;
 pub mod spec;
 pub mod upload;
+
+pub use file_error::{FileError, FileOp};
 
 #[cfg(test)]
 mod in_memory;

@@ -29,6 +29,7 @@ use super::progress::Progress;
 use super::record::{self, RecordError};
 use super::spec::{JobSpec, Refusal};
 use crate::jobs::in_full;
+use crate::jobs::{FileError, FileOp};
 use crate::pool::Pool;
 
 /// Items per pool job of a job's run: small, so that a unary call arriving while a job runs waits
@@ -48,18 +49,9 @@ use kept::{Kept, VERSION, check_id, now_ms};
 /// read.
 #[derive(Debug, thiserror::Error)]
 pub enum BoardError {
-    #[error("cannot make {}", .path.display())]
-    Make {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot read {}", .path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// A local file the operation failed on.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// An entry of the folder that cannot be looked at.
     #[error(transparent)]
     Entry(io::Error),
@@ -140,18 +132,20 @@ impl Board {
         super::signals::leave_signals_alone();
         let records = settings.dir.join(RECORDS);
         if let Err(source) = std::fs::create_dir_all(&records) {
-            return Err(BoardError::Make {
+            return Err(BoardError::File(FileError {
+                op: FileOp::Make,
                 path: records,
                 source,
-            });
+            }));
         }
         let entries = match std::fs::read_dir(&records) {
             Ok(entries) => entries,
             Err(source) => {
-                return Err(BoardError::Read {
+                return Err(BoardError::File(FileError {
+                    op: FileOp::Read,
                     path: records,
                     source,
-                });
+                }));
             }
         };
         let mut kept: Vec<Kept> = Vec::new();
@@ -470,18 +464,20 @@ mod tests {
     #[test]
     fn board_errors_say_what_they_always_said() {
         let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
-        let make = BoardError::Make {
+        let make = BoardError::File(FileError {
+            op: FileOp::Make,
             path: "/jobs/.patience-jobs".into(),
             source: denied(),
-        };
+        });
         assert_eq!(
             in_full(&make),
             "cannot make /jobs/.patience-jobs: permission denied"
         );
-        let read = BoardError::Read {
+        let read = BoardError::File(FileError {
+            op: FileOp::Read,
             path: "/jobs/.patience-jobs".into(),
             source: denied(),
-        };
+        });
         assert_eq!(
             in_full(&read),
             "cannot read /jobs/.patience-jobs: permission denied"

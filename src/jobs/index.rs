@@ -24,6 +24,7 @@ use super::output::ExitStatus;
 use super::record::{self, RecordError, Versioned};
 use crate::deal::DealReader;
 use crate::items::Items;
+use crate::jobs::{FileError, FileOp};
 use crate::mark::{Framed, Mark};
 use crate::rps::CaseReader;
 use crate::values::{NO_MAX, whole};
@@ -35,18 +36,9 @@ const VERSION: u32 = 1;
 /// cause.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot read {}", .path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// A local file the operation failed on.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// A step that is not one of the game's: the shards frame the file, and the one whose range
     /// holds it says why.
     #[error(
@@ -137,9 +129,12 @@ fn index_path(file: &Path) -> Location {
 
 /// `file`'s size and modification time, as an index records them.
 fn stamp(file: &Path) -> Result<(u64, (u64, u32)), IndexError> {
-    let meta = std::fs::metadata(file).map_err(|source| IndexError::Read {
-        path: file.to_path_buf(),
-        source,
+    let meta = std::fs::metadata(file).map_err(|source| {
+        IndexError::File(FileError {
+            op: FileOp::Read,
+            path: file.to_path_buf(),
+            source,
+        })
     })?;
     let modified = meta
         .modified()
@@ -183,12 +178,13 @@ pub fn run(args: &IndexArgs) -> Result<ExitStatus, IndexError> {
 fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> Result<Index, IndexError> {
     let path = || file.to_path_buf();
     let (size, modified) = stamp(file)?;
-    let reader = Input::at(Location::File(path()))
-        .open()
-        .map_err(|source| IndexError::Open {
+    let reader = Input::at(Location::File(path())).open().map_err(|source| {
+        IndexError::File(FileError {
+            op: FileOp::Open,
             path: path(),
             source,
-        })?;
+        })
+    })?;
     let (mut steps, mut next, mut marks, mut failed) = (0u64, 0u64, Vec::new(), None);
     R::frame(reader, &Mark::default(), &mut |framed| {
         let mark = match framed {
@@ -211,9 +207,12 @@ fn index<R: Items<Reader>>(file: &Path, answers: &str, every: u64) -> Result<Ind
         steps += 1;
         true
     })
-    .map_err(|source| IndexError::Read {
-        path: path(),
-        source,
+    .map_err(|source| {
+        IndexError::File(FileError {
+            op: FileOp::Read,
+            path: path(),
+            source,
+        })
     })?;
     if let Some(at) = failed {
         return Err(IndexError::NotItems {
@@ -247,17 +246,19 @@ mod tests {
         let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
         let cases: Vec<(IndexError, &str)> = vec![
             (
-                IndexError::Open {
+                IndexError::File(FileError {
+                    op: FileOp::Open,
                     path: "deals.in".into(),
                     source: denied(),
-                },
+                }),
                 "cannot open deals.in: permission denied",
             ),
             (
-                IndexError::Read {
+                IndexError::File(FileError {
+                    op: FileOp::Read,
                     path: "deals.in".into(),
                     source: denied(),
-                },
+                }),
                 "cannot read deals.in: permission denied",
             ),
             (

@@ -45,6 +45,7 @@ use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
 use crate::jobs::in_full;
+use crate::jobs::{FileError, FileOp};
 
 /// Answers gathered before the writer takes them: always this many at a time (the pages' bounds
 /// depend on the batches, so a run's bytes do not depend on when the printer waited), and the
@@ -61,18 +62,9 @@ const MAGIC: &[u8; 4] = b"PAR1";
 /// words name it, the storage's or Parquet's error as the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ParquetOutError {
-    #[error("cannot create {}", .path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// A local file the operation failed on.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// Shorter than its checkpoint, or not Parquet at all.
     #[error(
         "cannot resume {}: it is not the Parquet file its record describes ({len} bytes, where \
@@ -175,9 +167,12 @@ pub fn open(
             record::forget(&place)?;
             record.checkpoint = None;
             record::write(&record::resume_of(&place), &record)?;
-            let file = File::create(output).map_err(|source| ParquetOutError::Create {
-                path: output.to_path_buf(),
-                source,
+            let file = File::create(output).map_err(|source| {
+                ParquetOutError::File(FileError {
+                    op: FileOp::Create,
+                    path: output.to_path_buf(),
+                    source,
+                })
             })?;
             let to = TailTo::File { file, cut: None };
             (Tail { swallow: 0, to }, 0)
@@ -187,9 +182,12 @@ pub fn open(
                 .read(true)
                 .write(true)
                 .open(output)
-                .map_err(|source| ParquetOutError::Open {
-                    path: output.to_path_buf(),
-                    source,
+                .map_err(|source| {
+                    ParquetOutError::File(FileError {
+                        op: FileOp::Open,
+                        path: output.to_path_buf(),
+                        source,
+                    })
                 })?;
             let len = file.metadata()?.len();
             let mut magic = [0u8; 4];
@@ -499,10 +497,11 @@ mod tests {
     fn parquet_output_errors_say_what_they_always_said() {
         let cases: Vec<(ParquetOutError, &str)> = vec![
             (
-                ParquetOutError::Create {
+                ParquetOutError::File(FileError {
+                    op: FileOp::Create,
                     path: "out.parquet".into(),
                     source: io::Error::from(io::ErrorKind::PermissionDenied),
-                },
+                }),
                 "cannot create out.parquet: permission denied",
             ),
             (

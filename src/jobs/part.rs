@@ -31,6 +31,7 @@ use super::record::{self, RecordError, Versioned};
 use super::run_record::{self, Record, RunRecordError};
 use super::shard::{Range, Shard, ShardPlan};
 use crate::compressed;
+use crate::jobs::{FileError, FileOp};
 
 /// The completion record's layout; another version is refused rather than guessed at.
 const VERSION: u32 = 1;
@@ -39,6 +40,9 @@ const VERSION: u32 = 1;
 /// once, the storage's error as the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum PartError {
+    /// A local file the operation failed on.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// Its name is an `s3://` name that is not a whole URL, said as [`Location::parse`] says it.
     #[error("{0}")]
     Name(String),
@@ -55,18 +59,6 @@ pub enum PartError {
     /// A Parquet part whose rows cannot be counted, with Parquet's words for why.
     #[error("cannot read {at}: {why}")]
     Rows { at: Location, why: String },
-    #[error("cannot open the lock {}", .path.display())]
-    OpenLock {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot lock {}", .path.display())]
-    Lock {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
     /// The run answered another number of items than the shard's range holds.
     #[error(
         "{output} holds {items} answers where shard {shard} frames {frames} items: an input \
@@ -149,7 +141,11 @@ pub fn lock_file(output: &Path) -> Result<(File, PathBuf), PartError> {
         .open(&path);
     match opened {
         Ok(file) => Ok((file, path)),
-        Err(source) => Err(PartError::OpenLock { path, source }),
+        Err(source) => Err(PartError::File(FileError {
+            op: FileOp::OpenLock,
+            path,
+            source,
+        })),
     }
 }
 
@@ -165,12 +161,20 @@ pub fn lock(output: &Path, say: &dyn Fn(&str)) -> Result<File, PartError> {
             path.display()
         )),
         Err(std::fs::TryLockError::Error(source)) => {
-            return Err(PartError::Lock { path, source });
+            return Err(PartError::File(FileError {
+                op: FileOp::Lock,
+                path,
+                source,
+            }));
         }
     }
     match file.lock() {
         Ok(()) => Ok(file),
-        Err(source) => Err(PartError::Lock { path, source }),
+        Err(source) => Err(PartError::File(FileError {
+            op: FileOp::Lock,
+            path,
+            source,
+        })),
     }
 }
 
@@ -290,17 +294,19 @@ mod tests {
                 "cannot read p0.parquet: not a Parquet file",
             ),
             (
-                PartError::OpenLock {
+                PartError::File(FileError {
+                    op: FileOp::OpenLock,
                     path: "p0.txt.lock".into(),
                     source: denied(),
-                },
+                }),
                 "cannot open the lock p0.txt.lock: permission denied",
             ),
             (
-                PartError::Lock {
+                PartError::File(FileError {
+                    op: FileOp::Lock,
                     path: "p0.txt.lock".into(),
                     source: denied(),
-                },
+                }),
                 "cannot lock p0.txt.lock: permission denied",
             ),
             (

@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::input::{Input, ReadThroughError, read_through};
 use super::location::Location;
@@ -19,32 +19,18 @@ use super::run_record::{Record, Resume, RunRecordError, read_record};
 use super::signals::Tell;
 use super::sink::{AnswerFile, Sink};
 use crate::compressed::{self, Codec};
+use crate::jobs::{FileError, FileOp};
 
 /// Why `--output FILE` cannot be opened for this run, new or resumed: FILE named once, the
 /// storage's error as the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
+    /// A local file the operation failed on.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// The output is one of the inputs (a file, or an object of the same URL).
     #[error("--output {output} is also an input: the answers would overwrite it")]
     IsAnInput { output: String },
-    #[error("cannot create {}", .path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot open {}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("cannot read {}", .path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
     #[error(transparent)]
     ReadThrough(#[from] ReadThroughError),
     #[error(transparent)]
@@ -73,9 +59,12 @@ pub fn open(
     let Some((len, lines)) = kept else {
         record::forget(&place)?;
         record::write(&record::resume_of(&place), record)?;
-        let file = AnswerFile::create(output, tell).map_err(|source| ResumeError::Create {
-            path: output.to_path_buf(),
-            source,
+        let file = AnswerFile::create(output, tell).map_err(|source| {
+            ResumeError::File(FileError {
+                op: FileOp::Create,
+                path: output.to_path_buf(),
+                source,
+            })
         })?;
         let resume = Resume {
             path: output.to_path_buf(),
@@ -86,11 +75,13 @@ pub fn open(
     let held = read_record(&place)?;
     record.same_run(&held, &output.display())?;
     record::forget(&place)?;
-    let file =
-        AnswerFile::resume(output, len, lines, tell).map_err(|source| ResumeError::Open {
+    let file = AnswerFile::resume(output, len, lines, tell).map_err(|source| {
+        ResumeError::File(FileError {
+            op: FileOp::Open,
             path: output.to_path_buf(),
             source,
-        })?;
+        })
+    })?;
     let resume = Resume {
         path: output.to_path_buf(),
         kept: lines,
@@ -119,9 +110,12 @@ pub(super) fn refuse_an_input(output: &Path, inputs: &[Input]) -> Result<(), Res
 /// nothing in it (a new run).
 /// A compressed FILE (`NAME.gz`, `NAME.zst`) keeps its complete members.
 fn complete_lines(output: &Path) -> Result<Option<(u64, u64)>, ResumeError> {
-    let unreadable = |source| ResumeError::Read {
-        path: output.to_path_buf(),
-        source,
+    let unreadable = |source| {
+        ResumeError::File(FileError {
+            op: FileOp::Read,
+            path: output.to_path_buf(),
+            source,
+        })
     };
     let file = match File::open(output) {
         Ok(file) => file,
@@ -187,24 +181,27 @@ mod tests {
                 "--output deals.in is also an input: the answers would overwrite it",
             ),
             (
-                ResumeError::Create {
+                ResumeError::File(FileError {
+                    op: FileOp::Create,
                     path: "out.txt".into(),
                     source: denied(),
-                },
+                }),
                 "cannot create out.txt: permission denied",
             ),
             (
-                ResumeError::Open {
+                ResumeError::File(FileError {
+                    op: FileOp::Open,
                     path: "out.txt".into(),
                     source: denied(),
-                },
+                }),
                 "cannot open out.txt: permission denied",
             ),
             (
-                ResumeError::Read {
+                ResumeError::File(FileError {
+                    op: FileOp::Read,
                     path: "out.txt".into(),
                     source: denied(),
-                },
+                }),
                 "cannot read out.txt: permission denied",
             ),
         ];
