@@ -6,10 +6,10 @@
 //! sent, or the response dropped; the service knows why it ended and its items (its
 //! [`Account`]). [`Ending`] is the one place both end it: the transport's end ends the call (the
 //! call layer's callback: its series and its span, with the code the client got), and the
-//! service's account writes the line (and says the same on the span). Each once, whichever comes
-//! first: a stalled client's call, whose status waits unread, is logged when the server cuts it,
-//! and one whose client left is counted as soon as the transport knows, before the service's task
-//! notices.
+//! service's account writes the line (and says the same on the span). Each happens once, in
+//! whichever order the two come: a stalled client's call, whose status waits unread, is logged
+//! when the server cuts it, and one whose client left is counted as soon as the transport knows,
+//! before the service's task notices.
 
 use std::fmt;
 use std::net::SocketAddr;
