@@ -7,6 +7,7 @@ use crate::common;
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::{
     Columnar, Daemon, S3Server, Scratch, Table, columnar_python, data, patience, text,
@@ -254,29 +255,35 @@ fn checkpointed(out: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// 200,000 random deals (`patience gen --seed SEED`), and the Parquet file one uninterrupted run
-/// writes of them from standard input.
-fn deals_solved(scratch: &Scratch, seed: u64) -> (Vec<u8>, String) {
-    let deals = patience()
-        .args(&["gen", "--count", "200000", "--seed", &seed.to_string()])
-        .output();
-    assert_eq!(deals.code(), Some(0));
-    let whole = scratch.join("whole.parquet").display().to_string();
-    let run = patience()
-        .args(&[
-            "solve", "-q", "--format", "parquet", "--output", &whole, "-",
-        ])
-        .stdin(&deals.stdout)
-        .output();
-    assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
-    (deals.stdout, whole)
+/// 200,000 random deals (`patience gen --seed 44`), and the Parquet file one uninterrupted run
+/// writes of them from standard input, written into `scratch` as `whole.parquet`. Made once per
+/// run of the harness for the tests that share them: each is seconds of CPU on shared cores.
+fn deals_solved(scratch: &Scratch) -> (&'static [u8], String) {
+    static SOLVED: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+    let (deals, parquet) = SOLVED.get_or_init(|| {
+        let deals = patience()
+            .args(&["gen", "--count", "200000", "--seed", "44"])
+            .output();
+        assert_eq!(deals.code(), Some(0));
+        let made = Scratch::new("parquet-whole");
+        let whole = made.join("whole.parquet").display().to_string();
+        let run = patience()
+            .args(&[
+                "solve", "-q", "--format", "parquet", "--output", &whole, "-",
+            ])
+            .stdin(&deals.stdout)
+            .output();
+        assert_eq!(run.code(), Some(0), "{}", run.stderr_str());
+        (deals.stdout, std::fs::read(&whole).unwrap())
+    });
+    (deals, scratch.write("whole.parquet", parquet))
 }
 
 #[test]
 fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
     let Some(py) = python() else { return };
     let scratch = Scratch::new("parquet-resume");
-    let (all, whole) = deals_solved(&scratch, 44);
+    let (all, whole) = deals_solved(&scratch);
     let expected = rows(&py.parquet(&whole));
     assert_eq!(expected.len(), 200_000);
     let deal_bytes = all.len() / 200_000;
@@ -298,7 +305,7 @@ fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
     );
     typed.child.kill().unwrap();
     assert_eq!(typed.child.wait().unwrap().code(), None);
-    let resumed = patience().args(&args(&killed)).stdin(&all).output();
+    let resumed = patience().args(&args(&killed)).stdin(all).output();
     assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr_str());
     assert!(
         std::fs::read(&killed).unwrap() == std::fs::read(&whole).unwrap(),
@@ -328,7 +335,7 @@ fn a_parquet_output_stopped_anywhere_resumes_to_what_one_run_writes() {
         "{said}"
     );
     assert_eq!(held[..], expected[..held.len()]);
-    let resumed = patience().args(&args(&stopped)).stdin(&all).output();
+    let resumed = patience().args(&args(&stopped)).stdin(all).output();
     assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr_str());
     assert_eq!(rows(&py.parquet(&stopped)), expected);
 }
@@ -350,7 +357,7 @@ fn a_parquet_object_killed_mid_upload_resumes_to_the_file_s_bytes() {
     let Some(s3) = S3Server::start() else { return };
     let scratch = Scratch::new("parquet-s3");
     s3.make_bucket("tables");
-    let (all, whole) = deals_solved(&scratch, 46);
+    let (all, whole) = deals_solved(&scratch);
     let url = "s3://tables/out/answers.parquet";
     let args = [
         "solve",
@@ -379,7 +386,7 @@ fn a_parquet_object_killed_mid_upload_resumes_to_the_file_s_bytes() {
         None,
         "not complete yet"
     );
-    let resumed = s3.env(patience().args(&args)).stdin(&all).output();
+    let resumed = s3.env(patience().args(&args)).stdin(all).output();
     assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr_str());
     let object = s3.get("tables", "out/answers.parquet").expect("the object");
     assert!(

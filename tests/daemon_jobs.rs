@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::common::{Daemon, Output, S3Server, Scratch, data, patience, text};
@@ -21,29 +22,49 @@ fn jobs_dir(name: &str) -> Scratch {
     let scratch = Scratch::new(name);
     std::fs::create_dir_all(scratch.join("in")).unwrap();
     std::fs::copy(data("random1000.in"), scratch.join("in/a.in")).unwrap();
-    let generated = patience()
-        .args(&["gen", "--count", DEALS, "--seed", "2027"])
-        .output();
-    assert_eq!(generated.code(), Some(0));
-    std::fs::write(scratch.join("in/b.in"), generated.stdout_str()).unwrap();
+    std::fs::write(scratch.join("in/b.in"), &inputs().generated).unwrap();
     scratch
 }
 
-/// What `patience solve` prints for the two inputs, checked against the reference's answers for
-/// the corpus part.
-fn solved(dir: &Scratch) -> String {
-    let out = patience()
-        .arg("solve")
-        .arg(dir.join("in/a.in"))
-        .arg(dir.join("in/b.in"))
-        .output();
-    assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
-    let reference = text("random1000.out6");
-    assert!(
-        out.stdout_str().starts_with(&reference),
-        "solve does not begin with the reference's answers"
-    );
-    out.stdout_str().to_string()
+/// What `patience solve` prints for a jobs folder's two inputs.
+fn solved() -> &'static str {
+    &inputs().solved
+}
+
+/// The generated input and what `patience solve` prints for the two: the same in every test
+/// (one seed), so made once per run of the harness, where each test made its own (generating and
+/// solving 301,000 deals is seconds of CPU, and the tests share two cores).
+struct Inputs {
+    generated: String,
+    solved: String,
+}
+
+fn inputs() -> &'static Inputs {
+    static INPUTS: OnceLock<Inputs> = OnceLock::new();
+    INPUTS.get_or_init(|| {
+        let generated = patience()
+            .args(&["gen", "--count", DEALS, "--seed", "2027"])
+            .output();
+        assert_eq!(generated.code(), Some(0));
+        let scratch = Scratch::new("jobs-inputs");
+        let b = scratch.write("b.in", generated.stdout_str());
+        let out = patience()
+            .arg("solve")
+            .arg(data("random1000.in"))
+            .arg(&b)
+            .output();
+        assert_eq!(out.code(), Some(0), "{}", out.stderr_str());
+        // The corpus part is checked against the reference solver's answers.
+        let reference = text("random1000.out6");
+        assert!(
+            out.stdout_str().starts_with(&reference),
+            "solve does not begin with the reference's answers"
+        );
+        Inputs {
+            generated: generated.stdout_str().to_string(),
+            solved: out.stdout_str().to_string(),
+        }
+    })
 }
 
 fn jobs(daemon: &Daemon, args: &[&str]) -> Output {
@@ -82,7 +103,7 @@ fn running_mid_way(daemon: &Daemon, id: &str) {
 #[test]
 fn a_job_killed_with_its_daemon_resumes_at_the_next_start_and_writes_what_solve_prints() {
     let dir = jobs_dir("jobs-kill");
-    let expected = solved(&dir);
+    let expected = solved();
     let folder = dir.path().display().to_string();
     let mut daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
     let submitted = jobs(
@@ -146,7 +167,7 @@ fn a_job_killed_with_its_daemon_resumes_at_the_next_start_and_writes_what_solve_
 #[test]
 fn a_cancelled_job_stops_within_a_second_and_goes_on_when_submitted_again() {
     let dir = jobs_dir("jobs-cancel");
-    let expected = solved(&dir);
+    let expected = solved();
     let folder = dir.path().display().to_string();
     let daemon = Daemon::start(&[
         "--workers",
@@ -343,7 +364,7 @@ fn a_job_reads_a_zstd_object_and_writes_an_object_of_a_real_s3_server() {
     let Some(s3) = S3Server::start() else { return };
     s3.make_bucket("jobs");
     let dir = jobs_dir("jobs-s3");
-    let expected = solved(&dir);
+    let expected = solved();
     let both = [
         std::fs::read(dir.join("in/a.in")).unwrap(),
         std::fs::read(dir.join("in/b.in")).unwrap(),
