@@ -23,6 +23,20 @@ const MAGICS: [(&[u8], Codec); 2] = [
     (&[0x28, 0xb5, 0x2f, 0xfd], Codec::Zstd),
 ];
 
+/// Parquet's magic: a stream that begins with it is a Parquet file, which is read from its footer
+/// at its end and so only from a place that can be read from anywhere (a file, an object); read
+/// through as text it would fail on its first line with words that do not say so.
+const PARQUET: &[u8] = b"PAR1";
+
+/// Why a Parquet file read as a stream (a pipe, standard input, a request's body) is not read.
+fn parquet_in_a_stream() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "it is a Parquet file, which is read from its footer at its end: give it as a file or an \
+         object (a pipe, a FIFO or standard input can only be read from its start)",
+    )
+}
+
 /// zstd's default level: about gzip's ratio at several times its speed.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -46,18 +60,21 @@ impl Codec {
     }
 }
 
-/// Reads `inner` decoded: its first bytes say whether it is gzip, zstd or neither. Only as many
-/// bytes are awaited as could still begin a magic, so typed input is never held back (no deal or
-/// case file begins with 0x1f or `(`).
+/// Reads `inner` decoded: its first bytes say whether it is gzip, zstd or neither (or Parquet,
+/// refused: see [`PARQUET`]). `inner` is opened once and read once: its first bytes are read from
+/// it and handed on, never looked at by a second open, so a pipe loses nothing. Only as many bytes
+/// are awaited as could still begin a magic, so typed input is never held back (no deal or case
+/// file begins with 0x1f, `(` or `P`).
 pub fn decoded(
     mut inner: Box<dyn Read + Send>,
 ) -> io::Result<(Option<Codec>, Box<dyn Read + Send>)> {
     let mut head = [0u8; 4];
     let mut len = 0;
     while len < head.len()
-        && MAGICS
-            .iter()
-            .any(|(magic, _)| might_begin(magic, &head[..len]))
+        && (might_begin(PARQUET, &head[..len])
+            || MAGICS
+                .iter()
+                .any(|(magic, _)| might_begin(magic, &head[..len])))
     {
         match inner.read(&mut head[len..]) {
             Ok(0) => break,
@@ -65,6 +82,9 @@ pub fn decoded(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+    if head[..len] == *PARQUET {
+        return Err(parquet_in_a_stream());
     }
     let codec = MAGICS
         .iter()

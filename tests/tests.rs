@@ -20,6 +20,7 @@ mod hardening;
 mod health;
 mod hostile;
 mod http_api;
+mod inputs;
 mod json_cli;
 mod layout;
 mod long_jobs;

@@ -51,6 +51,13 @@ pub enum IndexError {
         answers: String,
         at: u64,
     },
+    /// A pipe, a FIFO or a device: an index is of a file read again later, from its marks.
+    #[error(
+        "cannot index {}: {why}; an index marks where a file's steps begin, for reading it again \
+         from there: save it to a file and index that",
+        .path.display()
+    )]
+    NotAFile { path: PathBuf, why: io::Error },
     #[error("cannot index {}: it changed while it was read", .path.display())]
     Changed { path: PathBuf },
     #[error(transparent)]
@@ -136,6 +143,12 @@ fn stamp(file: &Path) -> Result<(u64, (u64, u32)), IndexError> {
             source,
         })
     })?;
+    if !meta.is_file() {
+        return Err(IndexError::NotAFile {
+            path: file.to_path_buf(),
+            why: super::location::not_a_file(&meta.file_type()),
+        });
+    }
     let modified = meta
         .modified()
         .ok()

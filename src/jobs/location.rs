@@ -88,10 +88,7 @@ impl Location {
             Location::File(path) => {
                 let meta = std::fs::metadata(path)?;
                 if !meta.is_file() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "it is not a regular file",
-                    ));
+                    return Err(not_a_file(&meta.file_type()));
                 }
                 Ok(meta.len())
             }
@@ -99,11 +96,30 @@ impl Location {
         }
     }
 
+    /// Whether it can be opened again and read from anywhere: a regular file or an object. Standard
+    /// input, a pipe (`<(zstdcat ...)`, `/dev/stdin`), a FIFO or a character device gives its bytes
+    /// once: it is opened once and read through, never looked into first.
+    pub fn rereadable(&self) -> bool {
+        match self {
+            Location::Stdin => false,
+            Location::File(path) => std::fs::metadata(path).is_ok_and(|meta| meta.is_file()),
+            Location::Object(_) => true,
+        }
+    }
+
     /// Its first bytes, at most `len` (fewer when it is shorter): what its compression is told by.
+    /// Only a [`Location::rereadable`] place is looked into; for any other this is the error that
+    /// says why it cannot be (reading it through sees its first bytes anyway).
     pub fn first_bytes(&self, len: u64) -> io::Result<Vec<u8>> {
         match self {
             Location::Stdin => Ok(Vec::new()),
             Location::File(path) => {
+                // Looked at before it is opened: opening a FIFO waits for a writer, and whatever
+                // reads it first takes its bytes.
+                let meta = std::fs::metadata(path)?;
+                if !meta.is_file() {
+                    return Err(not_a_file(&meta.file_type()));
+                }
                 let mut head = Vec::new();
                 File::open(path)?.take(len).read_to_end(&mut head)?;
                 Ok(head)
@@ -272,6 +288,24 @@ pub fn beside(file: &Path, suffix: &str) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+/// Why a file that is not a regular one has no size and cannot be looked into before it is read:
+/// what it is, said as its user knows it.
+pub fn not_a_file(kind: &std::fs::FileType) -> io::Error {
+    use std::os::unix::fs::FileTypeExt as _;
+    let what = if kind.is_fifo() {
+        "it is a pipe or FIFO, which can be read only once"
+    } else if kind.is_char_device() {
+        "it is a character device, which can be read only once"
+    } else if kind.is_dir() {
+        "it is a folder"
+    } else if kind.is_socket() {
+        "it is a socket, which can be read only once"
+    } else {
+        "it is not a regular file"
+    };
+    io::Error::new(io::ErrorKind::Unsupported, what)
 }
 
 #[cfg(test)]

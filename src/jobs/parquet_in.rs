@@ -96,6 +96,14 @@ impl ParquetRows {
     /// Opens the Parquet input at `place` (`size` bytes long): its footer read and its columns
     /// checked.
     pub fn open(place: &Location, size: u64) -> Result<ParquetRows, String> {
+        if !place.rereadable() {
+            return Err(
+                "it is read as Parquet, which is read from its footer at its end: give it \
+                        as a file or an object (a pipe, a FIFO or standard input can only be read \
+                        from its start)"
+                    .into(),
+            );
+        }
         let chunks = Chunks {
             place: place.clone(),
             len: size,
@@ -215,7 +223,9 @@ fn text(batch: &RecordBatch, name: &str, row: usize) -> Option<String> {
     Some(value.to_string())
 }
 
-/// Whether `place` is read as Parquet: by `format`, or by its first bytes.
+/// Whether `place` is read as Parquet: by `format`, or by its first bytes. A place that can be read
+/// only once (a pipe) is not looked into: it is read through, and its stream's first bytes refuse
+/// Parquet there (`compressed::decoded`).
 pub fn is_parquet(place: &Location, format: InputFormat) -> bool {
     match format {
         InputFormat::Text => false,

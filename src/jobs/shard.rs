@@ -35,6 +35,15 @@ pub enum ShardError {
          which standard input does not have (save it to a file first)"
     )]
     Stdin { shard: Shard },
+    #[error(
+        "--shard {shard} needs its inputs as regular files, whose sizes set the shards' ranges: \
+         {name}: {why}; save it to a file first"
+    )]
+    Stream {
+        shard: Shard,
+        name: String,
+        why: io::Error,
+    },
     #[error("--shard needs the size of {name}")]
     Size {
         name: String,
@@ -149,6 +158,9 @@ pub fn plan<R: Items<Reader>>(
         let name = input.name();
         match input.exact_size() {
             Ok(size) => sizes.push(size),
+            Err(why) if why.kind() == io::ErrorKind::Unsupported => {
+                return Err(ShardError::Stream { shard, name, why });
+            }
             Err(source) => return Err(ShardError::Size { name, source }),
         }
         match input.codec() {

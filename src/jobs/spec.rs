@@ -118,8 +118,20 @@ impl JobSpec {
             let location = Location::parse(&place).map_err(|m| Refusal::invalid(&field, m))?;
             if let Location::File(path) = &location {
                 inside(dir, path, &field)?;
-                std::fs::File::open(path)
-                    .map_err(|e| Refusal::unmet(&field, format!("cannot read {name}: {e}")))?;
+                let cannot =
+                    |e: std::io::Error| Refusal::unmet(&field, format!("cannot read {name}: {e}"));
+                let meta = std::fs::metadata(path).map_err(cannot)?;
+                if meta.is_dir() {
+                    return Err(Refusal::invalid(
+                        &field,
+                        format!("{name} is a folder: an input is a file"),
+                    ));
+                }
+                // A regular file is opened to see that it can be read; a FIFO is not (opening it
+                // waits for a writer, and the job reads it once, when it runs).
+                if meta.is_file() {
+                    std::fs::File::open(path).map_err(cannot)?;
+                }
             } else {
                 location
                     .size()

@@ -1,0 +1,191 @@
+//! Inputs as people hand them: a pipe, process substitution, `/dev/stdin` and a FIFO, each of
+//! which gives its bytes once, read by `solve`, `rps` and `client` as the same bytes in a file
+//! are, plain, gzip and zstd; and what needs a file (`--shard`, `index`, Parquet) refusing a
+//! stream at once, in words. Every run is a real process reading a real pipe or FIFO.
+//!
+//! Expected answers are the reference's (`tests/data/*.out6`, `*.out10`).
+
+use crate::common;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::JoinHandle;
+
+use common::cli::{HANG_LIMIT, wait_or_hang};
+use common::{Daemon, Scratch, data, exe, text};
+
+/// The bytes of `text` as `codec` writes them: plain, gzip or zstd.
+fn encoded(text: &[u8], codec: &str) -> Vec<u8> {
+    match codec {
+        "plain" => text.to_vec(),
+        "gzip" => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(text).expect("gzip in memory");
+            gz.finish().expect("gzip in memory")
+        }
+        "zstd" => zstd::encode_all(text, 1).expect("zstd in memory"),
+        other => panic!("no codec {other}"),
+    }
+}
+
+/// A FIFO at `path` whose writer, on a thread, writes `bytes` once and closes it: a second open
+/// for reading would wait for a writer that never comes.
+fn fifo(path: &Path, bytes: Vec<u8>) -> JoinHandle<()> {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        // Opening for writing waits for the reader; a reader that never comes leaves this thread
+        // blocked, which the test's own hang limit reports.
+        if let Ok(mut writer) = std::fs::OpenOptions::new().write(true).open(&path) {
+            let _ = writer.write_all(&bytes);
+        }
+    })
+}
+
+/// `patience ARGS` run through bash (`ARGS` may hold `<(...)`), with `stdin` on its standard
+/// input; its stdout, exit status and stderr, or a failure when it hangs.
+fn through_bash(script: &str, stdin: Option<&Path>) -> (String, Option<i32>, String) {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(script).env("PATIENCE", exe());
+    common::daemon::without_patience_env(&mut cmd);
+    match stdin {
+        Some(path) => cmd.stdin(std::fs::File::open(path).expect("the stdin file")),
+        None => cmd.stdin(Stdio::null()),
+    };
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start bash");
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout.expect("piped")));
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr.expect("piped")));
+    let status = wait_or_hang(&mut child, HANG_LIMIT, script);
+    let out = out.join().expect("stdout reader").unwrap_or_default();
+    let err = err.join().expect("stderr reader").unwrap_or_default();
+    (out, status.code(), err)
+}
+
+/// Every way a stream reaches a command (process substitution, a pipe into `/dev/stdin`, a FIFO,
+/// `-`), for `command` (`solve`, `rps`, or `client --addr A`) on `input`'s bytes encoded each
+/// way: the output is `expected`, status 0, nothing on stderr.
+fn each_stream_gives(command: &str, input: &str, expected: &str) {
+    let scratch = Scratch::new("stream-inputs");
+    let text = std::fs::read(data(input)).expect("the input");
+    for codec in ["plain", "gzip", "zstd"] {
+        let file = scratch.write(&format!("{input}.{codec}"), encoded(&text, codec));
+        let fifo_path = scratch.join(&format!("{input}.{codec}.fifo"));
+        let writer = fifo(&fifo_path, encoded(&text, codec));
+        let ways: [(String, Option<PathBuf>); 4] = [
+            (format!("\"$PATIENCE\" {command} <(cat '{file}')"), None),
+            (
+                format!("cat '{file}' | \"$PATIENCE\" {command} /dev/stdin"),
+                None,
+            ),
+            (
+                format!("\"$PATIENCE\" {command} '{}'", fifo_path.display()),
+                None,
+            ),
+            (
+                format!("\"$PATIENCE\" {command} /dev/stdin"),
+                Some(PathBuf::from(&file)),
+            ),
+        ];
+        for (script, stdin) in ways {
+            let (out, code, err) = through_bash(&script, stdin.as_deref());
+            assert_eq!(out, expected, "{codec}: {script}\nstderr: {err}");
+            assert_eq!(code, Some(0), "{codec}: {script}\nstderr: {err}");
+            assert_eq!(err, "", "{codec}: {script}");
+        }
+        writer.join().expect("the FIFO's writer");
+    }
+}
+
+#[test]
+fn solve_reads_a_pipe_a_fifo_and_dev_stdin_once() {
+    each_stream_gives("solve --quiet", "random1000.in", &text("random1000.out6"));
+}
+
+#[test]
+fn rps_reads_a_pipe_a_fifo_and_dev_stdin_once() {
+    each_stream_gives("rps --quiet", "rps-sample.in", &text("rps-sample.out10"));
+}
+
+#[test]
+fn the_client_reads_a_pipe_a_fifo_and_dev_stdin_once() {
+    let daemon = Daemon::start(&["--workers", "1"]);
+    each_stream_gives(
+        &format!("client --quiet --addr {}", daemon.addr),
+        "sample.in",
+        &text("sample.out6"),
+    );
+}
+
+/// What must read its input twice or from its end refuses a stream at once, naming it and saying
+/// what to do, and never waits on a FIFO nobody writes to again.
+#[test]
+fn what_needs_a_file_refuses_a_stream_in_words() {
+    let scratch = Scratch::new("stream-refusals");
+    let deals = std::fs::read(data("sample.in")).expect("sample.in");
+
+    // --shard sizes its range by the inputs' sizes.
+    let fifo_path = scratch.join("shard.fifo");
+    let _writer = fifo(&fifo_path, deals.clone());
+    let shown = fifo_path.display().to_string();
+    let (out, code, err) = through_bash(
+        &format!("\"$PATIENCE\" solve --quiet --shard 0/2 '{shown}'"),
+        None,
+    );
+    assert_eq!((out.as_str(), code), ("", Some(2)), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{shown}: it is a pipe or FIFO, which can be read only once"
+        )) && err.contains("save it to a file first"),
+        "{err}"
+    );
+    // The refusal did not open the FIFO: its writer is still waiting, for this reader.
+    let (out, code, err) = through_bash(&format!("\"$PATIENCE\" solve --quiet '{shown}'"), None);
+    assert_eq!(
+        (out.as_str(), code),
+        (text("sample.out6").as_str(), Some(0)),
+        "{err}"
+    );
+
+    // `patience index` marks a file for reading it again.
+    let (_, code, err) = through_bash(
+        &format!("\"$PATIENCE\" index <(cat '{}')", data("sample.in")),
+        None,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("it is a pipe or FIFO, which can be read only once")
+            && err.contains("save it to a file and index that"),
+        "{err}"
+    );
+
+    // A Parquet file is read from its footer: through a pipe, it is refused by its first bytes.
+    let parquet = scratch.write("deals.parquet", b"PAR1 whatever follows\nPAR1");
+    let (out, code, err) = through_bash(
+        &format!("\"$PATIENCE\" solve --quiet <(cat '{parquet}')"),
+        None,
+    );
+    assert_eq!(out, "", "{err}");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "it is a Parquet file, which is read from its footer at its end: give it as a file"
+        ),
+        "{err}"
+    );
+    let (_, code, err) = through_bash(
+        &format!("cat '{parquet}' | \"$PATIENCE\" solve --quiet --input-format parquet -"),
+        None,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("it is read as Parquet, which is read from its footer"),
+        "{err}"
+    );
+}
