@@ -34,6 +34,16 @@ pub trait Items<R: BufRead> {
     /// once it is complete, until the input ends or fails or `seen` returns false. Never solves
     /// anything, and reads as little as the game's framing allows.
     fn frame(input: R, from: &Mark, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()>;
+    /// The same reader, for an input fed by a writer who may wait for the answers before writing
+    /// more: it never waits for lines past the step it reads unless `at_hand` says they are
+    /// there (deals: [`DealReader::fed_by_a_writer`]).
+    fn fed_by_a_writer(self, _at_hand: fn(&R) -> bool) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
+
     /// The input, to see how far it has been read and whether more is buffered.
     fn input(&self) -> &R;
     fn step(&mut self) -> Option<Step<Self::Item>>;
@@ -50,10 +60,13 @@ impl<R: BufRead> Items<R> for DealReader<R> {
         DealReader::new(input)
     }
     fn resumed(input: R, at: &Mark) -> Self {
-        DealReader::resumed(input, at.line, at.item)
+        DealReader::at(input, at)
     }
     fn frame(input: R, from: &Mark, seen: &mut dyn FnMut(Framed) -> bool) -> io::Result<()> {
         deal::frame::frame(input, from, seen)
+    }
+    fn fed_by_a_writer(self, at_hand: fn(&R) -> bool) -> Self {
+        DealReader::fed_by_a_writer(self, at_hand)
     }
     fn input(&self) -> &R {
         self.get_ref()

@@ -140,6 +140,11 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// The current line's bytes, with its line ending.
+    /// Bytes taken from the input so far: where the next line starts.
+    pub(crate) fn position(&self) -> u64 {
+        self.read
+    }
+
     pub(crate) fn line(&self) -> &[u8] {
         &self.line
     }

@@ -189,3 +189,90 @@ fn what_needs_a_file_refuses_a_stream_in_words() {
         "{err}"
     );
 }
+
+/// random1000.in with deal 501's fifth line taken out, and what `solve` must print for it: the
+/// reference's answers (random1000.out6), deal 501's replaced by one `error:` line naming the
+/// lines skipped, every other deal's as in the clean file.
+fn one_line_missing(scratch: &Scratch) -> (String, String) {
+    let corpus = text("random1000.in");
+    let mut lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.remove(500 * 9 + 4);
+    let file = scratch.write("missing-line.in", lines.join("\n") + "\n");
+    let expected: Vec<String> = text("random1000.out6")
+        .lines()
+        .enumerate()
+        .map(|(i, answer)| match i {
+            500 => format!(
+                "error: {file}: deal 501 (line 4501): lines 4501-4508 do not read as whole deals"
+            ),
+            _ => answer.to_string(),
+        })
+        .collect();
+    (file, expected.join("\n") + "\n")
+}
+
+/// Output lines, an `error:` line cut after its first `expected` words' length: the lines of
+/// `expected` that are `error:` lines are prefixes of what was printed.
+fn assert_prints(out: &str, expected: &str, what: &str) {
+    let (got, want): (Vec<&str>, Vec<&str>) = (out.lines().collect(), expected.lines().collect());
+    assert_eq!(got.len(), want.len(), "{what}: {out}");
+    for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+        match want.starts_with("error:") {
+            true => assert!(got.starts_with(want), "{what}: line {}: {got}", i + 1),
+            false => assert_eq!(got, want, "{what}: line {}", i + 1),
+        }
+    }
+}
+
+/// The user: one line missing in the middle of a file costs its deal only, whether the
+/// file is read as a file, through a pipe, through a daemon, or cut into shards.
+#[test]
+fn a_missing_line_costs_its_deal_only_however_the_file_is_read() {
+    let scratch = Scratch::new("missing-line");
+    let (file, expected) = one_line_missing(&scratch);
+    let whole = common::run(&["solve", "--quiet", &file]);
+    assert_eq!(whole.code(), Some(1), "{whole:?}");
+    assert_prints(whole.stdout_str(), &expected, "solve FILE");
+
+    let (out, code, err) =
+        through_bash(&format!("cat '{file}' | \"$PATIENCE\" solve --quiet"), None);
+    assert_eq!(code, Some(1), "{err}");
+    // From a pipe, the error line names standard input by nothing.
+    assert_prints(&out, &expected.replace(&format!("{file}: "), ""), "a pipe");
+
+    let daemon = Daemon::start(&["--workers", "1"]);
+    let client = common::run(&["client", "--quiet", "--addr", &daemon.addr, &file]);
+    assert_eq!(client.stdout_str(), whole.stdout_str(), "{client:?}");
+
+    let parts: String = (0..3)
+        .map(|k| {
+            let shard = format!("{k}/3");
+            common::run(&["solve", "--quiet", "--shard", &shard, &file])
+                .stdout_str()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(parts, whole.stdout_str(), "--shard K/3 of the damaged file");
+}
+
+/// A person typing: a deal with a card twice (nine lines, which the reader would look past for
+/// where deals begin again) gets its `error:` line at once, before the next deal is typed.
+#[test]
+fn a_damaged_deal_typed_is_answered_before_the_next_is_typed() {
+    let sample = text("sample.in");
+    let twice = sample.replacen("JC QH AC KH", "AS QH AC KH", 1);
+    let mut typed = common::patience().args(&["solve", "--quiet"]).typed();
+    typed.type_in(sample.as_bytes());
+    assert_eq!(typed.next_line(HANG_LIMIT), "0.589314\n");
+    typed.type_in(twice.as_bytes());
+    let line = typed.next_line(HANG_LIMIT);
+    assert!(
+        line.starts_with("error: deal 2 (line 11): AS appears twice"),
+        "{line}"
+    );
+    typed.type_in(sample.as_bytes());
+    assert_eq!(typed.next_line(HANG_LIMIT), "0.589314\n");
+    typed.close_input();
+    let (rest, code, _) = typed.finish("solve typed into");
+    assert_eq!((rest.as_str(), code), ("", Some(1)));
+}

@@ -80,10 +80,11 @@ fn the_readme_quick_start_prints_what_it_says() {
 
 /// The README's `solve` example prints the reference's 9 decimals (`tests/data/sample.out9`), and
 /// the bad-deal example of `docs/solving.md` prints the error lines worked out by reading
-/// `tests/data/bad-deals.in`: deal 2's `QX` at line 11; deal 3's second `AS` at line 20;
-/// deal 4, whose ninth line is blank, taking line 37 (a first pile `AS 9S 6C KS`) as its ninth
-/// pile and so holding `AS` twice; deal 5, lines 38 to 46, ending in the three cards of line 46.
-/// The file's bad deals make the exit status 1, as the doc says.
+/// `tests/data/bad-deals.in`: deal 2's `QX` at line 11; deal 3's second `9S` at line 20; deal 5,
+/// whose ninth line is blank, skipped as lines 37-44 (its nine lines would take line 46, the next
+/// deal's first pile, which holds its `JD` again) and the deal at line 46 read whole; deal 7's
+/// three cards at line 63. Its good deals are the UVa sample and random1000's third and fifth,
+/// answered as the reference answers them. The bad deals make the exit status 1, as the doc says.
 #[test]
 fn the_documented_solve_examples_print_what_the_docs_say() {
     assert!(
@@ -100,6 +101,18 @@ fn the_documented_solve_examples_print_what_the_docs_say() {
         ))
         .output();
     assert_eq!(out.code(), Some(1), "{out:?}");
+    let random = text("random1000.out6");
+    let random: Vec<&str> = random.lines().collect();
+    let answered: Vec<&str> = out
+        .stdout_str()
+        .lines()
+        .filter(|l| !l.starts_with("error:"))
+        .collect();
+    assert_eq!(
+        answered,
+        [text("sample.out6").trim(), random[2], random[4]],
+        "{out:?}"
+    );
 }
 
 #[test]

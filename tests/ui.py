@@ -229,7 +229,7 @@ def file_view(driver, checks, base, want, downloads):
     row.click()
     checks.equal("a row opens its deal's board", wait_text(driver, "probability", want["row_probability"]), want["row_probability"])
 
-    # A file of 5,005 deals (so two calls), the last four bad: each listed with its error, and the
+    # A file of 5,007 deals (so two calls), four of the last seven bad: each listed with its error, and the
     # downloads byte for byte what `patience solve` prints for the whole file at once.
     driver.get(f"{base}/#file")
     driver.find_element(By.ID, "file-input").send_keys(want["bad_file"])

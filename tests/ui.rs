@@ -238,7 +238,8 @@ fn expectations(scratch: &Scratch, token_url: &str, token: &str) -> Value {
     let unwinnable = reference.iter().filter(|p| **p == 0.0).count();
     let row = 8;
 
-    // 5,005 deals, the last four bad: two calls from the page, one file for `solve`.
+    // 5,007 deals, the last seven bad-deals.in's (four of them bad): two calls from the page, one
+    // file for `solve`.
     let mixed = text("random1000.in").repeat(5)
         + &std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bad-deals.in"),
@@ -303,7 +304,7 @@ fn expectations(scratch: &Scratch, token_url: &str, token: &str) -> Value {
         "row": row,
         "row_probability": text("random1000.out6").lines().nth(row).expect("a row"),
         "bad_file": mixed_file,
-        "bad_count": "5,005 of 5,005 deals: done",
+        "bad_count": "5,007 of 5,007 deals: done",
         "bad_errors": bad_errors,
         "bad_text": solve(&mixed, &[]),
         "bad_json": solve(&mixed, &["--format", "json"]),
@@ -323,7 +324,7 @@ fn expectations(scratch: &Scratch, token_url: &str, token: &str) -> Value {
 /// played (by key and by click) shows what `solve` says of the position it leads to, and undo
 /// and the URL follow; stepping along the likeliest line clears the table; random1000.in dropped
 /// on the file view shows 1,000 results, its 314 unwinnable deals and the histogram of the
-/// reference answers, and downloads the judge's expected output byte for byte; a file of 5,005
+/// reference answers, and downloads the judge's expected output byte for byte; a file of 5,007
 /// deals with bad ones (sent in two calls) lists their errors as `solve` words them for the
 /// whole file; a bad deal and a bad FZU 2145 case are refused in words; the FZU 2145 form gives
 /// the reference answer; a daemon with a token makes the page ask for it; a narrow screen needs

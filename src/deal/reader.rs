@@ -12,25 +12,79 @@
 //! The reader frames deals by lines, never by counting cards across lines. A pile line with a bad
 //! token, or with three or five cards, is still one pile line: the deal it belongs to is reported
 //! bad and the next deal starts exactly where it would have. A typo therefore costs its own deal
-//! only. What lines cannot recover from is a *missing or extra line*; that shifts the framing of
-//! the deals that follow, so they are reported bad too (usually as duplicate cards) rather than
-//! silently answered for a deal that nobody wrote.
+//! only.
+//!
+//! # A missing, extra or stray line
+//! A missing or extra line would shift the framing of every deal after it. So when nine pile
+//! lines do not make a deal, the reader looks at the lines after them (at most 26 from the first,
+//! none longer than 1 KiB) for where whole deals begin again, and takes the first of:
+//! - the next nine lines look framed (they read as a deal, or fail on a line of their own, such
+//!   as a typo, rather than as a deck with a card twice, which is what nine good pile lines from
+//!   two deals make; or the next line is a one-line step): the damage was inside this deal (a
+//!   typo, a card twice), which is one bad deal, as above;
+//! - a deal reads from 1 to 8 lines on (lines missing, or stray lines before a deal), or from 10
+//!   to 17 lines on (lines extra): the lines before it are one bad step, an `error:` line that
+//!   names them, and reading goes on from that deal;
+//! - neither: the nine lines are one bad deal, and the next begins after them.
+//!
+//! So a missing, extra or stray line costs at most the deals it touches (one, or two when it
+//! falls where one deal ends and the next begins), and every deal after is read as in the file
+//! without it. The rule looks only forward, at the file's bytes, so a reader started at any
+//! step's mark (a shard, an index) reads on exactly as one that read everything before it, and
+//! framing (`super::frame`) is this reader. A file whose deals all read is read nine lines a
+//! deal, as ever: the look-ahead happens only after a deal that does not read.
+//!
+//! An input fed by a writer who may wait for the answers before writing more (standard input, a
+//! pipe, a FIFO: [`DealReader::fed_by_a_writer`]) is looked ahead of only as far as it has lines
+//! at hand: a person who types a damaged deal gets its `error:` line at once. There the rule
+//! sees fewer lines when the writer pauses right after the damage, which can cost one deal more.
 
+use std::collections::VecDeque;
 use std::io::{self, BufRead};
 
 use crate::lines::Lines;
+use crate::mark::Mark;
 
 use super::{CARDS, Card, Deal, DealBuilder, DealError, PILE_HEIGHT, PILES};
 
 /// A deal that could not be read, with where it is in the file.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("deal {deal} (line {line}): {error}")]
+#[error("deal {deal} (line {line}): {}", said(.error, *.line, .skipped))]
 pub struct BadDeal {
     /// 1-based number of the deal in the file.
     pub deal: u64,
-    /// 1-based line where the problem was found.
+    /// 1-based line where the problem was found; a skipped run's first line.
     pub line: u64,
     pub error: DealError,
+    /// Lines skipped to where whole deals begin again, when this step is not one deal's nine
+    /// lines but a run that a missing, extra or stray line left between whole deals (see the
+    /// module docs).
+    pub skipped: Option<Skipped>,
+}
+
+/// A run of lines that is not a whole deal: from [`BadDeal::line`] to `last`, after which whole
+/// deals begin again at line `next`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub last: u64,
+    pub next: u64,
+}
+
+/// A bad deal's words: its error, or for a skipped run, the lines skipped and why.
+fn said(error: &DealError, line: u64, skipped: &Option<Skipped>) -> String {
+    match skipped {
+        None => error.to_string(),
+        Some(Skipped { last, next }) => {
+            let lines = match *last == line {
+                true => format!("line {line} does not read as a deal"),
+                false => format!("lines {line}-{last} do not read as whole deals"),
+            };
+            format!(
+                "{lines} (nine lines from line {line}: {error}); skipped, and whole deals begin \
+                 again at line {next}"
+            )
+        }
+    }
 }
 
 /// Why the reader could not produce a deal.
@@ -51,28 +105,88 @@ impl From<io::Error> for DealFileError {
     }
 }
 
-/// Iterates over the deals of a UVa-format input. Holds one line at a time.
+/// A non-blank line read ahead of the deal being read: the lines a damaged deal is looked past
+/// with, to find where whole deals begin again.
+#[derive(Debug, Default)]
+struct AheadLine {
+    text: Vec<u8>,
+    /// Its 1-based line number, and where it starts in bytes from the reader's start.
+    number: u64,
+    start: u64,
+}
+
+/// How far past a damaged deal's first line the reader looks for where whole deals begin again:
+/// a deal that starts up to eight lines sooner (lines missing) or later (lines extra), and the
+/// nine lines of that deal.
+const REALIGN_LINES: usize = 2 * PILES - 1 + PILES;
+
+/// The longest line read ahead past a damaged deal's nine: a pile line is four cards and some
+/// whitespace. A longer line ends the look-ahead (it is read in its turn), so a reader holds at
+/// most the nine lines of the deal it reads (each at most `MAX_LINE_BYTES`, as `Lines` holds one)
+/// and 17 lines of at most 1 KiB, whatever the file holds.
+const HELD_LINE_BYTES: usize = 1024;
+
+/// Iterates over the deals of a UVa-format input. Holds one line at a time, and up to
+/// [`REALIGN_LINES`] lines after a deal that does not read.
 #[derive(Debug)]
 pub struct DealReader<R> {
     lines: Lines<R>,
     deal_no: u64,
     failed: bool,
+    /// Lines read and not yet taken by a step, in order.
+    ahead: VecDeque<AheadLine>,
+    /// Buffers of lines taken, for the next lines held (no allocation per line once warm).
+    spare: Vec<Vec<u8>>,
+    /// The input ended, or failed (why, and where), while lines were read ahead.
+    ended: bool,
+    broken: Option<(io::Error, u64, u64)>,
+    /// `lines` stands on a line not yet held (reading ahead stopped at a long line).
+    pending: bool,
+    /// Where the reader started in its file, and the mark of the step read last.
+    origin: Mark,
+    mark: Mark,
+    /// For an input fed by a writer who may wait for the answers (a person typing, a program
+    /// streaming deal by deal): whether more lines are at hand without waiting on it. The
+    /// look-ahead past a damaged deal stops where they are not.
+    at_hand: Option<fn(&R) -> bool>,
 }
 
 impl<R: BufRead> DealReader<R> {
     pub fn new(input: R) -> Self {
-        DealReader::resumed(input, 0, 0)
+        DealReader::at(input, &Mark::default())
     }
 
-    /// A reader of an input that stands at the start of a line, `line` lines and `deals` deals
-    /// into its file (a shard's first deal, found by [`super::frame`]): it numbers deals and lines
-    /// on from there.
-    pub fn resumed(input: R, line: u64, deals: u64) -> Self {
+    /// A reader of an input that stands at `at` of its file, the start of a line (a shard's first
+    /// deal, found by [`super::frame`]): it reads, numbers and marks steps on from there as one
+    /// that read everything before would.
+    pub fn at(input: R, at: &Mark) -> Self {
         DealReader {
-            lines: Lines::resumed(input, line),
-            deal_no: deals,
+            lines: Lines::resumed(input, at.line),
+            deal_no: at.item,
             failed: false,
+            ahead: VecDeque::new(),
+            spare: Vec::new(),
+            ended: false,
+            broken: None,
+            pending: false,
+            origin: *at,
+            mark: *at,
+            at_hand: None,
         }
+    }
+
+    /// The same reader, for an input fed by a writer who may wait for the answers so far before
+    /// writing more: the look-ahead past a damaged deal takes only the lines `at_hand` says are
+    /// there without waiting (see the module docs), so a deal typed after a damaged one is never
+    /// awaited before the damaged one is answered.
+    pub fn fed_by_a_writer(mut self, at_hand: fn(&R) -> bool) -> Self {
+        self.at_hand = Some(at_hand);
+        self
+    }
+
+    /// A reader for framing `input` from `at` (`super::frame`): the same steps and marks.
+    pub fn framing(input: R, at: &Mark) -> Self {
+        DealReader::at(input, at)
     }
 
     /// The underlying input, for example to see whether it has more data buffered.
@@ -80,106 +194,289 @@ impl<R: BufRead> DealReader<R> {
         self.lines.get_ref()
     }
 
+    /// Where the step read last begins: its first line (the failing line for a step where the
+    /// input failed), and the deals and lines before it; the default for a file's first step.
+    pub fn mark(&self) -> Mark {
+        self.mark
+    }
+
+    /// Sets the mark of a step that is deal `self.deal_no + 1` and begins at line `number`, byte
+    /// `start` of the reader's input.
+    fn set_mark(&mut self, number: u64, start: u64) {
+        self.mark = match self.deal_no {
+            0 => Mark::default(),
+            deals => Mark {
+                offset: self.origin.offset + start,
+                line: number - 1,
+                item: deals,
+                count: None,
+            },
+        };
+    }
+
+    /// Reads ahead until `n` lines are held or the input ends or fails; with `short`, also until
+    /// a line longer than [`HELD_LINE_BYTES`] comes (it stays unread in `lines` for its turn).
+    /// The lines held, at most `n`.
+    fn fill(&mut self, n: usize, short: bool) -> usize {
+        while self.ahead.len() < n && !self.ended && self.broken.is_none() {
+            if !self.pending {
+                if short
+                    && self
+                        .at_hand
+                        .is_some_and(|at_hand| !at_hand(self.lines.get_ref()))
+                {
+                    break;
+                }
+                match self.lines.advance() {
+                    Ok(true) => self.pending = true,
+                    Ok(false) => self.ended = true,
+                    Err(e) => self.broken = Some((e, self.lines.number(), self.lines.start())),
+                }
+                continue;
+            }
+            if short && self.lines.line().len() > HELD_LINE_BYTES {
+                break;
+            }
+            let mut text = self.spare.pop().unwrap_or_default();
+            text.clear();
+            text.extend_from_slice(self.lines.line());
+            self.ahead.push_back(AheadLine {
+                text,
+                number: self.lines.number(),
+                start: self.lines.start(),
+            });
+            self.pending = false;
+        }
+        self.ahead.len().min(n)
+    }
+
+    /// Lets go of the first `n` lines held.
+    fn take(&mut self, n: usize) {
+        for held in self.ahead.drain(..n.min(self.ahead.len())) {
+            self.spare.push(held.text);
+        }
+    }
+
     fn read_deal(&mut self) -> Result<Option<Deal>, DealFileError> {
         // Nearly every deal of a file is in the judge's own layout: take it whole when it is.
-        if let Some(deal) = self
-            .lines
-            .take_block(JUDGE_DEAL_BYTES, PILES as u64, judge_layout)?
-        {
-            self.deal_no += 1;
-            return Ok(Some(deal));
+        if self.ahead.is_empty() && !self.pending && !self.ended && self.broken.is_none() {
+            let (number, start) = (self.lines.number() + 1, self.lines.position());
+            if let Some(deal) =
+                self.lines
+                    .take_block(JUDGE_DEAL_BYTES, PILES as u64, judge_layout)?
+            {
+                self.set_mark(number, start);
+                self.deal_no += 1;
+                return Ok(Some(deal));
+            }
         }
-        if !self.lines.advance()? {
-            return Ok(None);
+        if self.fill(1, false) == 0 {
+            return match self.broken.take() {
+                Some((e, number, start)) => {
+                    self.set_mark(number, start);
+                    Err(DealFileError::Io(e))
+                }
+                None => Ok(None),
+            };
         }
+        let (first_line, first_start) = (self.ahead[0].number, self.ahead[0].start);
+        self.set_mark(first_line, first_start);
         self.deal_no += 1;
         let deal = self.deal_no;
-        let first_line = self.lines.number();
-        let bad = |line, error| DealFileError::Deal(BadDeal { deal, line, error });
 
         // A position has eight slashes; one stray slash in a pile line must not turn that line
         // into a position and shift the framing of the eight pile lines after it.
-        let slashes = self.lines.line().iter().filter(|&&b| b == b'/').count();
-        if slashes >= 2 || count_tokens(self.lines.line()) == CARDS {
-            let text = String::from_utf8_lossy(self.lines.line()).into_owned();
-            return Deal::parse(&text).map(Some).map_err(|e| bad(first_line, e));
+        if let Some(parsed) = one_line(&self.ahead[0].text) {
+            self.take(1);
+            return parsed.map(Some).map_err(|error| {
+                DealFileError::Deal(BadDeal {
+                    deal,
+                    line: first_line,
+                    error,
+                    skipped: None,
+                })
+            });
         }
 
-        // Nine pile lines. Every one is consumed even after an error, to keep the framing.
-        let mut pile_lines = [first_line; PILES];
-        let mut builder = DealBuilder::default();
-        let mut first_error: Option<(u64, DealError)> = None;
-        for (pile, pile_line) in pile_lines.iter_mut().enumerate() {
-            if pile > 0 {
-                if !self.lines.advance()? {
-                    // A problem found on an earlier line is reported where it is.
-                    let (line, error) = first_error.unwrap_or((
-                        self.lines.number(),
-                        DealError::CardCount {
-                            found: builder.count(),
-                        },
-                    ));
-                    return Err(bad(line, error));
-                }
-                *pile_line = self.lines.number();
-            }
-            if first_error.is_some() {
-                continue;
-            }
-            // Nearly every pile line is four well-formed cards: read those byte by byte. Anything
-            // else takes the general path below, which names what is wrong.
-            if let Some(cards) = four_cards(self.lines.line()) {
-                for card in cards {
-                    builder.push_card(card);
-                }
-                continue;
-            }
-            let found = count_tokens(self.lines.line());
-            let slashes = self
-                .lines
-                .line()
-                .split(|&b| is_space(b))
-                .filter(|t| *t == b"/")
-                .count();
-            if slashes > 0 {
-                first_error = Some((
-                    self.lines.number(),
-                    DealError::StraySlash {
-                        pile: pile + 1,
-                        found: found - slashes,
-                    },
-                ));
-                continue;
-            }
-            if found != PILE_HEIGHT {
-                first_error = Some((
-                    self.lines.number(),
-                    DealError::PileSize {
-                        pile: pile + 1,
-                        found,
-                    },
-                ));
-                continue;
-            }
-            let text = String::from_utf8_lossy(self.lines.line());
-            for token in text.split_whitespace() {
-                if let Err(e) = builder.push(token) {
-                    first_error = Some((self.lines.number(), e));
-                    break;
-                }
+        // Nine pile lines, whatever they hold: a typo costs its own deal only.
+        let held = self.fill(PILES, false);
+        if held < PILES
+            && let Some((e, _, _)) = self.broken.take()
+        {
+            // The input failed inside this deal.
+            self.take(held);
+            return Err(DealFileError::Io(e));
+        }
+        let parsed = piles(self.ahead.range(..held), deal, self.lines.number());
+        let Err(mut bad) = parsed else {
+            self.take(PILES);
+            return parsed.map(Some).map_err(DealFileError::Deal);
+        };
+        if held < PILES {
+            // The input ended inside this deal.
+            self.take(held);
+            return Err(DealFileError::Deal(bad));
+        }
+        match self.realign() {
+            None => self.take(PILES),
+            Some(skip) => {
+                bad.line = first_line;
+                bad.skipped = Some(Skipped {
+                    last: self.ahead[skip - 1].number,
+                    next: self.ahead[skip].number,
+                });
+                self.take(skip);
             }
         }
-        if let Some((line, error)) = first_error {
-            return Err(bad(line, error));
-        }
-        builder.finish().map(Some).map_err(|error| {
-            let line = match &error {
-                DealError::DuplicateCard { second, .. } => pile_lines[second.pile - 1],
-                _ => first_line,
-            };
-            bad(line, error)
-        })
+        Err(DealFileError::Deal(bad))
     }
+
+    /// After nine lines that are not a deal, where whole deals begin again (see the module docs):
+    /// `None` when the next nine lines look framed (the damage was inside the deal: a typo, a card
+    /// twice), else the fewest lines to skip, sooner first, after which a deal reads; `None` when
+    /// none does within the look-ahead (the nine lines are then one bad deal, as a typo's are).
+    fn realign(&mut self) -> Option<usize> {
+        self.fill(REALIGN_LINES, true);
+        // The look-ahead ends before the first long line past the damaged deal's nine, whether
+        // this reader holds it (from an earlier step) or not: the same lines for every reader.
+        let window = (PILES..self.ahead.len())
+            .find(|&i| self.ahead[i].text.len() > HELD_LINE_BYTES)
+            .unwrap_or(self.ahead.len())
+            .min(REALIGN_LINES);
+        if self.framed_at(PILES, window) {
+            return None;
+        }
+        (1..PILES)
+            .chain(PILES + 1..2 * PILES)
+            .find(|&skip| self.reads_at(skip, window))
+    }
+
+    /// Whether the step from the `at`-th line held looks framed where it is: a deal reads there,
+    /// its first line is a one-line step, or its nine lines fail on a line of their own (one that
+    /// is not four cards: a typo, a short pile) rather than as a deck (a card twice, as nine good
+    /// pile lines from two deals are). Then the damage before it was inside a deal.
+    fn framed_at(&self, at: usize, window: usize) -> bool {
+        if at >= window {
+            return false;
+        }
+        if one_line(&self.ahead[at].text).is_some() {
+            return true;
+        }
+        window >= at + PILES
+            && match piles(self.ahead.range(at..at + PILES), 0, 0) {
+                Ok(_) => true,
+                Err(bad) => !matches!(
+                    bad.error,
+                    DealError::DuplicateCard { .. } | DealError::CardCount { .. }
+                ),
+            }
+    }
+
+    /// Whether a deal (a one-line one, or nine pile lines) reads from the `at`-th line held,
+    /// within the first `window` lines held.
+    fn reads_at(&self, at: usize, window: usize) -> bool {
+        if at >= window {
+            return false;
+        }
+        match one_line(&self.ahead[at].text) {
+            Some(parsed) => parsed.is_ok(),
+            None => window >= at + PILES && piles(self.ahead.range(at..at + PILES), 0, 0).is_ok(),
+        }
+    }
+}
+
+/// A deal or position written on one line, parsed, when `line` is one: two or more `/`, or 36
+/// tokens; `None` for a pile line.
+fn one_line(line: &[u8]) -> Option<Result<Deal, DealError>> {
+    let slashes = line.iter().filter(|&&b| b == b'/').count();
+    (slashes >= 2 || count_tokens(line) == CARDS)
+        .then(|| Deal::parse(&String::from_utf8_lossy(line)))
+}
+
+/// Deal number `deal` from its pile lines, in order; fewer than nine when the input ended after
+/// them, at line `end`. Every line is looked at even after an error, so that the first error is
+/// the one reported, where it is.
+fn piles<'a>(
+    lines: impl Iterator<Item = &'a AheadLine>,
+    deal: u64,
+    end: u64,
+) -> Result<Deal, BadDeal> {
+    let bad = |line, error| BadDeal {
+        deal,
+        line,
+        error,
+        skipped: None,
+    };
+    let mut pile_lines = [0u64; PILES];
+    let mut builder = DealBuilder::default();
+    let mut first_error: Option<(u64, DealError)> = None;
+    let mut count = 0;
+    for (pile, (held, pile_line)) in lines.zip(pile_lines.iter_mut()).enumerate() {
+        count += 1;
+        *pile_line = held.number;
+        if first_error.is_some() {
+            continue;
+        }
+        let line = &held.text[..];
+        // Nearly every pile line is four well-formed cards: read those byte by byte. Anything
+        // else takes the general path below, which names what is wrong.
+        if let Some(cards) = four_cards(line) {
+            for card in cards {
+                builder.push_card(card);
+            }
+            continue;
+        }
+        let found = count_tokens(line);
+        let slashes = line.split(|&b| is_space(b)).filter(|t| *t == b"/").count();
+        if slashes > 0 {
+            first_error = Some((
+                held.number,
+                DealError::StraySlash {
+                    pile: pile + 1,
+                    found: found - slashes,
+                },
+            ));
+            continue;
+        }
+        if found != PILE_HEIGHT {
+            first_error = Some((
+                held.number,
+                DealError::PileSize {
+                    pile: pile + 1,
+                    found,
+                },
+            ));
+            continue;
+        }
+        let text = String::from_utf8_lossy(line);
+        for token in text.split_whitespace() {
+            if let Err(e) = builder.push(token) {
+                first_error = Some((held.number, e));
+                break;
+            }
+        }
+    }
+    if count < PILES {
+        // A problem found on an earlier line is reported where it is.
+        let (line, error) = first_error.unwrap_or((
+            end,
+            DealError::CardCount {
+                found: builder.count(),
+            },
+        ));
+        return Err(bad(line, error));
+    }
+    if let Some((line, error)) = first_error {
+        return Err(bad(line, error));
+    }
+    let first_line = pile_lines[0];
+    builder.finish().map_err(|error| {
+        let line = match &error {
+            DealError::DuplicateCard { second, .. } => pile_lines[second.pile - 1],
+            _ => first_line,
+        };
+        bad(line, error)
+    })
 }
 
 /// A deal in the judge's layout: nine lines of four cards, `AS 9S 6C KS` and a line feed each.
@@ -294,6 +591,118 @@ mod tests {
             .collect()
     }
 
+    /// `count` random deals (seeded), as the judge writes them: their lines.
+    fn random_lines(seed: u64, count: usize) -> (Vec<Deal>, Vec<String>) {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let deals: Vec<Deal> = (0..count).map(|_| Deal::shuffled(&mut rng)).collect();
+        let lines = deals
+            .iter()
+            .flat_map(|deal| {
+                deal.to_string()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        (deals, lines)
+    }
+
+    /// The worked example of docs/solving.md: deal 2's second line (line 11) is missing, so its
+    /// nine lines would run into deal 3's first. Deal 2 is lost, named by its lines, and deal 3
+    /// is read from its own first line, now line 18.
+    #[test]
+    fn a_missing_line_costs_its_deal_and_the_rest_read_as_without_it() {
+        let (deals, mut lines) = random_lines(7, 3);
+        lines.remove(10);
+        let text = lines.join("\n") + "\n";
+        let got = read(&text);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], Ok(deals[0]));
+        assert_eq!(got[2], Ok(deals[2]));
+        let error = got[1].as_ref().unwrap_err();
+        let (head, tail) = (
+            "deal 2 (line 10): lines 10-17 do not read as whole deals (nine lines from line 10: ",
+            "); skipped, and whole deals begin again at line 18",
+        );
+        assert!(error.starts_with(head) && error.ends_with(tail), "{error}");
+    }
+
+    /// A stray line between deals costs no deal: it is one `error:` step of its own.
+    #[test]
+    fn a_stray_line_between_deals_is_one_error_and_costs_no_deal() {
+        let (deals, mut lines) = random_lines(8, 3);
+        lines.insert(9, "AS 9S".to_string());
+        let got = read(&(lines.join("\n") + "\n"));
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(
+            [&got[0], &got[2], &got[3]],
+            [&Ok(deals[0]), &Ok(deals[1]), &Ok(deals[2])]
+        );
+        assert_eq!(
+            got[1],
+            Err(
+                "deal 2 (line 10): line 10 does not read as a deal (nine lines from line 10: pile \
+                 1 has 2 cards; a pile has 4); skipped, and whole deals begin again at line 11"
+                    .to_string()
+            )
+        );
+    }
+
+    /// A line written twice inside deal 2 (ten lines, 10-19): deal 2 is lost, deal 3 read from
+    /// line 20.
+    #[test]
+    fn an_extra_line_costs_its_deal_and_the_rest_read_as_without_it() {
+        let (deals, mut lines) = random_lines(9, 3);
+        lines.insert(12, lines[11].clone());
+        let got = read(&(lines.join("\n") + "\n"));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!([&got[0], &got[2]], [&Ok(deals[0]), &Ok(deals[2])]);
+        let error = got[1].as_ref().unwrap_err();
+        assert!(
+            error.starts_with("deal 2 (line 10): lines 10-19 do not read as whole deals")
+                && error.ends_with("whole deals begin again at line 20"),
+            "{error}"
+        );
+    }
+
+    proptest::proptest! {
+        /// One line taken out, written twice, or put in (short or long) anywhere in a file of
+        /// random deals costs at most two deals, those around it; every other deal is read, in
+        /// order, as in the file without the damage.
+        #[test]
+        fn one_damaged_line_costs_at_most_the_two_deals_around_it(
+            seed in proptest::prelude::any::<u64>(),
+            at in 0usize..270,
+            what in 0u8..4,
+            crlf in proptest::prelude::any::<bool>(),
+        ) {
+            let (deals, mut lines) = random_lines(seed, 30);
+            let hit = at / PILES;
+            match what {
+                0 => { lines.remove(at); }
+                1 => lines.insert(at, lines[at].clone()),
+                2 => lines.insert(at, "AS 9S".to_string()),
+                _ => lines.insert(at, "QS TS JS 9H 8D".to_string()),
+            }
+            let end = if crlf { "\r\n" } else { "\n" };
+            let got = read(&(lines.join(end) + end));
+            let read_well: Vec<Deal> = got.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+            let lost: Vec<usize> = (0..deals.len())
+                .filter(|i| !read_well.contains(&deals[*i]))
+                .collect();
+            proptest::prop_assert!(lost.len() <= 2, "lost {:?} for damage at deal {}", lost, hit);
+            proptest::prop_assert!(
+                lost.iter().all(|&i| i + 1 >= hit && i <= hit + 1),
+                "lost {:?} for damage at deal {}", lost, hit
+            );
+            let kept: Vec<Deal> = (0..deals.len())
+                .filter(|i| !lost.contains(i))
+                .map(|i| deals[i])
+                .collect();
+            proptest::prop_assert_eq!(read_well, kept);
+        }
+    }
+
     /// Rough edge 3: the typo is on line 4; the input ends on line 5.
     #[test]
     fn a_typo_in_an_incomplete_last_deal_is_reported_on_its_own_line() {
@@ -312,13 +721,20 @@ mod tests {
     fn a_lone_slash_in_a_pile_line_is_named_not_counted() {
         let text = SAMPLE.replacen("AS 9S 6C KS\n", "AS 9S 6C KS / JC QH AC KH\n", 1);
         let text = text.replacen("JC QH AC KH\n", "", 1);
-        let got = read(&format!("{text}{SAMPLE}"));
+        // Two lines joined are a line missing: the next deal (another one) is read from its
+        // own first line, line 9.
+        let (deals, next) = random_lines(3, 1);
+        let got = read(&format!("{text}{}\n", next.join("\n")));
         let error = got[0].as_ref().unwrap_err();
         assert!(
-            error.starts_with("deal 1 (line 1): pile 1's line has a `/` beside 8 cards"),
+            error.starts_with(
+                "deal 1 (line 1): lines 1-8 do not read as whole deals (nine lines from line 1: \
+                 pile 1's line has a `/` beside 8 cards"
+            ),
             "{error}"
         );
         assert!(!error.contains("9 cards"), "{error}");
+        assert_eq!(got[1..], [Ok(deals[0])]);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::deal::Deal;
 pub use crate::items::{Items, Step};
 use crate::mark::Mark;
 
-use super::input::{Input, Reader, consumed};
+use super::input::{self, Input, Reader, consumed};
 use super::parquet_in::{self, InputFormat, ParquetRows};
 use super::shard::Segment;
 
@@ -186,6 +186,9 @@ pub fn read_items<R: Items<Reader>>(
             }
         };
         let mut items = R::resumed(reader, &segment.at);
+        if !input.rereadable() {
+            items = items.fed_by_a_writer(input::at_hand);
+        }
         // Items this segment still has, when it stops before the input's end.
         let mut left = (!segment.to_end).then_some(segment.items);
         let mut batch = Vec::with_capacity(max);

@@ -1,7 +1,12 @@
 //! Opening the inputs named on the command line, and reading a file or object through.
 
+use std::fs::File;
 use std::io::{self, BufReader, Read};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::PathBuf;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::location::Location;
 use crate::compressed::{self, Codec, decoded};
@@ -63,6 +68,32 @@ pub type Reader = BufReader<Counting>;
 pub struct Counting {
     inner: Box<dyn Read + Send>,
     read: u64,
+    /// For an input a writer feeds (standard input, a pipe, a FIFO): its descriptor, to ask
+    /// whether the writer has sent more ([`at_hand`]).
+    writer: Option<OwnedFd>,
+}
+
+/// How long the reader waits for a writer's next bytes before taking it that the writer is
+/// waiting for answers (a person typing): a program writing a file through a pipe sends its next
+/// bytes well within this.
+const WRITER_PAUSE: Duration = Duration::from_millis(100);
+
+/// Whether more of `reader`'s input is at hand: buffered, or sent by its writer within
+/// [`WRITER_PAUSE`]. Always for a file or an object, which no writer feeds.
+pub fn at_hand(reader: &Reader) -> bool {
+    if !reader.buffer().is_empty() {
+        return true;
+    }
+    let Some(fd) = &reader.get_ref().writer else {
+        return true;
+    };
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    let pause = Timespec {
+        tv_sec: 0,
+        tv_nsec: WRITER_PAUSE.as_nanos() as _,
+    };
+    // An error (or hang-up, which poll reports as ready) is left for the read to say.
+    !matches!(rustix::event::poll(&mut fds, Some(&pause)), Ok(0))
 }
 
 impl Read for Counting {
@@ -97,6 +128,12 @@ impl Input {
         self.0.as_ref().ok()
     }
 
+    /// Whether it can be opened again and read from anywhere (`Location::rereadable`): not
+    /// standard input, a pipe, a FIFO or a device, which a writer feeds.
+    pub fn rereadable(&self) -> bool {
+        self.location().is_some_and(Location::rereadable)
+    }
+
     pub fn is_stdin(&self) -> bool {
         self.location() == Some(&Location::Stdin)
     }
@@ -116,8 +153,21 @@ impl Input {
     /// decoded, and only from their start.
     pub fn open_at(&self, offset: u64) -> io::Result<Reader> {
         let at = self.place()?;
+        let mut writer = None;
         let inner = if offset == 0 {
-            decoded(at.open_at(0)?)?.1
+            let raw: Box<dyn Read + Send> = match at {
+                Location::Stdin => {
+                    writer = io::stdin().as_fd().try_clone_to_owned().ok();
+                    Box::new(io::stdin())
+                }
+                Location::File(path) if !at.rereadable() => {
+                    let file = File::open(path)?;
+                    writer = file.as_fd().try_clone_to_owned().ok();
+                    Box::new(file)
+                }
+                _ => at.open_at(0)?,
+            };
+            decoded(raw)?.1
         } else {
             if let Some(codec) = self.codec()? {
                 return Err(from_the_middle(codec));
@@ -126,7 +176,11 @@ impl Input {
         };
         Ok(BufReader::with_capacity(
             BUFFER,
-            Counting { inner, read: 0 },
+            Counting {
+                inner,
+                read: 0,
+                writer,
+            },
         ))
     }
 
