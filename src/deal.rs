@@ -11,6 +11,7 @@ use std::str::FromStr;
 mod card;
 pub mod frame;
 mod packed;
+mod pile_lines;
 pub mod reader;
 pub use card::{Card, Rank, Suit};
 pub use reader::{BadDeal, DealFileError, DealReader};
