@@ -336,7 +336,7 @@ impl<T> Future for Ticket<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn returns_results_to_their_submitter() {
@@ -436,22 +436,31 @@ mod tests {
         assert_eq!(pool.stats().skipped(), 5);
     }
 
+    /// A full queue holds a submitter back until a worker takes a job: shown without a clock,
+    /// by polling an asynchronous submit (it cannot complete while the queue is full) and then
+    /// seeing it and a blocking one complete once the worker is let go.
     #[test]
     fn submitters_wait_while_the_queue_is_full() {
+        use futures::FutureExt as _;
         let pool = Arc::new(Pool::new(1, 1).unwrap());
         let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let _busy = pool
+        let busy = pool
             .submit_blocking(move |_| release_rx.recv_timeout(Duration::from_secs(10)))
             .unwrap();
         let _queued = pool.submit_blocking(|_| ()).unwrap();
-        // The queue (capacity 1) is full and the only worker is busy: the next submit must wait.
+        // The queue (capacity 1) is full and the only worker is busy: a submit cannot complete.
+        let mut waiting = Box::pin(pool.submit(|_| 1));
+        assert!(
+            (&mut waiting).now_or_never().is_none(),
+            "submit did not wait for queue space"
+        );
+        assert_eq!(pool.queued(), 1);
         let p = pool.clone();
-        let start = Instant::now();
-        let waiter = thread::spawn(move || p.submit_blocking(|_| ()).map(|t| t.wait()));
-        thread::sleep(Duration::from_millis(100));
-        assert!(!waiter.is_finished(), "submit did not wait for queue space");
+        let blocking = thread::spawn(move || p.submit_blocking(|_| 2).map(|t| t.wait()));
         release_tx.send(()).unwrap();
-        assert!(matches!(waiter.join().unwrap(), Ok(Ok(()))));
-        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert_eq!(busy.wait(), Ok(Ok(())));
+        let ticket = futures::executor::block_on(waiting).unwrap();
+        assert_eq!(ticket.wait(), Ok(1));
+        assert!(matches!(blocking.join().unwrap(), Ok(Ok(2))));
     }
 }
