@@ -140,7 +140,20 @@ fn a_job_killed_with_its_daemon_resumes_at_the_next_start_and_writes_what_solve_
     let record = std::fs::read_to_string(dir.join(".patience-jobs/k1.json")).unwrap();
     assert!(record.contains("\"state\":\"running\""), "{record}");
     assert!(!dir.join("out/all.txt.done.json").exists());
+    // The output's run record names the inputs within the folder, not by where it was.
+    let run = std::fs::read_to_string(dir.join("out/all.txt.resume.json")).unwrap();
+    assert!(
+        run.contains(r#""inputs":["in/a.in","in/b.in"]"#) && !run.contains(&folder),
+        "{run}"
+    );
 
+    // The folder mounted elsewhere (a volume attached again at another path): its job resumes
+    // there.
+    let moved = Scratch::new("jobs-kill-moved");
+    std::fs::remove_dir(moved.path()).unwrap();
+    std::fs::rename(dir.path(), moved.path()).unwrap();
+    let dir = moved;
+    let folder = dir.path().display().to_string();
     let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
     daemon.logged(
         "taking up the jobs a last run left unfinished",
@@ -162,6 +175,64 @@ fn a_job_killed_with_its_daemon_resumes_at_the_next_start_and_writes_what_solve_
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(resumed >= 10_000, "{ended}");
+    // Ended, the job still says how far through its inputs it went: all of them.
+    let sizes: u64 = ["in/a.in", "in/b.in"]
+        .iter()
+        .map(|name| std::fs::metadata(dir.join(name)).unwrap().len())
+        .sum();
+    let got = Command::new("curl")
+        .args(["-s", &format!("{}/v1/jobs/k1", daemon.addr)])
+        .output()
+        .unwrap();
+    let job: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+    assert_eq!(job["bytes_done"], sizes, "{job}");
+}
+
+/// A job whose input cannot be read through says why in the input's own words, as `solve` would
+/// (here a file that stops being text), not only an exit status.
+#[test]
+fn a_job_that_fails_on_its_input_says_why_in_its_words() {
+    let dir = Scratch::new("jobs-unreadable");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let mut bytes = std::fs::read(data("sample.in")).unwrap();
+    bytes.extend_from_slice(b"AS 9S\0 6C KS\n");
+    std::fs::write(dir.join("in/bad.in"), &bytes).unwrap();
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "1", "--jobs-dir", &folder]);
+    let submitted = jobs(
+        &daemon,
+        &["submit", "in/bad.in", "-o", "out/bad.txt", "--id", "u1"],
+    );
+    assert_eq!(submitted.code(), Some(2), "{}", submitted.stderr_str());
+    let (line, _) = get(&daemon, "u1");
+    assert!(line.contains("failed"), "{line}");
+    let solve = patience().arg("solve").arg(dir.join("in/bad.in")).output();
+    let said = solve
+        .stderr_str()
+        .lines()
+        .find_map(|l| l.strip_prefix("patience: "))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(
+        said.contains("line 10 is not text (a NUL byte at byte 6)"),
+        "{said}"
+    );
+    let got = Command::new("curl")
+        .args(["-s", &format!("{}/v1/jobs/u1", daemon.addr)])
+        .output()
+        .unwrap();
+    let job: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+    // The input named as the spec names it, within the folder, and then `solve`'s words.
+    let shown = dir.join("in/bad.in").display().to_string();
+    assert_eq!(
+        job["error"],
+        said.replacen(&shown, "in/bad.in", 1),
+        "solve says: {said}"
+    );
+    assert_eq!(
+        job["error"],
+        "in/bad.in: line 10 is not text (a NUL byte at byte 6): not a file of deals or cases"
+    );
 }
 
 /// A FIFO at `path` that a thread writes `bytes` into once a reader opens it, then holds open

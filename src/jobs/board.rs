@@ -268,6 +268,7 @@ impl Board {
             runs: 0,
             done: 0,
             bad: 0,
+            bytes_done: 0,
         };
         self.keep(&kept).map_err(|e| Refusal::Unmet {
             field: "job_id".into(),
@@ -441,7 +442,7 @@ fn view(entry: &JobEntry) -> JobView {
         state: kept.state,
         items_done: counts.as_ref().map_or(kept.done, |c| c.all()),
         items_bad: counts.as_ref().map_or(kept.bad, |c| c.bad + c.skipped_bad),
-        bytes_done: counts.as_ref().map_or(0, |c| c.consumed),
+        bytes_done: counts.as_ref().map_or(kept.bytes_done, |c| c.consumed),
         bytes_total: counts.as_ref().and_then(|c| c.bytes),
         items_per_second: rate,
         eta_seconds: counts

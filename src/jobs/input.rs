@@ -56,7 +56,7 @@ pub fn read_through<E: From<ReadThroughError>>(
 /// One input: standard input, a file or an object, or the reason its name is none of them
 /// (said when it is read, in its turn, as a missing file is).
 #[derive(Clone, Debug)]
-pub struct Input(Result<Location, String>);
+pub struct Input(Result<Location, String>, Option<String>);
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
 /// is when interactive input should see the answers so far. With [`Reader::consumed`] it also
@@ -113,14 +113,17 @@ impl Input {
     /// The inputs for a list of paths: standard input for an empty list or for `-`.
     pub fn from_args(paths: &[PathBuf]) -> Vec<Input> {
         if paths.is_empty() {
-            return vec![Input(Ok(Location::Stdin))];
+            return vec![Input(Ok(Location::Stdin), None)];
         }
-        paths.iter().map(|p| Input(Location::parse(p))).collect()
+        paths
+            .iter()
+            .map(|p| Input(Location::parse(p), None))
+            .collect()
     }
 
     /// The input at `location`.
     pub fn at(location: Location) -> Input {
-        Input(Ok(location))
+        Input(Ok(location), None)
     }
 
     /// Where it is, when its name is good.
@@ -202,8 +205,27 @@ impl Input {
         Ok(compressed::sniff_bytes(&self.place()?.first_bytes(4)?))
     }
 
-    /// The input as the command line names it: its path, or `-`.
+    /// The same input, named relative to `root` when it is a file under it: a daemon's job names
+    /// its inputs as its spec does, relative to the jobs folder, in its `error:` lines, its error
+    /// and its output's run record, wherever the folder is mounted.
+    pub fn named_within(self, root: &std::path::Path) -> Input {
+        let shown = match &self.0 {
+            Ok(Location::File(path)) => path
+                .strip_prefix(root)
+                .ok()
+                .filter(|relative| !relative.as_os_str().is_empty())
+                .map(|relative| relative.display().to_string()),
+            _ => None,
+        };
+        Input(self.0, shown.or(self.1))
+    }
+
+    /// The input as the command line names it: its path, or `-` (or as a daemon's job names it:
+    /// [`Input::named_within`]).
     pub fn name(&self) -> String {
+        if let Some(shown) = &self.1 {
+            return shown.clone();
+        }
         match &self.0 {
             Ok(at) => at.to_string(),
             Err(said) => said.clone(),

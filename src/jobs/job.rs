@@ -89,6 +89,12 @@ pub struct JobArgs {
     /// Object storage's limits (s3:// inputs and outputs).
     #[command(flatten)]
     pub storage: StorageArgs,
+    /// Where the run names its inputs from, in its `error:` lines and its record: a daemon's jobs
+    /// folder (its jobs' inputs are named relative to it, as their specs name them, so that the
+    /// folder can be mounted elsewhere and they resume). Not a flag: the command line names
+    /// inputs as it is given them.
+    #[arg(skip)]
+    pub names_within: Option<PathBuf>,
     /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub progress_every: std::time::Duration,
@@ -136,7 +142,10 @@ impl JobRun {
         render: &Render,
     ) -> Result<(JobRun, Sink), JobError> {
         args.storage.configure();
-        let inputs = Input::from_args(files);
+        let mut inputs = Input::from_args(files);
+        if let Some(root) = &args.names_within {
+            inputs = inputs.into_iter().map(|i| i.named_within(root)).collect();
+        }
         let parquet_inputs: Vec<String> = inputs
             .iter()
             .filter(|input| {
@@ -167,6 +176,7 @@ impl JobRun {
             &inputs,
         );
         record.shard = args.shard.map(|shard| shard.to_string());
+
         // The one place the output's name becomes a file or an object.
         let place = args
             .output

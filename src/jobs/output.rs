@@ -162,7 +162,7 @@ impl<'a> Printer<'a> {
     /// far; the run will end with [`ExitStatus::Trouble`].
     pub fn unreadable(&mut self, message: &str) {
         let _ = self.out.flush();
-        self.progress.eprintln(format_args!("patience: {message}"));
+        self.progress.unreadable(message);
         self.status = ExitStatus::Trouble;
     }
 

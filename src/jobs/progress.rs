@@ -103,6 +103,9 @@ struct ProgressShared {
     answering: Mutex<Instant>,
     /// Stops the log lines' thread (dropped: it stops).
     ticker: Mutex<Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
+    /// The first input that could not be read (further), in its own words: what a daemon's job
+    /// that fails on it says ([`Progress::trouble`]).
+    trouble: Mutex<Option<String>>,
 }
 
 impl Progress {
@@ -130,6 +133,7 @@ impl Progress {
                 started: now,
                 answering: Mutex::new(now),
                 ticker: Mutex::new(None),
+                trouble: Mutex::new(None),
                 setup,
             }),
         };
@@ -216,6 +220,18 @@ impl Progress {
             answering: lock(&s.answering).elapsed(),
             wall: s.started.elapsed(),
         }
+    }
+
+    /// Says on standard error (as [`Progress::eprintln`]) that an input could not be read
+    /// (further), and keeps the first such message for [`Progress::trouble`].
+    pub fn unreadable(&self, message: &str) {
+        lock(&self.shared.trouble).get_or_insert_with(|| message.to_string());
+        self.eprintln(format_args!("patience: {message}"));
+    }
+
+    /// The first input that could not be read (further), in its own words, if any.
+    pub fn trouble(&self) -> Option<String> {
+        lock(&self.shared.trouble).clone()
     }
 
     /// Prints a message on standard error without tearing the bar.

@@ -4,7 +4,7 @@
 //! record is (`record.rs`), and a record of version 1 (which had two layouts: a file's, and an
 //! object's that held it as `record` beside the upload) is read as this one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +163,19 @@ impl Record {
     /// and what this run has instead. A precision on one side only goes unsaid: the formats
     /// differ then, which says it all.
     fn differences(&self, held: &Record) -> Option<(String, String)> {
+        // A record written with an input's whole path names the same input as this run's name
+        // for it relative to where it runs: a daemon's job records its inputs relative to its
+        // jobs folder, which may have been mounted elsewhere when the record was written.
+        let same_inputs = held.inputs.len() == self.inputs.len()
+            && held
+                .inputs
+                .iter()
+                .zip(&self.inputs)
+                .all(|(theirs, ours)| same_input(theirs, ours));
+        let mut held = held.clone();
+        if same_inputs {
+            held.inputs.clone_from(&self.inputs);
+        }
         let (theirs, ours): (Vec<String>, Vec<String>) = held
             .said()
             .into_iter()
@@ -191,6 +204,17 @@ impl Record {
             }),
         }
     }
+}
+
+/// Whether a record's input `theirs` names this run's input `ours`: the same name, or `theirs` a
+/// whole path that ends in `ours`, a relative one, at a folder boundary (`/old/jobs/in/a.in` and
+/// `in/a.in`).
+fn same_input(theirs: &str, ours: &str) -> bool {
+    theirs == ours
+        || (Path::new(theirs).is_absolute()
+            && Path::new(ours).is_relative()
+            && !ours.starts_with("s3://")
+            && Path::new(theirs).ends_with(ours))
 }
 
 impl Versioned for Record {
@@ -281,6 +305,32 @@ mod tests {
             parts: Vec::new(),
             complete: false,
         }
+    }
+
+    /// A daemon's job names its inputs within its folder; a record written with whole paths (by
+    /// an earlier version, or the folder mounted elsewhere since) names the same inputs where its
+    /// paths end in those names at a folder boundary, and no others.
+    #[test]
+    fn a_record_with_whole_paths_is_of_the_run_that_names_them_within_the_folder() {
+        let ours = text_of("in/a.in");
+        for (theirs, same) in [
+            ("in/a.in", true),
+            ("/old/jobs/in/a.in", true),
+            ("/mnt/B/in/a.in", true),
+            ("/old/jobs/in/b.in", false),
+            ("/old/jobs/xin/a.in", false),
+            ("in/b.in", false),
+            ("a.in", false),
+        ] {
+            let held = text_of(theirs);
+            assert_eq!(ours.same_run(&held, &"out.txt").is_ok(), same, "{theirs}");
+        }
+        // A whole path of ours is compared as it is.
+        assert!(
+            text_of("/jobs/in/a.in")
+                .same_run(&text_of("in/a.in"), &"o")
+                .is_err()
+        );
     }
 
     /// A run record of version 1 as the patience of then wrote it beside a file, and the

@@ -42,14 +42,28 @@ def _call(addr, method, request, metadata):
         raise RpcFailure.from_error(addr, error) from None
 
 
+FORMATS = {
+    "text": jobs_pb2.JOB_FORMAT_TEXT,
+    "json": jobs_pb2.JOB_FORMAT_JSON,
+    "parquet": jobs_pb2.JOB_FORMAT_PARQUET,
+}
+
+
 def submit(addr: str, inputs: Sequence[str], output: str, job_id: str = "", rps: bool = False,
            json: bool = False, precision: Optional[int] = None, shard: str = "",
-           token: Optional[str] = None, tls_ca=None, tls_cert=None, tls_key=None) -> jobs_pb2.Job:
-    """Creates a job (the same job_id and spec again is the same job) and returns it as it is."""
+           token: Optional[str] = None, tls_ca=None, tls_cert=None, tls_key=None,
+           format: Optional[str] = None) -> jobs_pb2.Job:
+    """Creates a job (the same job_id and spec again is the same job) and returns it as it is.
+
+    format is "text" (the default), "json" or "parquet" (one row per item: index, id,
+    probability, error); json=True is format="json"."""
+    chosen = format or ("json" if json else "text")
+    if chosen not in FORMATS:
+        raise ValueError(f"format {chosen!r} is not one of {', '.join(FORMATS)}")
     spec = jobs_pb2.JobSpec(
         inputs=list(inputs), output=output, shard=shard,
         game=jobs_pb2.JOB_GAME_RPS if rps else jobs_pb2.JOB_GAME_DEALS,
-        format=jobs_pb2.JOB_FORMAT_JSON if json else jobs_pb2.JOB_FORMAT_TEXT)
+        format=FORMATS[chosen])
     if precision is not None:
         spec.precision = precision
     channel, stub, metadata = _stub(addr, token, tls_ca, tls_cert, tls_key)

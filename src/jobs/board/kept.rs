@@ -67,6 +67,9 @@ pub(super) struct Kept {
     pub(super) done: u64,
     #[serde(default)]
     pub(super) bad: u64,
+    /// Input bytes the answers span, as the last run ended: an ended job's progress.
+    #[serde(default)]
+    pub(super) bytes_done: u64,
 }
 
 impl Versioned for Kept {

@@ -53,12 +53,15 @@ impl Board {
         let Some(entry) = table.jobs.get_mut(&kept.id) else {
             return;
         };
-        let last = entry.live.take().map(|progress| progress.counts());
+        let live = entry.live.take();
+        let trouble = live.as_ref().and_then(Progress::trouble);
+        let last = live.map(|progress| progress.counts());
         // Items the output held already, which this run read again without answering them.
         let resumed = last.as_ref().map_or(0, |counts| counts.skipped);
         if let Some(counts) = &last {
             entry.kept.done = counts.all();
             entry.kept.bad = counts.bad + counts.skipped_bad;
+            entry.kept.bytes_done = counts.consumed;
         }
         let (state, error) = match (ended, why) {
             // The daemon is ending: the record stays running, for the next start.
@@ -70,13 +73,15 @@ impl Board {
             (Err(_), CANCEL) => (JobState::Cancelled, String::new()),
             (Err(e), _) => (JobState::Failed, in_full(&e)),
             (Ok(ExitStatus::Ok | ExitStatus::BadInput), _) => (JobState::Succeeded, String::new()),
+            // The input's own words (or the store's), as `solve` says them on standard error.
             (Ok(status), _) => (
                 JobState::Failed,
-                format!(
-                    "an input could not be read through (exit status {}; the daemon's log says \
-                     which)",
-                    status as u8
-                ),
+                trouble.unwrap_or_else(|| {
+                    format!(
+                        "an input could not be read through (exit status {})",
+                        status as u8
+                    )
+                }),
             ),
         };
         entry.kept.state = state;
@@ -118,6 +123,7 @@ impl Board {
             // Each input by its first bytes: a job reads text and Parquet alike.
             input_format: crate::jobs::parquet_in::InputFormat::Auto,
             storage: self.inner.settings.storage.clone(),
+            names_within: Some(self.inner.settings.dir.clone()),
             progress_every: Duration::from_secs(10),
         };
         let items = self.inner.metrics.items.clone();
