@@ -27,7 +27,7 @@ use super::location::Location;
 use super::object::StorageArgs;
 use super::progress::Progress;
 use super::record::{self, RecordError};
-use super::spec::{JobSpec, Refusal};
+use super::spec::{JobSpec, RECORDS, Refusal};
 use crate::jobs::in_full;
 use crate::jobs::{FileError, FileOp};
 use crate::pool::Pool;
@@ -36,8 +36,6 @@ use crate::pool::Pool;
 /// for at most one short pool job a worker (the run keeps no more than that many in the pool),
 /// not for 256-deal ones (docs/jobs.md has the figures).
 pub const BATCH: BatchSize = BatchSize::growing(16, 64);
-/// The job records' folder, in `--jobs-dir`.
-const RECORDS: &str = ".patience-jobs";
 
 mod kept;
 mod run;

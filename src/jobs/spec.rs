@@ -15,6 +15,10 @@ use crate::solver::Options;
 /// The most decimals a text answer may have (`--precision`'s bound).
 const MAX_PRECISION: u8 = 17;
 
+/// The folder of `--jobs-dir` where the daemon keeps its jobs' records: never a job's input or
+/// output.
+pub const RECORDS: &str = ".patience-jobs";
+
 /// What the inputs hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -140,14 +144,30 @@ impl JobSpec {
             inputs.push(place);
         }
         let output = under(dir, &self.output, "spec.output")?;
+        // The output's folder, made once every check has passed: a refused spec leaves nothing.
+        let mut to_make = None;
         if let Location::File(path) =
             Location::parse(&output).map_err(|m| Refusal::invalid("spec.output", m))?
         {
+            let refused = |why: &str| {
+                Err(Refusal::invalid(
+                    "spec.output",
+                    format!("{} is {why}", self.output),
+                ))
+            };
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return refused("a link: a job writes its answers to a file of its folder");
+                }
+                Ok(meta) if meta.is_dir() => return refused("a folder: the output is a file"),
+                _ => {}
+            }
             let parent = path.parent().unwrap_or(dir);
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Refusal::unmet("spec.output", format!("cannot make its folder: {e}"))
-            })?;
-            inside(dir, parent, "spec.output")?;
+            // The part of its folder that is there already must be inside (the rest is made).
+            if let Some(there) = parent.ancestors().find(|at| at.exists()) {
+                inside(dir, there, "spec.output")?;
+            }
+            to_make = Some(parent.to_path_buf());
         }
         if inputs.contains(&output) {
             return Err(Refusal::invalid(
@@ -157,6 +177,12 @@ impl JobSpec {
                     self.output
                 ),
             ));
+        }
+        if let Some(parent) = to_make {
+            std::fs::create_dir_all(&parent).map_err(|e| {
+                Refusal::unmet("spec.output", format!("cannot make its folder: {e}"))
+            })?;
+            inside(dir, &parent, "spec.output")?;
         }
         let (unit, asked) = match self.game {
             JobGame::Deals => (Unit::DEALS, Options::default()),
@@ -191,6 +217,16 @@ fn under(dir: &Path, name: &str, field: &str) -> Result<PathBuf, Refusal> {
     let plain = path
         .components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let first = path.components().find(|c| *c != Component::CurDir);
+    if first == Some(Component::Normal(RECORDS.as_ref())) {
+        return Err(Refusal::invalid(
+            field,
+            format!(
+                "{name} is among the daemon's own records ({RECORDS}/): a job neither reads nor \
+                 writes them"
+            ),
+        ));
+    }
     if !plain {
         return Err(Refusal::invalid(
             field,
@@ -288,5 +324,59 @@ mod tests {
             "invalid spec.inputs[0]"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The daemon's records are never a job's input or output; a folder is neither; an output that
+    /// is a link (to a file outside the folder, or inside) is refused, the file it leads to left
+    /// as it was; and a spec refused for its inputs makes no folder for its output.
+    #[test]
+    fn records_folders_and_links_are_refused_and_a_refusal_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("patience-spec-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("in/sub")).unwrap();
+        std::fs::create_dir_all(dir.join(RECORDS)).unwrap();
+        std::fs::write(dir.join("in/deals.in"), "").unwrap();
+        std::fs::write(dir.join(RECORDS).join("other.json"), "{}").unwrap();
+        let outside = std::env::temp_dir().join(format!("patience-outside-{}", std::process::id()));
+        std::fs::write(&outside, "kept").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("out-link.txt")).unwrap();
+        std::os::unix::fs::symlink(dir.join("in/deals.in"), dir.join("in-link.txt")).unwrap();
+        let words = |s: JobSpec| match s.place(&dir).unwrap_err() {
+            Refusal::Invalid { field, message } | Refusal::Unmet { field, message } => {
+                format!("{field}: {message}")
+            }
+        };
+        for (spec, said) in [
+            (
+                spec(&[".patience-jobs/other.json"], "o"),
+                "spec.inputs[0]: .patience-jobs/other.json is among the daemon's own records",
+            ),
+            (
+                spec(&["in/deals.in"], "./.patience-jobs/other.json"),
+                "spec.output: ./.patience-jobs/other.json is among the daemon's own records",
+            ),
+            (spec(&["in/sub"], "o"), "spec.inputs[0]: in/sub is a folder"),
+            (
+                spec(&["in/deals.in"], "in/sub"),
+                "spec.output: in/sub is a folder",
+            ),
+            (
+                spec(&["in/deals.in"], "out-link.txt"),
+                "spec.output: out-link.txt is a link",
+            ),
+            (
+                spec(&["in/deals.in"], "in-link.txt"),
+                "spec.output: in-link.txt is a link",
+            ),
+        ] {
+            let got = words(spec);
+            assert!(got.starts_with(said), "{got}");
+        }
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "kept");
+        let refused = spec(&["in/deals.in", "missing.in"], "made/for/nothing.txt").place(&dir);
+        assert!(refused.is_err());
+        assert!(!dir.join("made").exists(), "a refused spec made a folder");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&outside).unwrap();
     }
 }
