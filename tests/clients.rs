@@ -278,8 +278,30 @@ fn each_client_prints_the_corpus_answers_byte_for_byte_with_gzip_both_ways() {
 #[test]
 fn each_client_prints_what_solve_prints_for_bad_deals() {
     let daemon = Daemon::start(&["--workers", "2"]);
-    for name in ["bad-deals.in", "bad-kinds.in"] {
-        let bad = data(name);
+    // And random1000.in damaged where the reader looks past damage for whole deals: a line
+    // missing (deal 101), one written twice (deal 201), a stray line (before deal 301), a line
+    // longer than 1 KiB right after a damaged deal (deal 401), and two damaged deals in a row.
+    let scratch = Scratch::new("clients-damaged");
+    let corpus = text("random1000.in");
+    let mut lines: Vec<String> = corpus
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let long = format!("{}\n", " ".repeat(1100)).replace('\n', "x");
+    lines.remove(600 * 9 + 3);
+    lines.remove(500 * 9 + 2);
+    lines.insert(400 * 9 + 9, long);
+    lines.remove(400 * 9 + 4);
+    lines.insert(300 * 9, "AS 9S".to_string());
+    lines.insert(200 * 9 + 5, lines[200 * 9 + 4].clone());
+    lines.remove(100 * 9 + 1);
+    let damaged = scratch.write("damaged.in", lines.join("\n") + "\n");
+    for name in ["bad-deals.in", "bad-kinds.in", "damaged.in"] {
+        let bad = match name {
+            "damaged.in" => damaged.clone(),
+            _ => data(name),
+        };
         let solve = solved(&bad);
         assert_eq!(solve.code(), Some(1), "{solve:?}");
         let solve_stdin = common::patience()

@@ -16,7 +16,7 @@ const { once } = require('node:events');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const protobuf = require('protobufjs');
-const { readDeals, DealFileError } = require('./deals');
+const { readDeals, said, DealFileError } = require('./deals');
 const { toFixedEven } = require('./fixed');
 
 const DEFAULT_ADDR = 'http://127.0.0.1:50051';
@@ -256,15 +256,17 @@ async function writeRequests(call, outbox, start, batch, signal) {
 function* localAnswers(outbox) {
   while (outbox.pending.length && outbox.pending[0].deal.cards == null && outbox.pending[0].deal.error != null) {
     const { file, deal } = outbox.answer();
-    yield new Answer(file, deal.number, { error: deal.error, errorLine: deal.line });
+    const { error, line } = said(deal, deal.error, deal.line);
+    yield new Answer(file, deal.number, { error, errorLine: line });
   }
 }
 
 function answerFor({ file, deal }, result) {
   if (result.outcome === 'probability') return new Answer(file, deal.number, { probability: result.probability });
   const code = result.error.code;
-  const line = deal.expect === null || deal.expect === code ? deal.line : null;
-  return new Answer(file, deal.number, { error: result.error.message, errorLine: line });
+  const named = deal.expect === null || deal.expect === code ? deal.line : null;
+  const { error, line } = said(deal, result.error.message, named);
+  return new Answer(file, deal.number, { error, errorLine: line });
 }
 
 /**

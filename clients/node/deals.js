@@ -6,7 +6,9 @@
 // cards (joined, a pile of five and one of three would make a valid 36-card deal that `solve`
 // rejects), and the line `solve` names in an error. The cards themselves are the daemon's to
 // judge; a card is checked here only to know which line `solve` would name if the daemon finds it
-// bad. The same rules as clients/python/patience_client/deals.py.
+// bad, and to find where whole deals begin again after nine lines that do not make one (a line
+// missing, extra or stray), by the rule of `solve`'s reader (src/deal/reader.rs,
+// docs/solving.md). The same rules as clients/python/patience_client/deals.py.
 
 const PILES = 9;
 const PILE_HEIGHT = 4;
@@ -21,6 +23,11 @@ const TOKEN = /[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u2
 const BLANK = /^[ \t\n\f\r]*$/;
 // A card: rank then suit, either case, exactly two characters.
 const CARD = /^[6789TJQKAtjqka][SCDHscdh]$/;
+
+// How far past a damaged deal's first line whole deals are looked for (Rust: REALIGN_LINES), and
+// the longest line looked at past its nine (HELD_LINE_BYTES, its line end included).
+const REALIGN_LINES = 2 * PILES - 1 + PILES;
+const HELD_LINE_BYTES = 1024;
 
 /** The input cannot be read as a deal file: what `solve` exits 2 for. */
 class DealFileError extends Error {}
@@ -89,24 +96,106 @@ async function* numberedLines(stream, name) {
  * which the client found that problem. Throws DealFileError where `solve` exits 2.
  */
 async function* readDeals(stream, name) {
-  const lines = numberedLines(stream, name)[Symbol.asyncIterator]();
+  const source = numberedLines(stream, name)[Symbol.asyncIterator]();
+  const held = []; // { number, text } of lines read ahead, not yet taken
+  let end = null; // the last line's number, once the input has ended
+  const fill = async (n) => {
+    while (held.length < n && end === null) {
+      const { value, done } = await source.next();
+      if (done) break;
+      if (value.text === null) end = value.number;
+      else held.push(value);
+    }
+    return Math.min(n, held.length);
+  };
   let number = 0;
-  for (;;) {
-    const { value: first, done } = await lines.next();
-    if (done || first.text === null) return; // done: the last deal was cut short by the end
+  while (await fill(1)) {
     number += 1;
+    const first = held[0];
     const tokens = tokensOf(first.text);
-    if ((first.text.match(/\//g) || []).length >= 2 || tokens.length === CARDS) {
+    if (oneLine(first.text)) {
+      held.shift();
       // One line: a deal, or a position with "/" between piles. Any error is on this line.
       yield { number, cards: first.text.replace(/\r?\n$/, ''), line: first.number, expect: null };
       continue;
     }
-    yield await nineLines(number, first, tokens, lines);
+    const count = await fill(PILES);
+    const frame = held.slice(0, count);
+    const rest = [...frame.slice(1), { number: end, text: null }];
+    const deal = nineLines(number, first, tokens, rest[Symbol.iterator]());
+    if (count < PILES || reads(frame)) {
+      held.splice(0, count);
+      yield deal;
+      continue;
+    }
+    await fill(REALIGN_LINES);
+    const skip = realign(held);
+    if (skip === null) {
+      held.splice(0, PILES);
+    } else {
+      deal.skipped = { first: first.number, last: held[skip - 1].number, next: held[skip].number };
+      held.splice(0, skip);
+    }
+    yield deal;
   }
 }
 
-/** A deal of nine pile lines, the first read. Every line is consumed, even after a problem. */
-async function nineLines(number, first, firstTokens, lines) {
+/** Whether a line is a step of its own: a deal or position written on one line. */
+const oneLine = (text) => (text.match(/\//g) || []).length >= 2 || tokensOf(text).length === CARDS;
+
+/** The cards of a pile line that holds four cards, upper case; null for any other line. */
+function pileCards(text) {
+  const tokens = tokensOf(text);
+  if (tokens.length !== PILE_HEIGHT || !tokens.every((t) => CARD.test(t))) return null;
+  return tokens.map((t) => t.toUpperCase());
+}
+
+/** Whether nine pile lines make a deal: four cards each, 36 different. */
+function reads(frame) {
+  const piles = frame.map((l) => pileCards(l.text));
+  return piles.every((p) => p !== null) && new Set(piles.flat()).size === CARDS;
+}
+
+/** Whether nine lines look framed: they make a deal, or fail on a line of their own. */
+const framed = (frame) => reads(frame) || frame.some((l) => pileCards(l.text) === null);
+
+/**
+ * After nine lines that do not make a deal, where whole deals begin again: null when the next
+ * nine look framed (or none reads within the look-ahead), else the lines to skip.
+ */
+function realign(held) {
+  let window = held.length;
+  for (let i = PILES; i < held.length; i += 1) {
+    if (Buffer.byteLength(held[i].text) > HELD_LINE_BYTES) {
+      window = i;
+      break;
+    }
+  }
+  window = Math.min(window, REALIGN_LINES);
+  const nine = (at) => (at + PILES <= window ? held.slice(at, at + PILES) : null);
+  if (PILES < window && (oneLine(held[PILES].text) || (nine(PILES) && framed(nine(PILES))))) return null;
+  for (const skip of [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17]) {
+    if (skip < window && !oneLine(held[skip].text) && nine(skip) && reads(nine(skip))) return skip;
+  }
+  return null;
+}
+
+/**
+ * `solve`'s message and line for a deal's error (the client's or the daemon's, named at `line`):
+ * as it is, or for a run of lines skipped to where whole deals begin again, the lines and why.
+ */
+function said(deal, error, line) {
+  if (!deal.skipped) return { error, line };
+  const { first, last, next } = deal.skipped;
+  const lines = last === first ? `line ${first} does not read as a deal` : `lines ${first}-${last} do not read as whole deals`;
+  return {
+    error: `${lines} (nine lines from line ${first}: ${error}); skipped, and whole deals begin again at line ${next}`,
+    line: first,
+  };
+}
+
+/** A deal of nine pile lines, the first read, the rest from `lines` (then `{ text: null }`). */
+function nineLines(number, first, firstTokens, lines) {
   const piles = [];
   const pileLines = [];
   let problem = null; // { line, error }: the first problem in the framing
@@ -115,7 +204,7 @@ async function nineLines(number, first, firstTokens, lines) {
   let tokens = firstTokens;
   for (let pile = 1; pile <= PILES; pile += 1) {
     if (pile > 1) {
-      const { value } = await lines.next();
+      const { value } = lines.next();
       at = value.number;
       if (value.text === null) {
         if (problem) return { number, ...problem };
@@ -161,4 +250,4 @@ function duplicateLine(piles, pileLines) {
   return null;
 }
 
-module.exports = { readDeals, DealFileError };
+module.exports = { readDeals, said, DealFileError };

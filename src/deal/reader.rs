@@ -22,9 +22,9 @@
 //!   as a typo, rather than as a deck with a card twice, which is what nine good pile lines from
 //!   two deals make; or the next line is a one-line step): the damage was inside this deal (a
 //!   typo, a card twice), which is one bad deal, as above;
-//! - a deal reads from 1 to 8 lines on (lines missing, or stray lines before a deal), or from 10
-//!   to 17 lines on (lines extra): the lines before it are one bad step, an `error:` line that
-//!   names them, and reading goes on from that deal;
+//! - nine pile lines make a deal from 1 to 8 lines on (lines missing, or stray lines before a
+//!   deal), or from 10 to 17 lines on (lines extra): the lines before them are one bad step, an
+//!   `error:` line that names them, and reading goes on from that deal;
 //! - neither: the nine lines are one bad deal, and the next begins after them.
 //!
 //! So a missing, extra or stray line costs at most the deals it touches (one, or two when it
@@ -334,18 +334,14 @@ impl<R: BufRead> DealReader<R> {
             }
     }
 
-    /// Whether a deal (a one-line one, or nine pile lines) reads from the `at`-th line held,
-    /// within the first `window` lines held.
+    /// Whether nine pile lines that make a deal begin at the `at`-th line held, within the
+    /// first `window` lines held. A one-line step is not where deals begin again: the clients
+    /// in other languages (clients/python, clients/node) frame with this rule too, and judge
+    /// nine pile lines without the position rules only the engine has.
     fn reads_at(&self, at: usize, window: usize) -> bool {
-        if at >= window {
-            return false;
-        }
-        match one_line(&self.ahead[at].text) {
-            Some(parsed) => parsed.is_ok(),
-            None => {
-                window >= at + PILES && piles(lines(self.ahead.range(at..at + PILES)), 0, 0).is_ok()
-            }
-        }
+        at + PILES <= window
+            && one_line(&self.ahead[at].text).is_none()
+            && piles(lines(self.ahead.range(at..at + PILES)), 0, 0).is_ok()
     }
 }
 

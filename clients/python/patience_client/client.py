@@ -316,7 +316,8 @@ def _local_answers(outbox):
     """Answers for the deals at the head of the outbox that the framing found bad."""
     while outbox.pending and outbox.pending[0][1].cards is None:
         file, deal = outbox.answer()
-        yield Answer(file, deal.number, error=deal.error, error_line=deal.line)
+        error, line = deal.said(deal.error, deal.line)
+        yield Answer(file, deal.number, error=error, error_line=line)
 
 
 def _requests(outbox, start, batch):
@@ -343,4 +344,5 @@ def _answer(item, result):
         return Answer(file, deal.number, probability=result.probability)
     code = patience_pb2.ErrorCode.Name(result.error.code)
     line = deal.line if deal.expect is None or deal.expect == code else None
-    return Answer(file, deal.number, error=result.error.message, error_line=line)
+    error, line = deal.said(result.error.message, line)
+    return Answer(file, deal.number, error=error, error_line=line)

@@ -4,10 +4,13 @@ The daemon sees one deal at a time, as one line of 36 cards, and cannot tell how
 out. So the framing is the client's: which lines make a deal, that each pile line holds four
 cards (joined, a pile of five and one of three would make a valid 36-card deal that `solve`
 rejects), and the line `solve` names in an error. The cards themselves are the daemon's to judge;
-a card is checked here only to know which line `solve` would name if the daemon finds it bad.
+a card is checked here only to know which line `solve` would name if the daemon finds it bad,
+and to find where whole deals begin again after nine lines that do not make one (a line missing,
+extra or stray), by the rule of `solve`'s reader (src/deal/reader.rs, docs/solving.md).
 """
 
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
@@ -50,6 +53,26 @@ class Deal:
     error: Optional[str] = None
     line: Optional[int] = None
     expect: Optional[str] = None
+    # Lines skipped to where whole deals begin again: (first, last, next), when this step is not
+    # one deal's nine lines but a run a missing, extra or stray line left (see `said`).
+    skipped: Optional[tuple] = None
+
+    def said(self, error, line):
+        """`solve`'s message and line for this step, given the error found in its nine lines (the
+        client's or the daemon's) and the line named for it."""
+        if self.skipped is None:
+            return error, line
+        first, last, following = self.skipped
+        lines = (f"line {first} does not read as a deal" if last == first
+                 else f"lines {first}-{last} do not read as whole deals")
+        return (f"{lines} (nine lines from line {first}: {error}); skipped, and whole deals begin"
+                f" again at line {following}", first)
+
+
+# How far past a damaged deal's first line whole deals are looked for (Rust: REALIGN_LINES), and
+# the longest line looked at past its nine (HELD_LINE_BYTES, its line end included).
+_REALIGN_LINES = 2 * PILES - 1 + PILES
+_HELD_LINE_BYTES = 1024
 
 
 def _plural(n):
@@ -84,18 +107,94 @@ def _lines(stream, name):
 def read_deals(stream, name) -> Iterator[Deal]:
     """The deals of a binary stream, in order; `name` is the file's name in error messages.
     Raises DealFileError where `solve` stops with exit status 2."""
-    lines = _lines(stream, name)
+    source = _lines(stream, name)
+    held = deque()  # (number, text) of lines read ahead, not yet taken
+    end = [None]  # the last line's number, once the input has ended
+
+    def fill(n):
+        while len(held) < n and end[0] is None:
+            number, text = next(source)
+            if text is None:
+                end[0] = number
+            else:
+                held.append((number, text))
+        return min(n, len(held))
+
+    def take(n):
+        for _ in range(min(n, len(held))):
+            held.popleft()
+
     number = 0
-    for first, text in lines:
-        if text is None:
-            return
+    while fill(1):
         number += 1
+        first, text = held[0]
         tokens = _TOKEN.findall(text)
-        if text.count("/") >= 2 or len(tokens) == CARDS:
+        if _one_line(text):
+            take(1)
             # One line: a deal, or a position with "/" between piles. Any error is on this line.
             yield Deal(number, cards=text.rstrip("\r\n"), line=first)
             continue
-        yield _nine_lines(number, first, tokens, lines)
+        count = fill(PILES)
+        frame = list(held)[:count]
+        lines = iter(frame[1:] + [(end[0], None)])
+        deal = _nine_lines(number, first, tokens, lines)
+        if count < PILES or _reads(frame):
+            take(count)
+            yield deal
+            continue
+        skip = _realign(held, fill)
+        if skip is None:
+            take(PILES)
+        else:
+            deal.skipped = (first, held[skip - 1][0], held[skip][0])
+            take(skip)
+        yield deal
+
+
+def _one_line(text):
+    """Whether a line is a step of its own: a deal or position written on one line."""
+    return text.count("/") >= 2 or len(_TOKEN.findall(text)) == CARDS
+
+
+def _pile_cards(text):
+    """The cards of a pile line that holds four cards, upper case; None for any other line."""
+    tokens = _TOKEN.findall(text)
+    if len(tokens) != PILE_HEIGHT or not all(_CARD.fullmatch(t) for t in tokens):
+        return None
+    return [t.upper() for t in tokens]
+
+
+def _reads(frame):
+    """Whether nine pile lines make a deal: four cards each, 36 different."""
+    piles = [_pile_cards(text) for _, text in frame]
+    return all(p is not None for p in piles) and len({c for p in piles for c in p}) == CARDS
+
+
+def _framed(frame):
+    """Whether nine lines look framed where they are: they make a deal, or fail on a line of
+    their own (not four cards) rather than as a deck with a card twice."""
+    return _reads(frame) or any(_pile_cards(text) is None for _, text in frame)
+
+
+def _realign(held, fill):
+    """After nine lines that do not make a deal, where whole deals begin again: None when the
+    next nine look framed (or none reads within the look-ahead), else the lines to skip."""
+    fill(_REALIGN_LINES)
+    window = min(_REALIGN_LINES, next(
+        (i for i in range(PILES, len(held)) if len(held[i][1].encode()) > _HELD_LINE_BYTES),
+        len(held)))
+    lines = list(held)[:window]
+
+    def nine(at):
+        return lines[at:at + PILES] if at + PILES <= window else None
+
+    following = nine(PILES)
+    if PILES < window and (_one_line(lines[PILES][1]) or (following and _framed(following))):
+        return None
+    for skip in [*range(1, PILES), *range(PILES + 1, 2 * PILES)]:
+        if skip < window and not _one_line(lines[skip][1]) and nine(skip) and _reads(nine(skip)):
+            return skip
+    return None
 
 
 def _nine_lines(number, first, tokens, lines):
