@@ -141,20 +141,84 @@ function isSpace(b) {
   return b === 0x20 || (b >= 0x09 && b <= 0x0d);
 }
 
+// After nine lines that do not make a deal, the daemon looks this far for where whole deals begin
+// again (src/deal/reader.rs: REALIGN_LINES), at lines of at most HELD_LINE_BYTES past the nine.
+const REALIGN_LINES = 2 * PILES - 1 + PILES;
+const HELD_LINE_BYTES = 1024;
+// What Rust's `split_whitespace` splits on (as clients/node/deals.js spells it out).
+const TOKEN = /[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
+const PILE_CARD = /^[6789TJQKAtjqka][SCDHscdh]$/;
+
 /**
  * Where each deal of a file starts and ends, framed as the daemon frames them, on the file's
  * bytes: blank lines are skipped; a deal is one line of 36 cards, one line with two or more `/`
- * (a position), or nine non-blank lines. Returns `{starts, ends, lines}`: byte offsets of each
- * deal, and the (1-based) line it starts on.
+ * (a position), or nine non-blank lines; after nine lines that do not make a deal, whole deals
+ * begin again where the daemon's reader finds them (docs/solving.md). Returns `{starts, ends,
+ * lines}`: byte offsets of each deal, and the (1-based) line it starts on.
  */
 export function frameDeals(bytes) {
+  const held = nonBlankLines(bytes);
   const starts = [];
   const ends = [];
   const lines = [];
+  const text = new TextDecoder("utf-8");
+  const piles = (i) => {
+    const tokens = text.decode(bytes.subarray(held[i].start, held[i].end)).match(TOKEN) || [];
+    return tokens.length === HEIGHT && tokens.every((t) => PILE_CARD.test(t)) ? tokens.map((t) => t.toUpperCase()) : null;
+  };
+  const reads = (from) => {
+    const cards = new Set();
+    for (let i = from; i < from + PILES; i++) {
+      const pile = piles(i);
+      if (pile === null) return false;
+      pile.forEach((c) => cards.add(c));
+    }
+    return cards.size === PILES * HEIGHT;
+  };
+  const fault = (from) => {
+    for (let i = from; i < from + PILES; i++) if (piles(i) === null) return true;
+    return false;
+  };
+  const realign = (at) => {
+    let window = held.length - at;
+    for (let i = PILES; i < window; i++) {
+      if (held[at + i].end - held[at + i].start > HELD_LINE_BYTES) {
+        window = i;
+        break;
+      }
+    }
+    window = Math.min(window, REALIGN_LINES);
+    const nine = (k) => k + PILES <= window;
+    if (PILES < window && (held[at + PILES].one || (nine(PILES) && (reads(at + PILES) || fault(at + PILES))))) return null;
+    for (const skip of [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17]) {
+      if (skip < window && !held[at + skip].one && nine(skip) && reads(at + skip)) return skip;
+    }
+    return null;
+  };
+  let i = 0;
+  while (i < held.length) {
+    let step;
+    if (held[i].one) {
+      step = 1;
+    } else if (held.length - i < PILES || reads(i)) {
+      step = Math.min(PILES, held.length - i);
+    } else {
+      step = realign(i) ?? PILES;
+    }
+    starts.push(held[i].start);
+    lines.push(held[i].line);
+    ends.push(held[i + step - 1].end);
+    i += step;
+  }
+  return { starts, ends, lines };
+}
+
+/** The non-blank lines of a file: their bytes, their numbers, and whether each is a one-line step. */
+function nonBlankLines(bytes) {
+  const held = [];
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
   let at = bom ? 3 : 0;
   let line = 0;
-  let left = 0; // pile lines still due for the deal begun last
   while (at < bytes.length) {
     const newline = bytes.indexOf(0x0a, at);
     const end = newline < 0 ? bytes.length : newline + 1;
@@ -167,27 +231,16 @@ export function frameDeals(bytes) {
     for (let i = at; i < end; i++) {
       const b = bytes[i];
       if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0c && b !== 0x0d) blank = false;
+      if (b === 0x2f) slashes += 1;
       if (isSpace(b)) {
         inToken = false;
       } else {
         if (!inToken) tokens += 1;
         inToken = true;
-        if (b === 0x2f) slashes += 1;
       }
     }
-    if (!blank) {
-      if (left > 0) {
-        left -= 1;
-        if (left === 0) ends.push(end);
-      } else {
-        starts.push(at);
-        lines.push(line);
-        if (slashes >= 2 || tokens === PILES * HEIGHT) ends.push(end);
-        else left = PILES - 1;
-      }
-    }
+    if (!blank) held.push({ start: at, end, line, one: slashes >= 2 || tokens === PILES * HEIGHT });
     at = end;
   }
-  if (left > 0) ends.push(bytes.length);
-  return { starts, ends, lines };
+  return held;
 }

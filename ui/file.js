@@ -112,16 +112,23 @@ async function solveFile(file) {
   update();
 }
 
-/** A part's answer as the whole file's: its index, and the deal and line its error names. */
+/**
+ * A part's answer as the whole file's: its index, the deal its error names, and every line the
+ * error names (`(line L)`, and a skipped run's `lines A-B ... line A ... line C`).
+ */
 function shifted(result, line, { deals, lines }) {
   if (deals === 0 && lines === 0) return [result, line];
-  const place = (_, deal, at) => `deal ${Number(deal) + deals} (line ${Number(at) + lines})`;
-  const named = /^deal (\d+) \(line (\d+)\)/;
+  const shiftLines = (text) =>
+    text.replace(/\b(lines?) (\d+)(?:-(\d+))?/g, (_, word, from, to) =>
+      `${word} ${Number(from) + lines}${to === undefined ? "" : `-${Number(to) + lines}`}`);
   if (typeof result.index === "number") result.index += deals;
-  if (result.error !== undefined) result.error = result.error.replace(named, place);
-  const text = line
-    .replace(/^\{"index":\d+/, `{"index":${result.index}`)
-    .replace(/"error":"deal (\d+) \(line (\d+)\)/, (_, deal, at) => `"error":"${place(_, deal, at)}`);
+  if (result.error !== undefined) {
+    result.error = shiftLines(result.error.replace(/^deal (\d+)/, (_, deal) => `deal ${Number(deal) + deals}`));
+  }
+  let text = line.replace(/^\{"index":\d+/, `{"index":${result.index}`);
+  if (result.error !== undefined) {
+    text = shiftLines(text.replace(/"error":"deal (\d+)/, (_, deal) => `"error":"deal ${Number(deal) + deals}`));
+  }
   return [result, text];
 }
 
