@@ -23,10 +23,12 @@ const MAGICS: [(&[u8], Codec); 2] = [
     (&[0x28, 0xb5, 0x2f, 0xfd], Codec::Zstd),
 ];
 
-/// Parquet's magic: a stream that begins with it is a Parquet file, which is read from its footer
-/// at its end and so only from a place that can be read from anywhere (a file, an object); read
-/// through as text it would fail on its first line with words that do not say so.
-const PARQUET: &[u8] = b"PAR1";
+/// Parquet's magic, a Parquet file's first and last four bytes. A stream that begins with it is a
+/// Parquet file, which is read from its footer at its end and so only from a place that can be
+/// read from anywhere (a file, an object); read through as text it would fail on its first line
+/// with words that do not say so. The Parquet input and output (`jobs/parquet_in.rs`,
+/// `jobs/parquet_out.rs`) look for it too.
+pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
 
 /// Why a Parquet file read as a stream (a pipe, standard input, a request's body) is not read.
 fn parquet_in_a_stream() -> io::Error {
@@ -61,7 +63,7 @@ impl Codec {
 }
 
 /// Reads `inner` decoded: its first bytes say whether it is gzip, zstd or neither (or Parquet,
-/// refused: see [`PARQUET`]). `inner` is opened once and read once: its first bytes are read from
+/// refused: see [`PARQUET_MAGIC`]). `inner` is opened once and read once: its first bytes are read from
 /// it and handed on, never looked at by a second open, so a pipe loses nothing. Only as many bytes
 /// are awaited as could still begin a magic, so typed input is never held back (no deal or case
 /// file begins with 0x1f, `(` or `P`).
@@ -71,7 +73,7 @@ pub fn decoded(
     let mut head = [0u8; 4];
     let mut len = 0;
     while len < head.len()
-        && (might_begin(PARQUET, &head[..len])
+        && (might_begin(PARQUET_MAGIC, &head[..len])
             || MAGICS
                 .iter()
                 .any(|(magic, _)| might_begin(magic, &head[..len])))
@@ -83,7 +85,7 @@ pub fn decoded(
             Err(e) => return Err(e),
         }
     }
-    if head[..len] == *PARQUET {
+    if head[..len] == *PARQUET_MAGIC {
         return Err(parquet_in_a_stream());
     }
     let codec = MAGICS

@@ -31,7 +31,7 @@ pub fn frame(
     from: &Mark,
     seen: &mut dyn FnMut(Framed) -> bool,
 ) -> io::Result<()> {
-    let mut reader = DealReader::framing(BufReader::with_capacity(CHUNK, input), from);
+    let mut reader = DealReader::at(BufReader::with_capacity(CHUNK, input), from);
     loop {
         let framed = match reader.next() {
             None => return Ok(()),

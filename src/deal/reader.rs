@@ -146,11 +146,6 @@ impl<R: BufRead> DealReader<R> {
         self
     }
 
-    /// A reader for framing `input` from `at` (`super::frame`): the same steps and marks.
-    pub fn framing(input: R, at: &Mark) -> Self {
-        DealReader::at(input, at)
-    }
-
     /// The underlying input, for example to see whether it has more data buffered.
     pub fn get_ref(&self) -> &R {
         self.lines.get_ref()

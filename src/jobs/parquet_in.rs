@@ -19,9 +19,7 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
 use super::location::Location;
-
-/// Parquet's magic, a file's first four bytes.
-pub const MAGIC: &[u8; 4] = b"PAR1";
+use crate::compressed::PARQUET_MAGIC as MAGIC;
 
 /// ParquetRows read at a time.
 const BATCH_ROWS: usize = 8192;

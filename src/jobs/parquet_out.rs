@@ -44,6 +44,7 @@ use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
 use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
+use crate::compressed::PARQUET_MAGIC as MAGIC;
 use crate::jobs::in_full;
 use crate::jobs::{FileError, FileOp};
 
@@ -55,8 +56,6 @@ const BATCH_ROWS: usize = 8192;
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 /// How often the keeper looks at the clock.
 const TICK: Duration = Duration::from_secs(1);
-/// Parquet's magic, at both ends of a file.
-const MAGIC: &[u8; 4] = b"PAR1";
 
 /// Why a Parquet output cannot be opened, checkpointed or ended: the output named once where the
 /// words name it, the storage's or Parquet's error as the cause.
