@@ -448,6 +448,89 @@ fn parquet_shards_merge_into_the_one_run_s_answers() {
     );
 }
 
+/// A Parquet input shards by rows: after a text input, row groups of 300 cut anywhere, the N
+/// parts of every N concatenate to the whole run's lines (indexes, ids, the bad rows' numbers),
+/// whose Parquet rows are the seed solver's; the parts as Parquet files merge to the whole run's
+/// file, and an object of a real S3 server shards as the file does.
+#[test]
+fn a_parquet_input_shards_by_rows_and_its_parts_make_the_whole_run() {
+    let Some(py) = python() else { return };
+    let scratch = Scratch::new("parquet-in-shards");
+    let input = scratch.join("deals.parquet").display().to_string();
+    py.write_input(&data("random1000.in"), &input, 300);
+    let before = data("sample.in");
+    // Status 1 where a bad row is among the answers, 0 for a part without one.
+    let run = |args: &[&str]| {
+        let out = patience().args(args).output();
+        assert!(
+            matches!(out.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            out.stderr_str()
+        );
+        out.stdout_str().to_string()
+    };
+    let whole = run(&["solve", &before, &input]);
+    let mut expected = text("sample.out6");
+    expected.push_str(&text("random1000.out6"));
+    expected.push_str(&format!("error: {input}: row 1001: no deal (null)\n"));
+    expected.push_str(&format!(
+        "error: {input}: row 1002: the deal has 2 cards; a deal has 36 (9 piles of 4)\n"
+    ));
+    assert_eq!(whole, expected);
+    let whole_json = run(&["solve", "--format", "json", &before, &input]);
+    for n in [2u64, 3, 7] {
+        let (mut text_parts, mut json_parts) = (String::new(), String::new());
+        for k in 0..n {
+            let shard = format!("{k}/{n}");
+            text_parts.push_str(&run(&["solve", "--shard", &shard, &before, &input]));
+            json_parts.push_str(&run(&[
+                "solve", "--format", "json", "--shard", &shard, &before, &input,
+            ]));
+        }
+        assert_eq!(text_parts, whole, "{n} shards");
+        assert_eq!(json_parts, whole_json, "{n} shards, JSON");
+    }
+    // Parquet parts of the Parquet input merge to the whole run's file.
+    let answers = scratch.join("whole.parquet").display().to_string();
+    run(&[
+        "solve", "-q", "--format", "parquet", "--output", &answers, &input,
+    ]);
+    let mut parts = Vec::new();
+    for k in 0..3 {
+        let part = scratch.join(&format!("part-{k}.parquet"));
+        let part = part.display().to_string();
+        let shard = format!("{k}/3");
+        run(&[
+            "solve", "-q", "--format", "parquet", "--shard", &shard, "--output", &part, &input,
+        ]);
+        parts.push(part);
+    }
+    let merged = scratch.join("merged.parquet").display().to_string();
+    let out = patience()
+        .args(&[
+            "merge", "--output", &merged, &parts[1], &parts[2], &parts[0],
+        ])
+        .output();
+    // The whole run's status: a bad row is among the parts'.
+    assert_eq!(out.code(), Some(1), "{}", out.stderr_str());
+    assert_eq!(rows(&py.parquet(&merged)), rows(&py.parquet(&answers)));
+    // The same input as an object.
+    let Some(s3) = S3Server::start() else { return };
+    s3.make_bucket("tables");
+    s3.put_file("tables", "in/deals.parquet", Path::new(&input));
+    let object = "s3://tables/in/deals.parquet";
+    let mut from_s3 = String::new();
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        let out = s3
+            .env(patience().args(&["solve", "--shard", &shard, &before, object]))
+            .output();
+        assert!(matches!(out.code(), Some(0 | 1)), "{}", out.stderr_str());
+        from_s3.push_str(&out.stdout_str());
+    }
+    assert_eq!(from_s3, whole.replace(&input, object));
+}
+
 #[test]
 fn the_http_api_streams_arrow_to_whoever_accepts_it() {
     let Some(py) = python() else { return };
@@ -532,7 +615,7 @@ fn what_parquet_cannot_do_is_refused_in_words() {
         ])
         .output();
     assert_eq!(made.code(), Some(0), "{}", made.stderr_str());
-    let cases: [(Vec<&str>, &str); 3] = [
+    let cases: [(Vec<&str>, &str); 2] = [
         (
             vec!["solve", "--format", "parquet", &sample],
             "add --output NAME.parquet",
@@ -542,10 +625,6 @@ fn what_parquet_cannot_do_is_refused_in_words() {
                 "solve", "--format", "parquet", "--exact", "--output", &out, &sample,
             ],
             "shown in JSON only",
-        ),
-        (
-            vec!["solve", "--shard", "0/2", &parquet_input],
-            "give each shard its own Parquet file instead",
         ),
     ];
     for (args, words) in cases {

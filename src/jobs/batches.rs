@@ -155,7 +155,10 @@ pub fn read_items<R: Items<Reader>>(
         if let Some(place) = input.location()
             && parquet_in::is_parquet(place, reading.format)
         {
-            let mut rows = ParquetRows::open(place, input.exact_size().unwrap_or(0));
+            // A shard reads the rows it planned; a whole run, all of them.
+            let span = sharded.then(|| segment.at.item..segment.at.item + segment.items);
+            let size = input.exact_size().unwrap_or(0);
+            let mut rows = ParquetRows::open(place, size, span);
             let state = RowState {
                 skip: &mut skip,
                 max: &mut max,
@@ -169,7 +172,7 @@ pub fn read_items<R: Items<Reader>>(
             if !go_on {
                 return;
             }
-            done += input.exact_size().unwrap_or(0);
+            done += size;
             continue;
         }
         let reader = match input.open_at(segment.at.offset) {

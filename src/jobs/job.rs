@@ -29,11 +29,6 @@ use crate::values::parse_duration;
 /// each step's error as it says itself.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    #[error(
-        "--shard splits text inputs by their bytes, and {inputs} is Parquet: give each shard its \
-         own Parquet file instead"
-    )]
-    ShardParquet { inputs: String },
     /// `--output`'s name, refused as [`Location::parse`] says it.
     #[error("{0}")]
     Output(String),
@@ -155,14 +150,9 @@ impl JobRun {
             })
             .map(Input::name)
             .collect();
-        if args.shard.is_some() && !parquet_inputs.is_empty() {
-            return Err(JobError::ShardParquet {
-                inputs: parquet_inputs.join(", "),
-            });
-        }
         let plan = args
             .shard
-            .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun))
+            .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun, args.input_format))
             .transpose()?;
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();
@@ -367,13 +357,6 @@ mod tests {
     #[test]
     fn refused_flags_say_what_they_always_said() {
         let cases: Vec<(JobError, &str)> = vec![
-            (
-                JobError::ShardParquet {
-                    inputs: "a.parquet, b.parquet".into(),
-                },
-                "--shard splits text inputs by their bytes, and a.parquet, b.parquet is Parquet: \
-                 give each shard its own Parquet file instead",
-            ),
             (
                 JobError::ParquetToStandardOutput,
                 "--format parquet writes a file, not standard output: add --output NAME.parquet",

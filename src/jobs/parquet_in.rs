@@ -14,7 +14,9 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
@@ -79,9 +81,45 @@ pub struct ParquetRows {
     /// The next row of `batch`, and the rows before it.
     at: usize,
     row: u64,
+    /// The first row this reader reads (0 but for a shard's), for [`ParquetRows::consumed`].
+    first: u64,
     total: u64,
     size: u64,
     with_id: bool,
+}
+
+/// Where row `row` of a Parquet input of `rows` rows and `size` bytes stands in its bytes, for
+/// `--shard` (whose ranges are bytes) and the progress: the rows spread evenly over the file, the
+/// first at its start. Rows have no byte of their own (a row group's columns lie apart, and
+/// compressed), so this gives each one, from the footer alone, a place that only grows: the
+/// shards' rows then tile the input as text items do, and cut row groups where they must.
+pub fn row_at(row: u64, rows: u64, size: u64) -> u64 {
+    match rows {
+        0 => 0,
+        rows => (u128::from(row) * u128::from(size) / u128::from(rows)) as u64,
+    }
+}
+
+/// The first row whose place ([`row_at`]) is at or past byte `at`: `rows` when none is.
+pub fn first_row_from(at: u64, rows: u64, size: u64) -> u64 {
+    if size == 0 {
+        return rows;
+    }
+    // row * size / rows >= at (rounded down) holds from row = ceil(at * rows / size) on.
+    let row = (u128::from(at) * u128::from(rows)).div_ceil(u128::from(size));
+    row.min(u128::from(rows)) as u64
+}
+
+/// The rows a Parquet input holds, by its footer (for `--shard`, which counts them without
+/// reading them).
+pub fn rows_in(place: &Location, size: u64) -> Result<u64, String> {
+    let chunks = Chunks {
+        place: place.clone(),
+        len: size,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(chunks)
+        .map_err(|e| format!("it is not a Parquet file patience reads ({e})"))?;
+    Ok(builder.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
 /// One row: its id, and its deal's text (`None`: null).
@@ -92,8 +130,14 @@ pub struct DealRow {
 
 impl ParquetRows {
     /// Opens the Parquet input at `place` (`size` bytes long): its footer read and its columns
-    /// checked.
-    pub fn open(place: &Location, size: u64) -> Result<ParquetRows, String> {
+    /// checked. With `span` (a shard's), only rows `span.start..span.end` (counted from 0) are
+    /// read, their numbers in messages still the whole file's; only the row groups that hold them
+    /// are decoded.
+    pub fn open(
+        place: &Location,
+        size: u64,
+        span: Option<std::ops::Range<u64>>,
+    ) -> Result<ParquetRows, String> {
         if !place.rereadable() {
             return Err(
                 "it is read as Parquet, which is read from its footer at its end: give it \
@@ -145,28 +189,34 @@ impl ParquetRows {
             .collect();
         let mask = ProjectionMask::leaves(builder.parquet_schema(), wanted);
         let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
-        let reader = builder
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(not)?;
+        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+        let mut first = 0;
+        if let Some(span) = span {
+            let (groups, selection) = window(builder.metadata().row_groups(), &span);
+            first = span.start;
+            builder = builder
+                .with_row_groups(groups)
+                .with_row_selection(selection);
+        }
+        let reader = builder.build().map_err(not)?;
         Ok(ParquetRows {
             reader,
             batch: None,
             at: 0,
-            row: 0,
+            row: first,
+            first,
             total,
             size,
             with_id,
         })
     }
 
-    /// How far into the file the rows read so far reach, in proportion to its size (for the
-    /// progress).
+    /// How far past its first row's place the rows read so far reach, in the file's bytes
+    /// ([`row_at`]; for the progress).
     pub fn consumed(&self) -> u64 {
         match self.total {
             0 => self.size,
-            total => (u128::from(self.size) * u128::from(self.row) / u128::from(total)) as u64,
+            total => row_at(self.row, total, self.size) - row_at(self.first, total, self.size),
         }
     }
 
@@ -203,6 +253,33 @@ impl ParquetRows {
             }
         }
     }
+}
+
+/// The row groups that hold rows `span` of a file whose row groups are `groups`, and which of
+/// their rows are `span`'s.
+fn window(
+    groups: &[parquet::file::metadata::RowGroupMetaData],
+    span: &std::ops::Range<u64>,
+) -> (Vec<usize>, RowSelection) {
+    let mut chosen = Vec::new();
+    let mut selectors = Vec::new();
+    let mut start = 0u64;
+    for (i, group) in groups.iter().enumerate() {
+        let end = start + group.num_rows().max(0) as u64;
+        let (from, to) = (span.start.max(start), span.end.min(end));
+        if from < to {
+            if chosen.is_empty() && from > start {
+                selectors.push(RowSelector::skip((from - start) as usize));
+            }
+            chosen.push(i);
+            selectors.push(RowSelector::select((to - from) as usize));
+            if to < end {
+                selectors.push(RowSelector::skip((end - to) as usize));
+            }
+        }
+        start = end;
+    }
+    (chosen, RowSelection::from(selectors))
 }
 
 /// The text of column `name` at `row` of `batch`; `None` when null (or not a string column,
@@ -266,4 +343,52 @@ fn chunks(place: &Location) -> Result<Chunks, String> {
         place: place.clone(),
         len: place.size().map_err(|e| e.to_string())?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shard ranges of bytes cut any file's rows into runs that tile them in order: each row in
+    /// the one range that holds its place, worked by hand for 10 rows in 25 bytes.
+    #[test]
+    fn rows_placed_in_the_bytes_fall_each_in_one_range() {
+        // Places: 0 2 5 7 10 12 15 17 20 22.
+        let places: Vec<u64> = (0..10).map(|row| row_at(row, 10, 25)).collect();
+        assert_eq!(places, [0, 2, 5, 7, 10, 12, 15, 17, 20, 22]);
+        assert_eq!(first_row_from(0, 10, 25), 0);
+        assert_eq!(first_row_from(3, 10, 25), 2);
+        assert_eq!(first_row_from(5, 10, 25), 2);
+        assert_eq!(first_row_from(6, 10, 25), 3);
+        assert_eq!(first_row_from(23, 10, 25), 10);
+        assert_eq!(first_row_from(25, 10, 25), 10);
+        for (rows, size) in [
+            (10, 25),
+            (7, 3),
+            (1, 1000),
+            (1000, 1),
+            (0, 5),
+            (12345, 99991),
+        ] {
+            for n in 1..12u64 {
+                let cut = |k: u64| k * size / n;
+                let mut next = 0;
+                for k in 0..n {
+                    let from = first_row_from(cut(k), rows, size);
+                    let to = match k + 1 == n {
+                        true => rows,
+                        false => first_row_from(cut(k + 1), rows, size),
+                    };
+                    assert_eq!(from, next, "{rows} rows, {size} bytes, shard {k}/{n}");
+                    assert!(from <= to);
+                    for row in from..to {
+                        let at = row_at(row, rows, size);
+                        assert!(at >= cut(k) && (k + 1 == n || at < cut(k + 1)));
+                    }
+                    next = to;
+                }
+                assert_eq!(next, rows);
+            }
+        }
+    }
 }

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::index;
 use super::input::{Input, Reader};
 use super::location::Location;
+use super::parquet_in::{self, InputFormat};
 use crate::items::Items;
 use crate::mark::{Framed, Mark};
 
@@ -70,6 +71,13 @@ pub enum ShardError {
         name: String,
         #[source]
         source: io::Error,
+    },
+    /// A Parquet input whose rows cannot be counted from its footer.
+    #[error("--shard {shard} counts the rows of {name} from its footer: {why}")]
+    Parquet {
+        shard: Shard,
+        name: String,
+        why: String,
     },
 }
 
@@ -144,13 +152,16 @@ pub struct ShardPlan {
 /// Frames `inputs` up to the end of `shard`'s range with the game's framing `R` and plans what
 /// the shard reads; a file with an index for `answers` (`patience index`) is skipped or framed
 /// from its last mark before the range. The inputs must be regular files: their sizes set the
-/// ranges.
+/// ranges. A Parquet input (by `format`, or its first bytes) is not framed: its footer counts its
+/// rows, each placed in its bytes by [`parquet_in::row_at`].
 pub fn plan<R: Items<Reader>>(
     inputs: &[Input],
     shard: Shard,
     answers: &str,
+    format: InputFormat,
 ) -> Result<ShardPlan, ShardError> {
     let mut sizes = Vec::with_capacity(inputs.len());
+    let mut parquet = Vec::with_capacity(inputs.len());
     for input in inputs {
         if input.is_stdin() {
             return Err(ShardError::Stdin { shard });
@@ -162,6 +173,11 @@ pub fn plan<R: Items<Reader>>(
                 return Err(ShardError::Stream { shard, name, why });
             }
             Err(source) => return Err(ShardError::Size { name, source }),
+        }
+        let place = input.location();
+        parquet.push(place.is_some_and(|at| parquet_in::is_parquet(at, format)));
+        if parquet.last() == Some(&true) {
+            continue;
         }
         match input.codec() {
             Ok(None) => {}
@@ -188,6 +204,44 @@ pub fn plan<R: Items<Reader>>(
     for (i, input) in inputs.iter().enumerate() {
         if base >= end {
             break;
+        }
+        if parquet[i] {
+            let rows = input
+                .location()
+                .ok_or_else(|| input.name())
+                .and_then(|place| parquet_in::rows_in(place, sizes[i]))
+                .map_err(|why| ShardError::Parquet {
+                    shard,
+                    name: input.name(),
+                    why,
+                })?;
+            let size = sizes[i];
+            let from = parquet_in::first_row_from(start.saturating_sub(base), rows, size);
+            let to = match end {
+                u64::MAX => rows,
+                end => parquet_in::first_row_from(end.saturating_sub(base), rows, size),
+            };
+            first += from;
+            if from < to {
+                let at = base + parquet_in::row_at(from, rows, size);
+                segments.push(Segment {
+                    input: i,
+                    at: Mark {
+                        offset: at - base,
+                        item: from,
+                        ..Mark::default()
+                    },
+                    items: to - from,
+                    to_end: to == rows,
+                    before: at - start,
+                });
+                items += to - from;
+            }
+            if to < rows {
+                break;
+            }
+            base += size;
+            continue;
         }
         let index = input
             .location()
