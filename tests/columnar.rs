@@ -526,7 +526,7 @@ fn a_parquet_input_shards_by_rows_and_its_parts_make_the_whole_run() {
             .env(patience().args(&["solve", "--shard", &shard, &before, object]))
             .output();
         assert!(matches!(out.code(), Some(0 | 1)), "{}", out.stderr_str());
-        from_s3.push_str(&out.stdout_str());
+        from_s3.push_str(out.stdout_str());
     }
     assert_eq!(from_s3, whole.replace(&input, object));
 }
