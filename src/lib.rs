@@ -48,6 +48,35 @@ pub mod deal;
 pub mod exchange;
 pub mod items;
 mod jobs;
+/// A Parquet output as `solve --format parquet --output` writes it, for the bench of what its
+/// resume bookkeeping writes (`benches/parquet_record.rs`); the jobs library is not public yet.
+#[doc(hidden)]
+pub mod parquet_output {
+    use crate::jobs::{in_full, input::Input, parquet_out, run_record::Record};
+
+    /// Writes `probabilities` as the answers of the deals of `deals.in`, in order, into the
+    /// Parquet file `output`, as a run that ends writes them; why not, in words.
+    pub fn write(
+        output: &std::path::Path,
+        probabilities: impl IntoIterator<Item = f64>,
+    ) -> Result<(), String> {
+        let record = Record::new(
+            "deals",
+            crate::render::OutputFormat::Parquet,
+            6,
+            crate::solver::Options::default(),
+            &Input::from_args(&["deals.in".into()]),
+        );
+        let (mut answers, _) =
+            parquet_out::open(output, false, &record, Box::new(|_| {})).map_err(|e| in_full(&e))?;
+        for (index, p) in probabilities.into_iter().enumerate() {
+            answers
+                .solved(index as u64, None, p)
+                .map_err(|e| e.to_string())?;
+        }
+        answers.finish().map_err(|e| e.to_string())
+    }
+}
 mod lines;
 pub mod mark;
 pub mod metrics;

@@ -12,6 +12,7 @@ pub enum FileOp {
     Create,
     Open,
     Read,
+    Write,
     /// A folder made (`--jobs-dir`).
     Make,
     /// A part's lock file opened.
@@ -25,6 +26,7 @@ impl fmt::Display for FileOp {
             FileOp::Create => "create",
             FileOp::Open => "open",
             FileOp::Read => "read",
+            FileOp::Write => "write",
             FileOp::Make => "make",
             FileOp::OpenLock => "open the lock",
             FileOp::Lock => "lock",

@@ -3,22 +3,23 @@
 //! any moment leaves resumable.
 //!
 //! A Parquet file only becomes readable when its footer (the metadata of every row group) is at
-//! its end, and appending a row group overwrites the footer. So the footer lives in the run record
-//! too ([`Checkpoint`]): after each row group is in the file and synced, the record
-//! (`NAME.resume.json`) is rewritten with the footer of every row group so far and the byte where
-//! they end. A resume cuts the file there and goes on, the new row groups' offsets shifted past
+//! its end, and appending a row group overwrites the footer. So the row groups' metadata is kept
+//! beside the file as well: after each row group is in the file and synced, one line with its
+//! metadata and the byte where it ends is appended to `NAME.resume.groups` (`groups.rs`) and
+//! synced; the run record (`NAME.resume.json`) is written once, at the start. A resume cuts the
+//! file where the log's last whole line says and goes on, the new row groups' offsets shifted past
 //! the kept ones; a run that ends, or stops on SIGINT or SIGTERM, writes the footer at the file's
 //! end. A SIGKILL loses the row group being gathered: at most [`layout::ROW_GROUP_ROWS`] answers, or
-//! [`CHECKPOINT_EVERY`] of a slow run.
+//! [`CHECKPOINT_EVERY`] of a slow run. A record written before the log held the whole footer
+//! (rewritten at every row group: quadratic bytes); it still resumes.
 //!
 //! An object is the same bytes as a multipart upload (`upload.rs`): row groups gather in memory
 //! until they make a part, and each part uploaded is recorded with the checkpoint of the row
-//! groups it ends with; the footer goes in the last part, which completes the object. A signal
-//! ends such a run as it ends a text upload: the parts uploaded stay, for `--resume`.
-//!
-//! The record grows with the row groups (about 0.5 KB each, base64), and is rewritten whole at
-//! each: 10^8 answers make 763 row groups and a record of 0.4 MB at the end.
+//! groups it ends with (the footer so far, in the upload's record, which an object store cannot
+//! append to); the footer goes in the last part, which completes the object. A signal ends such a
+//! run as it ends a text upload: the parts uploaded stay, for `--resume`.
 
+mod groups;
 mod layout;
 mod tail;
 
@@ -34,6 +35,7 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
 use tokio::sync::oneshot;
 
+use groups::{GroupLog, Logged};
 pub use layout::{FooterError, write_whole};
 use layout::{Layout, moved};
 use tail::{Tail, TailTo, make_cut};
@@ -116,15 +118,22 @@ struct Writing {
     rows: Rows,
     writer: ArrowWriter<Tail>,
     to: Dest,
-    /// The run record, with the checkpoint of the row groups written so far.
+    /// The run record; an object's holds the checkpoint of the row groups written so far.
     record: Record,
-    /// Row groups a resume kept, at their places in the output.
-    kept: Vec<RowGroupMetaData>,
+    /// Every row group recorded (a resume's kept ones first), at its place in the output; the
+    /// answers in them, and the byte where they end.
+    groups: Vec<RowGroupMetaData>,
+    recorded_rows: u64,
+    end: u64,
+    /// A file's log of its row groups (`groups.rs`).
+    log: Option<GroupLog>,
     /// Where this run's row groups start minus where the writer thinks they do (after its
     /// magic): 0 for a new output.
     shift: i64,
-    /// Row groups the last checkpoint took in, and when it was.
+    /// The writer's row groups recorded, whether a checkpoint was made yet, and when the last
+    /// was.
     recorded: usize,
+    checkpointed: bool,
     last: Instant,
     layout: Layout,
 }
@@ -148,7 +157,7 @@ impl Dest {
 }
 
 /// Opens the file `output` for this run: created anew with its record, or, with `resume` and a
-/// record that holds a checkpoint, checked against the record and kept up to it.
+/// record of this run with row groups logged, checked against them and kept up to them.
 pub fn open(
     output: &Path,
     resume: bool,
@@ -157,74 +166,103 @@ pub fn open(
 ) -> Result<(ParquetAnswers, Resume), ParquetOutError> {
     let place = Location::File(output.to_path_buf());
     let held = match resume {
-        true => held(&place, record)?,
+        true => held(output, record)?,
         false => None,
     };
     let mut record = record.clone();
-    let (tail, kept) = match &held {
+    record.checkpoint = None;
+    let layout = Layout::new()?;
+    let failed = |op, source| {
+        ParquetOutError::File(FileError {
+            op,
+            path: output.to_path_buf(),
+            source,
+        })
+    };
+    let (tail, kept) = match held {
         None => {
             record::forget(&place)?;
-            record.checkpoint = None;
             record::write(&record::resume_of(&place), &record)?;
-            let file = File::create(output).map_err(|source| {
-                ParquetOutError::File(FileError {
-                    op: FileOp::Create,
-                    path: output.to_path_buf(),
-                    source,
-                })
-            })?;
+            let file = File::create(output).map_err(|e| failed(FileOp::Create, e))?;
             let to = TailTo::File { file, cut: None };
-            (Tail { swallow: 0, to }, 0)
+            (Tail { swallow: 0, to }, Logged::default())
         }
-        Some(checkpoint) => {
+        Some(logged) => {
             let mut file = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .open(output)
-                .map_err(|source| {
-                    ParquetOutError::File(FileError {
-                        op: FileOp::Open,
-                        path: output.to_path_buf(),
-                        source,
-                    })
-                })?;
+                .map_err(|e| failed(FileOp::Open, e))?;
             let len = file.metadata()?.len();
             let mut magic = [0u8; 4];
             let starts = io::Read::read_exact(&mut file, &mut magic).is_ok() && &magic == MAGIC;
-            if len < checkpoint.end || !starts {
+            if len < logged.end || !starts {
                 return Err(ParquetOutError::NotAsRecorded {
                     path: output.to_path_buf(),
                     len,
-                    rows: checkpoint.rows,
-                    end: checkpoint.end,
+                    rows: logged.rows,
+                    end: logged.end,
                 });
             }
             record::forget(&place)?;
-            let cut = Some(checkpoint.end);
-            let to = TailTo::File { file, cut };
-            let swallow = MAGIC.len();
-            (Tail { swallow, to }, checkpoint.rows)
+            // This run's record (a record that held the footer itself is one no more).
+            record::write(&record::resume_of(&place), &record)?;
+            let to = TailTo::File {
+                file,
+                cut: Some(logged.end),
+            };
+            (
+                Tail {
+                    swallow: MAGIC.len(),
+                    to,
+                },
+                logged,
+            )
         }
     };
-    record.checkpoint = held;
-    let table = Writing::new(tail, Dest::File(output.to_path_buf()), record)?;
-    let answers = ParquetAnswers::start(table, tell, true)?;
+    let log = GroupLog::start(output, &kept, &layout)?;
     let resume = Resume {
         path: output.to_path_buf(),
-        kept,
+        kept: kept.rows,
     };
+    let table = Writing::new(tail, Dest::File(output.to_path_buf()), record, kept, layout)?;
+    let table = Writing {
+        log: Some(log),
+        ..table
+    };
+    let answers = ParquetAnswers::start(table, tell, true)?;
     Ok((answers, resume))
 }
 
-/// The checkpoint of `output`'s record when it was written as this run writes; `None` when it
-/// holds nothing yet (a new run).
-fn held(place: &Location, ours: &Record) -> Result<Option<Checkpoint>, ParquetOutError> {
+/// What `output` holds by its record and its groups' log (or, written before the log, the footer
+/// its record held) when it was written as this run writes; `None` when it holds nothing yet (a
+/// new run).
+fn held(output: &Path, ours: &Record) -> Result<Option<Logged>, ParquetOutError> {
+    let place = Location::File(output.to_path_buf());
     if !place.exists()? {
         return Ok(None);
     }
-    let theirs = run_record::read_record(place)?;
-    ours.same_run(&theirs, place)?;
-    Ok(theirs.checkpoint)
+    let theirs = run_record::read_record(&place)?;
+    ours.same_run(&theirs, &place)?;
+    let len = std::fs::metadata(output).map_or(0, |m| m.len());
+    let logged = match (groups::read(output, len)?, theirs.checkpoint) {
+        (Some(logged), _) => logged,
+        (None, Some(checkpoint)) => logged_at(&checkpoint)?,
+        (None, None) => return Ok(None),
+    };
+    // A log with no checkpoint in it: the run ended before its first.
+    Ok((logged.end > 0).then_some(logged))
+}
+
+/// The row groups a checkpoint's footer holds.
+fn logged_at(checkpoint: &Checkpoint) -> Result<Logged, ParquetOutError> {
+    Ok(Logged {
+        groups: checkpoint
+            .row_groups()
+            .map_err(ParquetOutError::KeptFooter)?,
+        rows: checkpoint.rows,
+        end: checkpoint.end,
+    })
 }
 
 /// This run's answers as Parquet into `object`, an upload opened (and, resumed, checked against
@@ -241,16 +279,17 @@ pub fn into_object(
         0 => None,
         _ => object.record().checkpoint.clone(),
     };
-    let swallow = match &record.checkpoint {
-        Some(checkpoint) if checkpoint.rows == kept => MAGIC.len(),
-        None if kept == 0 => 0,
+    let (swallow, logged) = match &record.checkpoint {
+        Some(checkpoint) if checkpoint.rows == kept => (MAGIC.len(), logged_at(checkpoint)?),
+        None if kept == 0 => (0, Logged::default()),
         _ => return Err(ParquetOutError::PartsNotFooter { url, kept }),
     };
     let tail = Tail {
         swallow,
         to: TailTo::Memory(Vec::new()),
     };
-    let table = Writing::new(tail, Dest::Object(Some(Box::new(object))), record)?;
+    let to = Dest::Object(Some(Box::new(object)));
+    let table = Writing::new(tail, to, record, logged, Layout::new()?)?;
     // As a text upload: a signal ends the run, and the parts uploaded stay for a resume.
     let answers = ParquetAnswers::start(table, tell, false)?;
     let resume = Resume {
@@ -261,17 +300,19 @@ pub fn into_object(
 }
 
 impl Writing {
-    fn new(tail: Tail, to: Dest, record: Record) -> Result<Writing, ParquetOutError> {
-        let (kept, shift) = match &record.checkpoint {
-            Some(checkpoint) => (
-                checkpoint
-                    .row_groups()
-                    .map_err(ParquetOutError::KeptFooter)?,
-                checkpoint.end as i64 - MAGIC.len() as i64,
-            ),
-            None => (Vec::new(), 0),
+    /// The writer of a run that goes on after `kept` (nothing, for a new output; its magic then
+    /// comes from the writer).
+    fn new(
+        tail: Tail,
+        to: Dest,
+        record: Record,
+        kept: Logged,
+        layout: Layout,
+    ) -> Result<Writing, ParquetOutError> {
+        let shift = match kept.end {
+            0 => 0,
+            end => end as i64 - MAGIC.len() as i64,
         };
-        let layout = Layout::new()?;
         let writer =
             ArrowWriter::try_new(tail, columns::schema(), Some(layout.properties.clone()))?;
         Ok(Writing {
@@ -279,18 +320,22 @@ impl Writing {
             writer,
             to,
             record,
-            kept,
+            groups: kept.groups,
+            recorded_rows: kept.rows,
+            end: kept.end,
+            log: None,
             shift,
             recorded: 0,
+            checkpointed: false,
             last: Instant::now(),
             layout,
         })
     }
 
-    /// Records the row groups written: synced to the file with the footer of every one so far in
-    /// the record beside it, or handed to the upload with that record. With `end`, the row group
-    /// being gathered is ended and written first (else it stays in memory, to grow to its full
-    /// size).
+    /// Records the row groups written: synced to the file, then the new ones' line appended to
+    /// its log; or handed to the upload with the footer of every one so far. With `end`, the row
+    /// group being gathered is ended and written first (else it stays in memory, to grow to its
+    /// full size).
     fn checkpoint(&mut self, end: bool) -> Result<(), ParquetOutError> {
         self.last = Instant::now();
         if end {
@@ -298,38 +343,41 @@ impl Writing {
             self.writer.flush()?;
         }
         let flushed = self.writer.flushed_row_groups().len();
-        if flushed == self.recorded && self.record.checkpoint.is_some() {
+        if flushed == self.recorded && self.checkpointed {
             return Ok(());
         }
         // Through the writer's buffer to the tail.
         self.writer.sync()?;
-        let mut groups = self.kept.clone();
-        for group in self.writer.flushed_row_groups() {
-            let ordinal = groups.len() as i32;
-            groups.push(moved(group, self.shift, ordinal)?);
+        let mut new = Vec::with_capacity(flushed - self.recorded);
+        for group in &self.writer.flushed_row_groups()[self.recorded..] {
+            let ordinal = (self.groups.len() + new.len()) as i32;
+            new.push(moved(group, self.shift, ordinal)?);
         }
+        let rows: u64 = new.iter().map(|g| g.num_rows().max(0) as u64).sum();
         // The writer counts its own magic, which a resume swallowed: the shift makes up for it.
-        let end = self.shift + self.writer.bytes_written() as i64;
-        let before = self.record.checkpoint.as_ref().map_or(0, |c| c.rows);
-        let checkpoint = self.layout.checkpoint(groups, end as u64)?;
-        let rows = checkpoint.rows - before;
-        let checkpoint_now = checkpoint.clone();
-        self.record.checkpoint = Some(checkpoint);
+        let end = (self.shift + self.writer.bytes_written() as i64) as u64;
+        let total = self.recorded_rows + rows;
         let tail = self.writer.inner_mut();
-        match (&mut self.to, &mut tail.to) {
-            (Dest::File(path), TailTo::File { file, cut }) => {
+        match (&mut self.to, &mut tail.to, &mut self.log) {
+            (Dest::File(_), TailTo::File { file, cut }, Some(log)) => {
                 make_cut(file, cut)?;
                 file.sync_data()?;
-                let place = Location::File(path.clone());
-                record::write(&record::resume_of(&place), &self.record)?;
+                log.append(&new, total, end, &self.layout)?;
+                self.groups.extend(new);
             }
-            (Dest::Object(Some(object)), TailTo::Memory(bytes)) => {
-                object.write_items(bytes, rows, checkpoint_now)?;
+            (Dest::Object(Some(object)), TailTo::Memory(bytes), _) => {
+                self.groups.extend(new);
+                let checkpoint = self.layout.checkpoint(self.groups.clone(), end)?;
+                self.record.checkpoint = Some(checkpoint.clone());
+                object.write_items(bytes, rows, checkpoint)?;
                 bytes.clear();
             }
             _ => return Err(ParquetOutError::Complete),
         }
+        self.recorded_rows = total;
+        self.end = end;
         self.recorded = flushed;
+        self.checkpointed = true;
         Ok(())
     }
 
@@ -357,30 +405,31 @@ impl Writing {
     /// completed). The answers it holds.
     fn close(&mut self) -> Result<u64, ParquetOutError> {
         self.checkpoint(true)?;
-        let checkpoint = self
-            .record
-            .checkpoint
-            .clone()
-            .ok_or(ParquetOutError::NoCheckpoint)?;
-        let footer = checkpoint.footer()?;
+        let (footer, rows) = self.layout.footer(self.groups.clone())?;
+        let end = self.end;
         match (&mut self.to, &mut self.writer.inner_mut().to) {
             (Dest::File(_), TailTo::File { file, cut }) => {
                 make_cut(file, cut)?;
-                file.seek(SeekFrom::Start(checkpoint.end))?;
+                file.seek(SeekFrom::Start(end))?;
                 file.write_all(&footer)?;
-                file.set_len(checkpoint.end + footer.len() as u64)?;
+                file.set_len(end + footer.len() as u64)?;
                 file.sync_data()?;
             }
             (Dest::Object(object), TailTo::Memory(_)) => {
                 let Some(mut object) = object.take() else {
                     return Err(ParquetOutError::Complete);
                 };
-                object.write_items(&footer, 0, checkpoint.clone())?;
+                let checkpoint = self
+                    .record
+                    .checkpoint
+                    .clone()
+                    .ok_or(ParquetOutError::NoCheckpoint)?;
+                object.write_items(&footer, 0, checkpoint)?;
                 object.finish()?;
             }
             _ => return Err(ParquetOutError::Moved),
         }
-        Ok(checkpoint.rows)
+        Ok(rows)
     }
 }
 
@@ -489,6 +538,83 @@ fn interrupted(mut table: MutexGuard<'_, Writing>, (name, number): (&str, i32), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The run record of a Parquet output of deals.
+    fn parquet_record() -> Record {
+        Record::new(
+            "deals",
+            crate::render::OutputFormat::Parquet,
+            6,
+            crate::solver::Options::default(),
+            &super::super::input::Input::from_args(&[PathBuf::from("deals.in")]),
+        )
+    }
+
+    /// Writes answers `from..to` into `output` (resumed when `from` > 0), ended by a drop, as a
+    /// killed run's printer leaves them; the answers the resume kept.
+    fn write_some(output: &Path, from: u64, to: u64) -> u64 {
+        let tell: Tell = Box::new(|_| {});
+        let (mut answers, resume) = open(output, from > 0, &parquet_record(), tell).unwrap();
+        for index in resume.kept..to {
+            answers.solved(index, None, 0.5).unwrap();
+        }
+        drop(answers);
+        resume.kept
+    }
+
+    /// A resume keeps the row groups its log holds up to the first line cut short by a kill or
+    /// reaching past the file's end, and a record of the footer itself (before the log) resumes
+    /// too; each checkpoint adds one line, the record is not rewritten.
+    #[test]
+    fn a_resume_keeps_the_row_groups_logged_up_to_a_cut_or_false_line() {
+        let dir = std::env::temp_dir().join(format!("patience-groups-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let output = dir.join("out.parquet");
+        let log = groups::log_of(&output);
+        let record_at = record::resume_of(&Location::File(output.clone()));
+        assert_eq!(write_some(&output, 0, 10), 0);
+        let record_bytes = std::fs::read(record_at.file().unwrap()).unwrap();
+        assert_eq!(write_some(&output, 1, 15), 10);
+        assert_eq!(write_some(&output, 1, 21), 15);
+        let lines = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(lines.lines().count(), 2, "{lines}");
+        assert!(
+            lines.starts_with("15 ") && lines.contains("\n21 "),
+            "{lines}"
+        );
+        assert_eq!(
+            std::fs::read(record_at.file().unwrap()).unwrap(),
+            record_bytes
+        );
+        // A line cut short by a kill is not taken.
+        let mut cut = lines.clone().into_bytes();
+        cut.extend_from_slice(b"30 99999 AAAA");
+        std::fs::write(&log, &cut).unwrap();
+        assert_eq!(write_some(&output, 1, 22), 21);
+        // A line past the file's end is not taken: the file cut back to before its last group.
+        let lines = std::fs::read_to_string(&log).unwrap();
+        let second: u64 = lines
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let file = OpenOptions::new().write(true).open(&output).unwrap();
+        file.set_len(second - 1).unwrap();
+        assert_eq!(write_some(&output, 1, 23), 21);
+        // A record written before the log, holding the footer of the groups itself.
+        let logged = groups::read(&output, u64::MAX).unwrap().unwrap();
+        let layout = Layout::new().unwrap();
+        let mut old = parquet_record();
+        old.checkpoint = Some(layout.checkpoint(logged.groups, logged.end).unwrap());
+        record::write(&record_at, &old).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        assert_eq!(write_some(&output, 1, 24), 23);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// A Parquet output's failures in the words they have always had (written out here by hand,
     /// as the format strings before the errors were typed said them), each cause after them once.

@@ -45,17 +45,20 @@ impl Checkpoint {
 
     /// The recorded row groups, at their places in the output.
     pub fn row_groups(&self) -> Result<Vec<RowGroupMetaData>, FooterError> {
-        let bytes = self.footer()?;
-        let Some(metadata) = bytes.len().checked_sub(8).map(|end| &bytes[..end]) else {
-            return Err(FooterError::Short);
-        };
-        // Every field as it was (encoding statistics as a list, not the mask readers prefer), so
-        // that the footer written again is the footer recorded.
-        let options = ParquetMetaDataOptions::new().with_encoding_stats_as_mask(false);
-        let metadata =
-            ParquetMetaDataReader::decode_metadata_with_options(metadata, Some(&options))?;
-        Ok(metadata.row_groups().to_vec())
+        groups_of(&self.footer()?)
     }
+}
+
+/// The row groups of a footer's bytes (a whole one, or a line of the groups' log).
+pub fn groups_of(bytes: &[u8]) -> Result<Vec<RowGroupMetaData>, FooterError> {
+    let Some(metadata) = bytes.len().checked_sub(8).map(|end| &bytes[..end]) else {
+        return Err(FooterError::Short);
+    };
+    // Every field as it was (encoding statistics as a list, not the mask readers prefer), so
+    // that the footer written again is the footer recorded.
+    let options = ParquetMetaDataOptions::new().with_encoding_stats_as_mask(false);
+    let metadata = ParquetMetaDataReader::decode_metadata_with_options(metadata, Some(&options))?;
+    Ok(metadata.row_groups().to_vec())
 }
 
 /// The schema, settings and metadata every Parquet output of answers is written with.
@@ -91,6 +94,23 @@ impl Layout {
             self.schema.clone(),
             None,
         );
+        Self::encoded(file, groups, rows)
+    }
+
+    /// One row group's metadata as the groups' log keeps it (`groups.rs`): a footer of that group
+    /// alone, without the file's key-value metadata (the Arrow schema, the engine), which the
+    /// whole footer written at the end carries once.
+    pub fn group_line(&self, group: &RowGroupMetaData) -> Result<Vec<u8>, ParquetError> {
+        let rows = group.num_rows();
+        let file = FileMetaData::new(self.version, rows, None, None, self.schema.clone(), None);
+        Ok(Self::encoded(file, vec![group.clone()], rows)?.0)
+    }
+
+    fn encoded(
+        file: FileMetaData,
+        groups: Vec<RowGroupMetaData>,
+        rows: i64,
+    ) -> Result<(Vec<u8>, u64), ParquetError> {
         let metadata = ParquetMetaData::new(file, groups);
         let mut footer = Vec::new();
         ParquetMetaDataWriter::new(&mut footer, &metadata)
