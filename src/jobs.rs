@@ -28,6 +28,7 @@
 //! the library itself has to (a job's record, a log line, a keeper's last word).
 
 pub mod batches;
+pub mod beneath;
 pub mod board;
 mod file_error;
 pub mod index;

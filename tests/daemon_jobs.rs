@@ -641,3 +641,87 @@ fn a_daemon_without_a_jobs_folder_says_it_runs_no_jobs() {
         "{head}"
     );
 }
+
+/// Links made inside the folder after a job was created lead none of its reads or writes out:
+/// while a first job holds the daemon's one slot (its input a FIFO held open), the places of
+/// three queued jobs are swapped for links to a folder outside. Two are files no check of the
+/// spec looks at, which a run opens by name: an output's lock (`NAME.lock`, made if missing) and
+/// the temporary its run record is written through (`NAME.resume.json.tmp`); those runs fail,
+/// saying a link leads outside the daemon's `--jobs-dir`. The third is the folder an output is in, which
+/// the run's own check of its spec refuses. The outside folder is as it was, byte for byte,
+/// nothing added.
+#[test]
+fn links_swapped_in_after_the_create_lead_nowhere_outside() {
+    let dir = jobs_dir("jobs-links");
+    let outside = Scratch::new("jobs-links-outside");
+    let secret = outside.write("secret.txt", "kept\n");
+    let before = listing(outside.path());
+    std::fs::remove_file(dir.join("in/b.in")).unwrap();
+    let (hold, held) = std::sync::mpsc::channel();
+    let first = inputs().generated.as_bytes()[..108 * 5000].to_vec();
+    let writer = fed_fifo(&dir.join("in/b.in"), first, held);
+    let folder = dir.path().display().to_string();
+    let daemon = Daemon::start(&["--workers", "1", "--max-jobs", "1", "--jobs-dir", &folder]);
+    let submit = |args: &[&str]| {
+        let out = jobs(&daemon, &[&["submit"][..], args, &["--detach"]].concat());
+        assert_eq!(out.code(), Some(0), "{args:?}: {}", out.stderr_str());
+    };
+    submit(&["in/b.in", "-o", "out/hold.txt", "--id", "hold"]);
+    let running = crate::common::wait::poll_blocking(crate::common::HANG_LIMIT, || {
+        get(&daemon, "hold").0.contains("running").then_some(())
+    });
+    assert!(running.is_some(), "the first job never ran");
+    submit(&["in/a.in", "-o", "out/w.txt", "--id", "w"]);
+    submit(&["in/a.in", "-o", "out/r.txt", "--id", "r"]);
+    submit(&["in/a.in", "-o", "sub/d.txt", "--id", "d"]);
+    for id in ["w", "r", "d"] {
+        let (line, _) = get(&daemon, id);
+        assert!(line.contains("queued"), "{line}");
+    }
+    // The swaps, each after its job's create.
+    let link = |to: &Path, at: &str| std::os::unix::fs::symlink(to, dir.join(at)).unwrap();
+    link(&outside.join("made.lock"), "out/w.txt.lock");
+    link(Path::new(&secret), "out/r.txt.resume.json.tmp");
+    std::fs::remove_dir(dir.join("sub")).unwrap();
+    link(outside.path(), "sub");
+    drop(hold);
+    writer.join().unwrap();
+    for (id, words) in [
+        ("w", "a link leads outside the daemon's --jobs-dir"),
+        ("r", "a link leads outside the daemon's --jobs-dir"),
+        (
+            "d",
+            "sub leads outside the daemon's --jobs-dir (through a link)",
+        ),
+    ] {
+        let ended = crate::common::wait::poll_blocking(crate::common::HANG_LIMIT, || {
+            let (line, _) = get(&daemon, id);
+            (!line.contains("queued") && !line.contains("running")).then_some(line)
+        });
+        let line = ended.unwrap_or_else(|| panic!("job {id} never ended"));
+        assert!(line.contains("failed"), "{id}: {line}");
+        let got = Command::new("curl")
+            .args(["-s", &format!("{}/v1/jobs/{id}", daemon.addr)])
+            .output()
+            .unwrap();
+        let job: serde_json::Value = serde_json::from_slice(&got.stdout).unwrap();
+        let error = job["error"].as_str().unwrap_or_default();
+        assert!(error.contains(words), "{id}: {error}");
+    }
+    assert_eq!(listing(outside.path()), before);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "kept\n");
+}
+
+/// Every file under `dir`, with its bytes, in order.
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            (name, std::fs::read(&path).unwrap_or_default())
+        })
+        .collect();
+    files.sort();
+    files
+}

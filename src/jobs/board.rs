@@ -23,6 +23,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
 use super::batches::BatchSize;
+use super::beneath;
 use super::location::Location;
 use super::object::StorageArgs;
 use super::progress::Progress;
@@ -53,6 +54,13 @@ pub enum BoardError {
     /// An entry of the folder that cannot be looked at.
     #[error(transparent)]
     Entry(io::Error),
+    /// The folder cannot be made the only place the jobs touch (`beneath::confine`).
+    #[error("cannot keep the jobs inside {}", .dir.display())]
+    Confine {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`).
@@ -128,8 +136,21 @@ impl Board {
         settings.storage.configure();
         // The daemon's drain stops the jobs' outputs; their keepers leave the signals alone.
         super::signals::leave_signals_alone();
+        // The folder is made as the daemon's flag names it; from then on no job's file is opened
+        // but beneath it, links and all.
+        if let Err(source) = beneath::create_dir_all(&settings.dir) {
+            return Err(BoardError::File(FileError {
+                op: FileOp::Make,
+                path: settings.dir.clone(),
+                source,
+            }));
+        }
+        beneath::confine(&settings.dir).map_err(|source| BoardError::Confine {
+            dir: settings.dir.clone(),
+            source,
+        })?;
         let records = settings.dir.join(RECORDS);
-        if let Err(source) = std::fs::create_dir_all(&records) {
+        if let Err(source) = beneath::create_dir_all(&records) {
             return Err(BoardError::File(FileError {
                 op: FileOp::Make,
                 path: records,

@@ -18,6 +18,7 @@ use std::time::UNIX_EPOCH;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use super::beneath;
 use super::input::{Input, Reader};
 use super::location::{Location, beside};
 use super::output::ExitStatus;
@@ -136,7 +137,7 @@ fn index_path(file: &Path) -> Location {
 
 /// `file`'s size and modification time, as an index records them.
 fn stamp(file: &Path) -> Result<(u64, (u64, u32)), IndexError> {
-    let meta = std::fs::metadata(file).map_err(|source| {
+    let meta = beneath::metadata(file).map_err(|source| {
         IndexError::File(FileError {
             op: FileOp::Read,
             path: file.to_path_buf(),

@@ -1,6 +1,5 @@
 //! Opening the inputs named on the command line, and reading a file or object through.
 
-use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::PathBuf;
@@ -8,6 +7,7 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
+use super::beneath::{self, How};
 use super::location::Location;
 use crate::compressed::{self, Codec, decoded};
 
@@ -164,7 +164,7 @@ impl Input {
                     Box::new(io::stdin())
                 }
                 Location::File(path) if !at.rereadable() => {
-                    let file = File::open(path)?;
+                    let file = beneath::open(path, How::Read)?;
                     writer = file.as_fd().try_clone_to_owned().ok();
                     Box::new(file)
                 }

@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::beneath::{self, How};
 use super::multipart::WholeUpload;
 use super::object::{self, ObjectUrl};
 use crate::compressed::Codec;
@@ -67,7 +68,7 @@ impl Location {
                 "standard input cannot be read from the middle",
             )),
             Location::File(path) => {
-                let mut file = File::open(path)?;
+                let mut file = beneath::open(path, How::Read)?;
                 if offset > 0 {
                     file.seek(io::SeekFrom::Start(offset))?;
                 }
@@ -86,7 +87,7 @@ impl Location {
                 "standard input has no size",
             )),
             Location::File(path) => {
-                let meta = std::fs::metadata(path)?;
+                let meta = beneath::metadata(path)?;
                 if !meta.is_file() {
                     return Err(not_a_file(&meta.file_type()));
                 }
@@ -102,7 +103,7 @@ impl Location {
     pub fn rereadable(&self) -> bool {
         match self {
             Location::Stdin => false,
-            Location::File(path) => std::fs::metadata(path).is_ok_and(|meta| meta.is_file()),
+            Location::File(path) => beneath::metadata(path).is_ok_and(|meta| meta.is_file()),
             Location::Object(_) => true,
         }
     }
@@ -116,12 +117,14 @@ impl Location {
             Location::File(path) => {
                 // Looked at before it is opened: opening a FIFO waits for a writer, and whatever
                 // reads it first takes its bytes.
-                let meta = std::fs::metadata(path)?;
+                let meta = beneath::metadata(path)?;
                 if !meta.is_file() {
                     return Err(not_a_file(&meta.file_type()));
                 }
                 let mut head = Vec::new();
-                File::open(path)?.take(len).read_to_end(&mut head)?;
+                beneath::open(path, How::Read)?
+                    .take(len)
+                    .read_to_end(&mut head)?;
                 Ok(head)
             }
             Location::Object(url) => Ok(object::first_bytes(url, len)?.to_vec()),
@@ -133,7 +136,7 @@ impl Location {
     pub fn exists(&self) -> io::Result<bool> {
         let found = match self {
             Location::Stdin => Ok(()),
-            Location::File(path) => std::fs::metadata(path).map(|_| ()),
+            Location::File(path) => beneath::metadata(path).map(|_| ()),
             Location::Object(url) => object::size(url).map(|_| ()),
         };
         match found {
@@ -152,7 +155,7 @@ impl Location {
     pub fn read_small(&self) -> io::Result<Option<Vec<u8>>> {
         match self {
             Location::Stdin => Ok(None),
-            Location::File(path) => match std::fs::read(path) {
+            Location::File(path) => match beneath::read(path) {
                 Ok(bytes) => Ok(Some(bytes)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
@@ -171,9 +174,9 @@ impl Location {
             )),
             Location::File(path) => {
                 let temporary = beside(path, ".tmp");
-                std::fs::write(&temporary, bytes)?;
-                File::open(&temporary)?.sync_all()?;
-                std::fs::rename(&temporary, path)
+                beneath::write(&temporary, &bytes)?;
+                beneath::open(&temporary, How::Read)?.sync_all()?;
+                beneath::rename(&temporary, path)
             }
             Location::Object(url) => object::put_small(url, bytes),
         }
@@ -183,7 +186,7 @@ impl Location {
     pub fn remove(&self) -> io::Result<()> {
         match self {
             Location::Stdin => Ok(()),
-            Location::File(path) => match std::fs::remove_file(path) {
+            Location::File(path) => match beneath::remove_file(path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
                 _ => Ok(()),
             },
@@ -203,7 +206,7 @@ impl Location {
             )),
             Location::File(path) => {
                 let temporary = beside(path, ".merging");
-                let file = File::create(&temporary)?;
+                let file = beneath::open(&temporary, How::Create)?;
                 Ok(WholeWriter::File {
                     file,
                     temporary,
@@ -255,9 +258,9 @@ impl WholeWriter {
             } => {
                 let done = file
                     .sync_all()
-                    .and_then(|()| std::fs::rename(&temporary, &path));
+                    .and_then(|()| beneath::rename(&temporary, &path));
                 if done.is_err() {
-                    let _ = std::fs::remove_file(&temporary);
+                    let _ = beneath::remove_file(&temporary);
                 }
                 done
             }

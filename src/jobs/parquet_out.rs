@@ -23,7 +23,6 @@ mod groups;
 mod layout;
 mod tail;
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, Seek as _, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -40,6 +39,7 @@ pub use layout::{FooterError, write_whole};
 use layout::{Layout, moved};
 use tail::{Tail, TailTo, make_cut};
 
+use super::beneath::{self, How};
 use super::location::Location;
 use super::record::{self, RecordError};
 use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
@@ -183,16 +183,13 @@ pub fn open(
         None => {
             record::forget(&place)?;
             record::write(&record::resume_of(&place), &record)?;
-            let file = File::create(output).map_err(|e| failed(FileOp::Create, e))?;
+            let file = beneath::open(output, How::Create).map_err(|e| failed(FileOp::Create, e))?;
             let to = TailTo::File { file, cut: None };
             (Tail { swallow: 0, to }, Logged::default())
         }
         Some(logged) => {
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(output)
-                .map_err(|e| failed(FileOp::Open, e))?;
+            let mut file =
+                beneath::open(output, How::ReadWrite).map_err(|e| failed(FileOp::Open, e))?;
             let len = file.metadata()?.len();
             let mut magic = [0u8; 4];
             let starts = io::Read::read_exact(&mut file, &mut magic).is_ok() && &magic == MAGIC;
@@ -244,7 +241,7 @@ fn held(output: &Path, ours: &Record) -> Result<Option<Logged>, ParquetOutError>
     }
     let theirs = run_record::read_record(&place)?;
     ours.same_run(&theirs, &place)?;
-    let len = std::fs::metadata(output).map_or(0, |m| m.len());
+    let len = beneath::metadata(output).map_or(0, |m| m.len());
     let logged = match (groups::read(output, len)?, theirs.checkpoint) {
         (Some(logged), _) => logged,
         (None, Some(checkpoint)) => logged_at(&checkpoint)?,
@@ -602,7 +599,10 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        let file = OpenOptions::new().write(true).open(&output).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&output)
+            .unwrap();
         file.set_len(second - 1).unwrap();
         assert_eq!(write_some(&output, 1, 23), 21);
         // A record written before the log, holding the footer of the groups itself.

@@ -17,12 +17,13 @@
 //! is no torn object to guard against; nor is there a lock (two runs of one object part are not
 //! kept apart: docs/storage.md).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::beneath::{self, How};
 use super::input::{ReadThroughError, read_through};
 use super::location::{Location, beside};
 use super::output::ExitStatus;
@@ -134,11 +135,7 @@ pub fn exists(place: &Location) -> Result<bool, PartError> {
 /// its path: a run writing `output` holds it, a merge checks that none does.
 pub fn lock_file(output: &Path) -> Result<(File, PathBuf), PartError> {
     let path = beside(output, ".lock");
-    let opened = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path);
+    let opened = beneath::open(&path, How::Lock);
     match opened {
         Ok(file) => Ok((file, path)),
         Err(source) => Err(PartError::File(FileError {

@@ -8,10 +8,10 @@
 //! the reader finds out by reading them again, the usual way, and the printer refuses once the
 //! input turns out shorter ([`Resume`]).
 
-use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use super::beneath::{self, How};
 use super::input::{Input, ReadThroughError, read_through};
 use super::location::Location;
 use super::record::{self, RecordError};
@@ -117,7 +117,7 @@ fn complete_lines(output: &Path) -> Result<Option<(u64, u64)>, ResumeError> {
             source,
         })
     };
-    let file = match File::open(output) {
+    let file = match beneath::open(output, How::Read) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(unreadable(e)),

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::beneath::{self, How};
 use super::parquet_out::ParquetAnswers;
 use super::signals::{Keeper, Signals, Tell};
 use super::upload::ObjectAnswers;
@@ -149,14 +150,14 @@ impl FileLines {
 impl AnswerFile {
     /// A file created (or emptied) for a new run.
     pub fn create(path: &Path, tell: Tell) -> io::Result<AnswerFile> {
-        let file = File::create(path)?;
+        let file = beneath::open(path, How::Create)?;
         AnswerFile::start(file, path, None, 0, tell)
     }
 
     /// An existing file whose first `lines` lines (`len` bytes) are kept; what follows them is
     /// cut off before the first new line is written, or by [`AnswerFile::finish`].
     pub fn resume(path: &Path, len: u64, lines: u64, tell: Tell) -> io::Result<AnswerFile> {
-        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        let file = beneath::open(path, How::Write)?;
         AnswerFile::start(file, path, Some(len), lines, tell)
     }
 

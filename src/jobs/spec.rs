@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::beneath::{self, How};
 use super::location::Location;
 use super::progress::Unit;
 use super::shard::{Shard, parse_shard};
@@ -124,7 +125,7 @@ impl JobSpec {
                 inside(dir, path, &field)?;
                 let cannot =
                     |e: std::io::Error| Refusal::unmet(&field, format!("cannot read {name}: {e}"));
-                let meta = std::fs::metadata(path).map_err(cannot)?;
+                let meta = beneath::metadata(path).map_err(cannot)?;
                 if meta.is_dir() {
                     return Err(Refusal::invalid(
                         &field,
@@ -134,7 +135,7 @@ impl JobSpec {
                 // A regular file is opened to see that it can be read; a FIFO is not (opening it
                 // waits for a writer, and the job reads it once, when it runs).
                 if meta.is_file() {
-                    std::fs::File::open(path).map_err(cannot)?;
+                    beneath::open(path, How::Read).map_err(cannot)?;
                 }
             } else {
                 location
@@ -179,7 +180,7 @@ impl JobSpec {
             ));
         }
         if let Some(parent) = to_make {
-            std::fs::create_dir_all(&parent).map_err(|e| {
+            beneath::create_dir_all(&parent).map_err(|e| {
                 Refusal::unmet("spec.output", format!("cannot make its folder: {e}"))
             })?;
             inside(dir, &parent, "spec.output")?;

@@ -21,6 +21,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use parquet::file::metadata::RowGroupMetaData;
 
 use super::layout::{Layout, groups_of};
+use crate::jobs::beneath::{self, How};
 use crate::jobs::{FileError, FileOp};
 
 /// Where the row groups of the Parquet file `output` are logged.
@@ -54,7 +55,7 @@ impl GroupLog {
             path: path.clone(),
             source,
         };
-        let file = File::create(&path).map_err(|e| failed(FileOp::Create, e))?;
+        let file = beneath::open(&path, How::Create).map_err(|e| failed(FileOp::Create, e))?;
         let mut log = GroupLog { file, path };
         if !logged.groups.is_empty() {
             log.append(&logged.groups, logged.rows, logged.end, layout)?;
@@ -98,7 +99,7 @@ impl GroupLog {
 /// true; `None` when there is no log.
 pub fn read(output: &Path, len: u64) -> Result<Option<Logged>, FileError> {
     let path = log_of(output);
-    let text = match std::fs::read(&path) {
+    let text = match beneath::read(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
