@@ -20,6 +20,7 @@
 //! run as it ends a text upload: the parts uploaded stay, for `--resume`.
 
 mod groups;
+mod keeper;
 mod layout;
 mod tail;
 
@@ -32,7 +33,6 @@ use arrow_schema::ArrowError;
 use parquet::arrow::ArrowWriter;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
-use tokio::sync::oneshot;
 
 use groups::{GroupLog, Logged};
 pub use layout::{FooterError, write_whole};
@@ -43,7 +43,7 @@ use super::beneath::{self, How};
 use super::location::Location;
 use super::record::{self, RecordError};
 use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
-use super::signals::{Keeper, Signals, Tell};
+use super::signals::{Keeper, Tell};
 use super::upload::ObjectAnswers;
 use crate::columns::{self, Rows};
 use crate::compressed::PARQUET_MAGIC as MAGIC;
@@ -437,7 +437,7 @@ impl ParquetAnswers {
         let keeper = {
             let shared = shared.clone();
             Keeper::start(signals, move |stopped, signals| {
-                keep(shared, stopped, tell, signals)
+                keeper::keep(shared, stopped, tell, signals)
             })?
         };
         Ok(ParquetAnswers { shared, keeper })
@@ -481,55 +481,6 @@ impl Drop for ParquetAnswers {
 
 fn lock(shared: &Mutex<Writing>) -> MutexGuard<'_, Writing> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The keeper: a row group ended every [`CHECKPOINT_EVERY`] at the latest; on SIGINT or SIGTERM
-/// (when it watches them), the footer written and the process ended.
-async fn keep(
-    shared: Arc<Mutex<Writing>>,
-    mut stopped: oneshot::Receiver<()>,
-    tell: Tell,
-    mut signals: Signals,
-) {
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = &mut stopped => return,
-            _ = tick.tick() => {
-                let mut table = lock(&shared);
-                if table.last.elapsed() >= CHECKPOINT_EVERY
-                    && (table.writer.in_progress_rows() > 0 || !table.rows.is_empty())
-                    && let Err(e) = table.checkpoint(true)
-                {
-                    tell(format!("patience: cannot write {}: {}", table.to.name(), in_full(&e)));
-                    return;
-                }
-            }
-            signal = signals.next() => interrupted(lock(&shared), signal, &tell),
-        }
-    }
-}
-
-/// Writes the footer and ends the process as the signal would have, saying how to go on.
-#[allow(
-    clippy::exit,
-    reason = "a signal ends the run wherever the printer is; the lock held keeps it from writing \
-              after the footer"
-)]
-fn interrupted(mut table: MutexGuard<'_, Writing>, (name, number): (&str, i32), tell: &Tell) {
-    let path = table.to.name();
-    match table.close() {
-        Ok(rows) => tell(format!(
-            "patience: {name}: stopped with {rows} answers in {path}; the same command with \
-             --resume goes on from there"
-        )),
-        Err(e) => tell(format!(
-            "patience: {name}: cannot write {path}: {}",
-            in_full(&e)
-        )),
-    }
-    std::process::exit(128 + number);
 }
 
 #[cfg(test)]
