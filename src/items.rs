@@ -112,6 +112,9 @@ impl<R: BufRead> Items<R> for CaseReader<R> {
             }
         }
     }
+    fn fed_by_a_writer(self, at_hand: fn(&R) -> bool) -> Self {
+        CaseReader::fed_by_a_writer(self, at_hand)
+    }
     fn input(&self) -> &R {
         self.get_ref()
     }

@@ -174,6 +174,14 @@ pub enum CaseError {
         "{who}'s line is missing: this line holds a single number, so the next case starts here"
     )]
     Missing { who: Who },
+    /// A line of three after the `n + 1` of a case that is not the last, alone before the next
+    /// case's start: the case has a line too many, or its `n` is one too small.
+    #[error(
+        "a line more than its {n} other players and Maze, where the next case's number of other \
+         players was due (a line too many, or n too small); the next case starts at the next line \
+         holding a single number"
+    )]
+    Extra { n: u64 },
 }
 
 fn lines(n: u64) -> &'static str {

@@ -276,3 +276,65 @@ fn a_damaged_deal_typed_is_answered_before_the_next_is_typed() {
     let (rest, code, _) = typed.finish("solve typed into");
     assert_eq!((rest.as_str(), code), ("", Some(1)));
 }
+
+/// The same for FZU 2145 case files: in rps-random120.in, case 10 loses a player's line, case 40
+/// gains one and case 80 loses its start line; each costs its own case only, against the
+/// reference's answers (rps-random120.out10), read as a file, through a pipe and in three shards.
+/// A case typed is still answered before the next is typed (the line after it is not awaited).
+#[test]
+fn a_damaged_case_costs_its_case_only_however_the_file_is_read() {
+    let scratch = Scratch::new("damaged-cases");
+    let corpus = text("rps-random120.in");
+    let lines: Vec<&str> = corpus.lines().collect();
+    // Where each case starts (a line holding one token), after the count on line 1.
+    let starts: Vec<usize> = (1..lines.len())
+        .filter(|&i| lines[i].split_whitespace().count() == 1)
+        .collect();
+    assert_eq!(starts.len(), 120);
+    let mut damaged: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i == starts[9] + 2 || i == starts[79] {
+            continue;
+        }
+        damaged.push(line.to_string());
+        if i == starts[39] + 1 {
+            damaged.push("0.2 0.3 0.5".to_string());
+        }
+    }
+    let file = scratch.write("damaged.in", damaged.join("\n") + "\n");
+    let expected: Vec<String> = text("rps-random120.out10")
+        .lines()
+        .enumerate()
+        .map(|(i, answer)| match i {
+            9 => format!("error: {file}: case 10 ("),
+            39 => format!("error: {file}: case 40 ("),
+            79 => format!("error: {file}: case 80 ("),
+            _ => answer.to_string(),
+        })
+        .collect();
+    let expected = expected.join("\n") + "\n";
+    let whole = common::run(&["rps", &file]);
+    assert_eq!(whole.code(), Some(1), "{whole:?}");
+    assert_prints(whole.stdout_str(), &expected, "rps FILE");
+    let (out, code, err) = through_bash(&format!("cat '{file}' | \"$PATIENCE\" rps"), None);
+    assert_eq!(code, Some(1), "{err}");
+    assert_prints(&out, &expected.replace(&format!("{file}: "), ""), "a pipe");
+    let parts: String = (0..3)
+        .map(|k| {
+            let shard = format!("{k}/3");
+            common::run(&["rps", "--shard", &shard, &file])
+                .stdout_str()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(parts, whole.stdout_str(), "--shard K/3 of the damaged file");
+
+    let mut typed = common::patience().args(&["rps"]).typed();
+    typed.type_in(b"2\n0\n1 0 0\n");
+    assert_eq!(typed.next_line(HANG_LIMIT), "1.0000000000\n");
+    typed.type_in(b"0\n1 0 0\n");
+    assert_eq!(typed.next_line(HANG_LIMIT), "1.0000000000\n");
+    typed.close_input();
+    let (rest, code, _) = typed.finish("rps typed into");
+    assert_eq!((rest.as_str(), code), ("", Some(0)));
+}

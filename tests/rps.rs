@@ -468,22 +468,45 @@ mod reader {
     }
 
     #[test]
-    fn a_case_with_too_small_an_n_shifts_the_cases_after_it() {
-        // The documented limit: the extra line is taken for a case of its own, and the count then
-        // shows that the input does not add up.
+    fn a_case_with_a_line_too_many_costs_only_its_case() {
+        // n says 1 but two player lines follow: the second is where case 3 was due, so case 2 is
+        // bad and case 3 is read from its own start line.
         let long = CASE2.replacen('2', "1", 1);
         let got = read(&format!("3\n{CASE1}{long}{CASE1}"));
-        assert_eq!(got.len(), 4, "{got:?}");
-        assert!(got[0].is_ok() && got[1].is_ok(), "{got:?}");
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].is_ok() && got[2].is_ok(), "{got:?}");
+        assert_eq!(
+            got[1],
+            Err(
+                "case 2 (line 8): a line more than its 1 other players and Maze, where the next \
+                 case's number of other players was due (a line too many, or n too small); the \
+                 next case starts at the next line holding a single number"
+                    .to_string()
+            )
+        );
+        // The last case's extra line is the file's trailing input.
+        let got = read(&format!("2\n{CASE1}{long}"));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(
+            got[2],
+            Err("line 8: more input after the 2 announced cases".to_string())
+        );
+    }
+
+    #[test]
+    fn a_lost_start_line_costs_only_its_case_and_the_case_before_stands() {
+        // Case 2's start line is gone: its lines follow case 1's, which is answered; case 2 is
+        // bad, and case 3 is read from its own start line.
+        let without_start = CASE2.split_once('\n').unwrap().1;
+        let got = read(&format!("3\n{CASE1}{without_start}{CASE1}"));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].is_ok() && got[2].is_ok(), "{got:?}");
         assert!(
-            got[2]
+            got[1]
                 .as_ref()
                 .unwrap_err()
-                .starts_with("case 3 (line 8): \"0.1 0.1 0.8\" is not a number of other players")
-        );
-        assert_eq!(
-            got[3],
-            Err("line 9: more input after the 3 announced cases".to_string())
+                .starts_with("case 2 (line 5): \"0.4 0.4 0.2\" is not a number of other players"),
+            "{got:?}"
         );
     }
 
@@ -616,13 +639,23 @@ mod reader {
 
     #[test]
     fn a_case_is_handed_on_without_reading_past_it() {
-        // Someone typing cases must see each answer before typing the next one.
+        // Someone typing cases must see each answer before typing the next one: fed by a writer,
+        // the line after a case is looked at only when it is there already.
         let text = format!("2\n{CASE1}");
+        let input = BufReader::new(text.as_bytes().chain(Broken));
+        let there = |input: &BufReader<_>| !input.buffer().is_empty();
+        let mut reader = CaseReader::new(input).fed_by_a_writer(there);
+        assert!(reader.next().unwrap().is_ok());
+        let err = reader.next().unwrap().unwrap_err();
+        assert!(matches!(err, CaseFileError::Io(_)));
+        assert_eq!(err.to_string(), "read failed: the cable is cut");
+        assert!(reader.next().is_none());
+        // Read as a file, the input's failure past a case is met looking past it: the case is
+        // still handed on whole, and the failure comes next.
         let input = BufReader::new(text.as_bytes().chain(Broken));
         let mut reader = CaseReader::new(input);
         assert!(reader.next().unwrap().is_ok());
         let err = reader.next().unwrap().unwrap_err();
-        assert!(matches!(err, CaseFileError::Io(_)));
         assert_eq!(err.to_string(), "read failed: the cable is cut");
         assert!(reader.next().is_none());
     }

@@ -24,15 +24,22 @@
 //! - a start line with a whole number above [`MAX_OTHERS`] still frames its case: its `n + 1`
 //!   lines are read (up to a single-token line, as above) and the case is reported bad.
 //!
-//! What this cannot recover from is a player's line that lost two of its numbers (it looks like a
-//! case start) and a case whose `n` is too *small*: its extra lines come where the next case
-//! should start, so they are reported as a bad case of their own, and the case before them was
-//! answered from its first `n` players. Either way the numbering of the cases after it is one off,
-//! which the count `T` then exposes as [`CaseFileError::Trailing`] or [`CaseFileError::Truncated`].
+//! - lines of three after a case's `n + 1`, where the next case's start was due, are looked at
+//!   before the case is handed on. One such line is the case's own: it has a line too many (or its
+//!   `n` is one too small), and it is reported bad ([`CaseError::Extra`]). Several are the next
+//!   case, its start line lost: the case before stands, and the next is reported bad
+//!   ([`CaseError::Others`]). Either way the cases after read as they would without the damage.
+//!   (After the last case, extra lines are the file's trailing input, below.)
 //!
-//! The reader never reads past the end of a case before handing it on, so someone typing cases
-//! sees each answer as soon as the case is complete. Only a bad case may wait for the next start
-//! line.
+//! What this cannot recover from is a player's line that lost two of its numbers (it looks like a
+//! case start), an `n` two or more too small, and a lost start line of a case with no other
+//! players (one line, taken for the case before's): the numbering of the cases after is then one
+//! off, which the count `T` exposes as [`CaseFileError::Trailing`] or
+//! [`CaseFileError::Truncated`].
+//!
+//! An input a writer feeds (a person typing: [`CaseReader::fed_by_a_writer`]) is looked at past a
+//! case only when its next line is there already, so someone typing cases sees each answer as soon
+//! as the case is complete. Only a bad case may wait for the next start line.
 //!
 //! # The count, and what ends the input
 //! A missing or unreadable `T` ([`CaseFileError::NoCount`], [`CaseFileError::Count`]) ends the input:
@@ -146,6 +153,15 @@ pub struct CaseReader<R> {
     steps: u64,
     first: Mark,
     origin: Mark,
+    /// For an input fed by a writer who may wait for each answer (a person typing): whether a
+    /// line after a case is there to look at without waiting for one.
+    at_hand: Option<fn(&R) -> bool>,
+    /// The next case, found bad while looking past the one before (its start line lost), and
+    /// where its step begins.
+    pending: Option<(BadCase, Mark)>,
+    /// The input's failure met while looking past a case: the case is handed on whole, and the
+    /// next read fails as it would have.
+    failed: Option<io::Error>,
 }
 
 impl<R: BufRead> CaseReader<R> {
@@ -165,7 +181,18 @@ impl<R: BufRead> CaseReader<R> {
             steps: 0,
             first: Mark::default(),
             origin: *at,
+            at_hand: None,
+            pending: None,
+            failed: None,
         }
+    }
+
+    /// The same reader, for an input fed by a writer who may wait for the answers so far before
+    /// writing more: the line after a case is looked at only when `at_hand` says it is there
+    /// (see [`CaseError::Extra`]), so a typed case is answered without waiting for the next.
+    pub fn fed_by_a_writer(mut self, at_hand: fn(&R) -> bool) -> Self {
+        self.at_hand = Some(at_hand);
+        self
     }
 
     /// Where the last step began: the first step of a file at its start, and each later one at
@@ -203,7 +230,22 @@ impl<R: BufRead> CaseReader<R> {
         if std::mem::take(&mut self.held) {
             return Ok(true);
         }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         self.lines.advance()
+    }
+
+    /// The line after a case, looked at without failing the case: `false` at the end of the
+    /// input, and when the input fails there (kept for the next read).
+    fn peek_line(&mut self) -> bool {
+        match self.next_line() {
+            Ok(more) => more,
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
     }
 
     /// The current line as text (borrowed: `Lines` hands on only lines that are UTF-8).
@@ -272,6 +314,10 @@ impl<R: BufRead> CaseReader<R> {
     fn read_case(&mut self, cases: u64) -> Result<Case, CaseFileError> {
         self.case_no += 1;
         let case = self.case_no;
+        if let Some((bad, at)) = self.pending.take() {
+            self.first = at;
+            return Err(CaseFileError::Case(bad));
+        }
         let truncated = |line, expected| CaseFileError::Truncated {
             case,
             line,
@@ -320,6 +366,35 @@ impl<R: BufRead> CaseReader<R> {
                 // 1 <= k <= n <= MAX_OTHERS here, so every player has a row.
                 Ok(triple) => players[(k - 1) as usize] = triple,
                 Err(error) => first_error = Some((self.lines.number(), error)),
+            }
+        }
+        // The line after a case must start the next one. More lines of three mean this case's `n`
+        // is too small, or a line is extra: the case is bad, and its extra lines are skipped to
+        // the next start, so the cases after it are read as in the file without the damage. (The
+        // last case's extra lines are the file's trailing input, said as such.)
+        if case < cases
+            && self
+                .at_hand
+                .is_none_or(|at_hand| at_hand(self.lines.get_ref()))
+            && self.peek_line()
+        {
+            if self.is_start() {
+                self.held = true;
+            } else {
+                let line = self.lines.number();
+                let next = self.here(case);
+                let token = quote(self.text().trim());
+                let more = self.skip_to_start()?;
+                if more == 0 {
+                    // One line: this case's own, extra.
+                    let (line, error) = first_error.unwrap_or((line, CaseError::Extra { n }));
+                    return Err(bad(line, error));
+                }
+                // Several: the next case, its start line lost. This case stands; the next is bad.
+                let skipped = more;
+                let error = CaseError::Others { token, skipped };
+                let case = case + 1;
+                self.pending = Some((BadCase { case, line, error }, next));
             }
         }
         if let Some((line, error)) = first_error {
