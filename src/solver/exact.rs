@@ -19,6 +19,65 @@ use ruint::aliases::U320;
 /// lcm(1..=12): 27720 / moves is an integer for every position.
 pub(super) const LCM: u64 = 27720;
 
+/// An `N` as the search keeps it: five 64-bit limbs, least significant first (320 bits).
+pub(super) type Limbs = [u64; 5];
+
+/// The limbs the `N` of a position with `p` pairs left can need: `N <= 27720^p` (a sure win), so
+/// `ceil(bits / 64)`. The search adds and scales only that many (the others are 0), so the many
+/// positions near the end of a deal cost one or two limbs of arithmetic, not five.
+pub(super) const WIDTH: [u8; 19] = [1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 5];
+
+/// `sum += x` over the low `width` limbs: both are below `2^(64 * width)`, and so is the sum
+/// when `width` is the parent's (a parent's sum is at most `27720^p`). One arm per width, each
+/// unrolled without bounds checks: a loop to a width known only at run time made exact solving
+/// cost 45% more instructions over plain solving (cachegrind, 1,000 deals: 74M against 51M).
+#[inline(always)]
+pub(super) fn add(sum: &mut Limbs, x: &Limbs, width: usize) {
+    match width {
+        1 => add_n::<1>(sum, x),
+        2 => add_n::<2>(sum, x),
+        3 => add_n::<3>(sum, x),
+        4 => add_n::<4>(sum, x),
+        _ => add_n::<5>(sum, x),
+    }
+}
+
+#[inline(always)]
+fn add_n<const N: usize>(sum: &mut Limbs, x: &Limbs) {
+    let mut carry = false;
+    for i in 0..N {
+        let (t, c1) = sum[i].overflowing_add(x[i]);
+        let (t, c2) = t.overflowing_add(u64::from(carry));
+        sum[i] = t;
+        carry = c1 | c2;
+    }
+}
+
+/// `sum * by` over the low `width` limbs, the rest 0: the product is a position's `N`, which
+/// fits `width` limbs.
+#[inline(always)]
+pub(super) fn scale(sum: &Limbs, by: u64, width: usize) -> Limbs {
+    match width {
+        1 => scale_n::<1>(sum, by),
+        2 => scale_n::<2>(sum, by),
+        3 => scale_n::<3>(sum, by),
+        4 => scale_n::<4>(sum, by),
+        _ => scale_n::<5>(sum, by),
+    }
+}
+
+#[inline(always)]
+fn scale_n<const N: usize>(sum: &Limbs, by: u64) -> Limbs {
+    let mut out = [0; 5];
+    let mut carry = 0u128;
+    for i in 0..N {
+        let t = u128::from(sum[i]) * u128::from(by) + carry;
+        out[i] = t as u64;
+        carry = t >> 64;
+    }
+    out
+}
+
 /// A probability as a fraction: in lowest terms when the solver made it, as written when it was
 /// read from text (see its [`FromStr`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,6 +200,51 @@ fn valuation(mut x: u64, p: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_width_holds_a_sure_win_and_no_narrower_one_does() {
+        for (p, &width) in WIDTH.iter().enumerate() {
+            let most = U320::from(LCM).pow(U320::from(p));
+            let bits = most.bit_len().max(1);
+            assert_eq!(usize::from(width), bits.div_ceil(64), "{p} pairs");
+        }
+    }
+
+    #[test]
+    fn limb_sums_and_products_agree_with_320_bit_arithmetic() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..10_000 {
+            let width = rng.usize(1..=5);
+            // Twelve children below 2^(64w) / 16 and a factor up to 27720 / 1: the sum stays
+            // below 2^(64w); the product is checked modulo 2^(64w) as the search never needs more.
+            let child = |rng: &mut fastrand::Rng| {
+                let mut l: Limbs = [0; 5];
+                for x in l.iter_mut().take(width) {
+                    *x = rng.u64(..);
+                }
+                l[width - 1] >>= 4;
+                l
+            };
+            let mut sum: Limbs = [0; 5];
+            let mut wide = U320::ZERO;
+            for _ in 0..rng.usize(1..=12) {
+                let x = child(&mut rng);
+                add(&mut sum, &x, width);
+                wide += U320::from_limbs(x);
+            }
+            assert_eq!(U320::from_limbs(sum), wide);
+            let by = rng.u64(1..=LCM);
+            let mask = if width == 5 {
+                U320::MAX
+            } else {
+                (U320::from(1u64) << (64 * width)) - U320::from(1u64)
+            };
+            assert_eq!(
+                U320::from_limbs(scale(&sum, by, width)),
+                (wide * U320::from(by)) & mask
+            );
+        }
+    }
 
     #[test]
     fn fractions_are_reduced_by_every_shared_prime() {

@@ -24,9 +24,9 @@
 
 use ruint::aliases::U320;
 
-use super::exact::LCM;
+use super::exact::{self, LCM, Limbs};
 use super::memo::{IndexTable, Memo};
-use super::rules::{CHILD, MAX_MOVES, State, Tables};
+use super::rules::{CHILD, State, Tables};
 
 /// Frames a search can need: one per move, 18 at most (36 cards, two per move), plus the start.
 const DEPTH: usize = 19;
@@ -41,21 +41,21 @@ struct Frame {
     sum: f64,
     /// Legal moves taken so far, hopeless ones included: what the sum is divided by.
     moves: u32,
-    /// Children taken so far that are not hopeless (counted by exact searches only, which keep
-    /// their slots).
-    n: u8,
-    /// Each such child's slot in the dense array once known (kept by exact searches only).
-    slots: [u32; MAX_MOVES],
+    /// The sum of the children's exact `N` so far (exact searches only): each is added the
+    /// moment it is known, found in the memo or just finished, while it is at hand.
+    exact: Limbs,
 }
 
 impl Frame {
     /// Starts evaluating the frame's state.
     #[inline(always)]
-    fn start(&mut self, tables: &Tables) {
+    fn start<const EXACT: bool>(&mut self, tables: &Tables) {
         self.pairs = tables.pairs(&self.state);
         self.sum = 0.0;
         self.moves = 0;
-        self.n = 0;
+        if EXACT {
+            self.exact = [0; 5];
+        }
     }
 
     /// The position's value once every child is known: their sum over the number of moves (0
@@ -65,14 +65,17 @@ impl Frame {
         self.sum / f64::from(self.moves.max(1))
     }
 
-    /// The position's exact `N` from its children's, all known by now.
-    fn numerator(&self, memo: &Memo) -> U320 {
-        let n = usize::from(self.n);
-        let sum = self.slots[..n]
-            .iter()
-            .fold(U320::ZERO, |sum, &slot| sum + memo.exact(slot));
-        sum * U320::from(LCM / u64::from(self.moves.max(1)))
+    /// The position's exact `N` once every child is known, `width` limbs wide.
+    #[inline(always)]
+    fn numerator(&self, width: usize) -> Limbs {
+        exact::scale(&self.exact, LCM / u64::from(self.moves.max(1)), width)
     }
+}
+
+/// The limbs a position `d` frames below a start with `top` pairs needs (see [`exact::WIDTH`]).
+#[inline(always)]
+fn width(top: usize, d: usize) -> usize {
+    usize::from(exact::WIDTH[top.saturating_sub(d).min(exact::WIDTH.len() - 1)])
 }
 
 /// The stack of a search, kept by the solver so that a search allocates nothing.
@@ -101,8 +104,9 @@ impl Search {
     ) -> Option<f64> {
         memo.start::<I>();
         self.exact = U320::ZERO;
+        let top = start.cards() as usize / 2;
         self.frames[0].state = start;
-        self.frames[0].start(tables);
+        self.frames[0].start::<EXACT>(tables);
         let mut d = 0;
         loop {
             let frame = self.frames.get_mut(d)?;
@@ -115,43 +119,39 @@ impl Search {
                 if hopeless {
                     continue;
                 }
-                let i = usize::from(frame.n).min(MAX_MOVES - 1);
                 if let Some((slot, value)) = memo.find::<I>(child) {
                     frame.sum += value;
                     if EXACT {
-                        frame.slots[i] = slot;
-                        frame.n += 1;
+                        exact::add(&mut frame.exact, &memo.exact(slot), width(top, d));
                     }
                     continue;
-                }
-                if EXACT {
-                    frame.n += 1;
                 }
                 if child == 0 {
                     // The table is cleared: won.
                     let slot = memo.remember::<I>(0, 1.0)?;
                     frame.sum += 1.0;
                     if EXACT {
-                        frame.slots[i] = slot as u32;
-                        memo.set_exact(slot, U320::from(1u64));
+                        let one = [1, 0, 0, 0, 0];
+                        memo.set_exact(slot, one);
+                        exact::add(&mut frame.exact, &one, width(top, d));
                     }
                     continue;
                 }
                 let (above, below) = self.frames.split_at_mut(d + 1);
                 let (frame, next) = (above.last_mut()?, below.first_mut()?);
                 tables.play_into(&frame.state, kid, &mut next.state);
-                next.start(tables);
+                next.start::<EXACT>(tables);
                 d += 1;
             } else {
                 let value = frame.value();
                 let exact = if EXACT {
-                    frame.numerator(memo)
+                    frame.numerator(width(top, d))
                 } else {
-                    U320::ZERO
+                    [0; 5]
                 };
                 if d == 0 {
                     // The start is evaluated but not remembered.
-                    self.exact = exact;
+                    self.exact = U320::from_limbs(exact);
                     return Some(value);
                 }
                 let slot = memo.remember::<I>(frame.state.key, value)?;
@@ -159,9 +159,8 @@ impl Search {
                 let parent = &mut self.frames[d];
                 parent.sum += value;
                 if EXACT {
-                    let i = usize::from(parent.n).clamp(1, MAX_MOVES) - 1;
-                    parent.slots[i] = slot as u32;
                     memo.set_exact(slot, exact);
+                    exact::add(&mut parent.exact, &exact, width(top, d));
                 }
             }
         }
