@@ -3,11 +3,12 @@
 //! # Layout
 //! Each module uses only modules listed before it, so the engines never learn about gRPC, the
 //! service never touches a table, and the command line only wires the library together:
-//! - inputs: [`deal`] (cards, deals, positions, the UVa file reader) and [`rps`] (the second game,
-//!   FZU 2145 rock-paper-scissors: cases, their file reader, and its engine), on two private
-//!   helpers, `lines` (numbered lines of a file) and `token` (input quoted in error messages);
-//! - [`solver`]: the Double Patience engine. One [`solver::Solver`] owns one 5^9-entry table for
-//!   life and solves a deal without allocating; no async, no I/O (nor has the rps engine);
+//! - the engine, a crate of its own (`patience-engine`, crates/engine), re-exported here:
+//!   [`deal`] (cards, deals, positions, the UVa file reader), [`rps`] (the second game, FZU 2145
+//!   rock-paper-scissors: cases, their file reader, and its engine), [`solver`] (the Double
+//!   Patience engine: one [`solver::Solver`] owns one 5^9-entry table for life and solves a deal
+//!   without allocating), and [`items`] and [`mark`] (numbered items of an input, and where a
+//!   reader stands in it); no async, no I/O beyond reading text;
 //! - [`pool`]: worker threads that each own both games' engines, behind a bounded queue with
 //!   cancellable jobs;
 //! - [`proto`] (the code generated from `proto/patience/v1/patience.proto`) and [`wire`]
@@ -39,14 +40,15 @@
     clippy::print_stderr
 )]
 
+// The engine, its own crate (crates/engine), under the names it has always had here.
+pub use patience_engine::{deal, items, mark, rps, solver};
+
 pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod columns;
 mod compressed;
-pub mod deal;
 pub mod exchange;
-pub mod items;
 mod jobs;
 /// A Parquet output as `solve --format parquet --output` writes it, for the bench of what its
 /// resume bookkeeping writes (`benches/parquet_record.rs`); the jobs library is not public yet.
@@ -77,19 +79,14 @@ pub mod parquet_output {
         answers.finish().map_err(|e| e.to_string())
     }
 }
-mod lines;
-pub mod mark;
 pub mod metrics;
 pub mod ordered;
 pub mod pool;
 pub mod proto;
 pub mod reason;
 pub mod render;
-pub mod rps;
 pub mod server;
 pub mod service;
-pub mod solver;
-mod token;
 pub mod trace;
 mod values;
 pub mod wire;

@@ -147,38 +147,35 @@ impl TryFrom<&proto::MoveOdds> for MoveOdds {
 }
 
 /// The wire carries a deal's probability beside its analysis (as the `Result`'s outcome), so the
-/// engine's [`Analysis`] is made from both. An empty `exact` is one not asked for.
-impl TryFrom<(f64, &proto::Analysis)> for Analysis {
-    type Error = MalformedAnalysis;
-
-    fn try_from((probability, a): (f64, &proto::Analysis)) -> Result<Analysis, MalformedAnalysis> {
-        let exact = match a.exact.as_str() {
-            "" => None,
-            text => Some(
-                text.parse::<Fraction>()
-                    .map_err(|source| MalformedAnalysis::Exact {
-                        text: text.to_string(),
-                        source,
-                    })?,
-            ),
-        };
-        Ok(Analysis {
-            probability,
-            states: u32::try_from(a.states).map_err(|_| MalformedAnalysis::States(a.states))?,
-            winnable: a.winnable,
-            exact,
-            moves: a
-                .moves
-                .iter()
-                .map(MoveOdds::try_from)
-                .collect::<Result<_, _>>()?,
-            line: a
-                .line
-                .iter()
-                .map(Move::try_from)
-                .collect::<Result<_, _>>()?,
-        })
-    }
+/// engine's [`Analysis`] is made from both (a function, not a `TryFrom`: the engine's crate owns
+/// `Analysis`, and a tuple is nobody's). An empty `exact` is one not asked for.
+pub fn analysis(probability: f64, a: &proto::Analysis) -> Result<Analysis, MalformedAnalysis> {
+    let exact = match a.exact.as_str() {
+        "" => None,
+        text => Some(
+            text.parse::<Fraction>()
+                .map_err(|source| MalformedAnalysis::Exact {
+                    text: text.to_string(),
+                    source,
+                })?,
+        ),
+    };
+    Ok(Analysis {
+        probability,
+        states: u32::try_from(a.states).map_err(|_| MalformedAnalysis::States(a.states))?,
+        winnable: a.winnable,
+        exact,
+        moves: a
+            .moves
+            .iter()
+            .map(MoveOdds::try_from)
+            .collect::<Result<_, _>>()?,
+        line: a
+            .line
+            .iter()
+            .map(Move::try_from)
+            .collect::<Result<_, _>>()?,
+    })
 }
 
 /// A pile as the engine numbers it, 1 to 9.
@@ -212,7 +209,7 @@ mod tests {
     };
 
     fn round_trip(a: &Analysis) -> Result<Analysis, MalformedAnalysis> {
-        Analysis::try_from((a.probability, &proto::Analysis::from(a)))
+        analysis(a.probability, &proto::Analysis::from(a))
     }
 
     #[test]
@@ -294,7 +291,7 @@ mod tests {
     fn malformed(change: impl FnOnce(&mut proto::Analysis)) -> Option<MalformedAnalysis> {
         let mut a = sample();
         change(&mut a);
-        Analysis::try_from((0.5, &a)).err()
+        analysis(0.5, &a).err()
     }
 
     #[test]

@@ -21,8 +21,18 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The engine crate's source (crates/engine/src), a crate root of its own.
+fn engine_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/engine/src")
+}
+
 /// Every `.rs` file under `dir`, recursively, with its path relative to `src/`.
 fn rust_files(dir: &Path, into: &mut Vec<(String, String)>) {
+    rust_files_of(&src(), dir, into);
+}
+
+/// Every `.rs` file under `dir`, recursively, with its path relative to the crate root `root`.
+fn rust_files_of(root: &Path, dir: &Path, into: &mut Vec<(String, String)>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("read a source directory")
         .map(|e| e.expect("a directory entry").path())
@@ -30,11 +40,11 @@ fn rust_files(dir: &Path, into: &mut Vec<(String, String)>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            rust_files(&path, into);
+            rust_files_of(root, &path, into);
         } else if path.extension().is_some_and(|e| e == "rs") {
             let name = path
-                .strip_prefix(src())
-                .expect("under src/")
+                .strip_prefix(root)
+                .expect("under the crate root")
                 .display()
                 .to_string();
             into.push((
@@ -69,11 +79,19 @@ fn declared(text: &str) -> Vec<String> {
 
 /// Rough edge 11: `Game`, `Deals`, `Rps`, `Outgoing`, `Submission`, `Progress`, `Event`, `Answer`
 /// meant one thing in the client or the command line and another elsewhere, and `cli::Status` sat
-/// beside `tonic::Status`. Checked for the whole crate.
+/// beside `tonic::Status`. Checked for the whole crate and the engine's crate, which it re-exports.
 #[test]
 fn each_type_name_means_one_thing_in_the_crate() {
     let mut files = Vec::new();
     rust_files(&src(), &mut files);
+    let mut engine = Vec::new();
+    rust_files_of(&engine_src(), &engine_src(), &mut engine);
+    assert!(engine.len() > 10, "the engine's files were not found");
+    files.extend(
+        engine
+            .into_iter()
+            .map(|(f, text)| (format!("crates/engine/src/{f}"), text)),
+    );
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (file, text) in &files {
         for name in declared(text) {
@@ -345,8 +363,15 @@ fn the_library_never_imports_the_command_line() {
 /// form no circle.
 #[test]
 fn no_two_files_of_the_crate_import_each_other_even_through_others() {
+    for root in [src(), engine_src()] {
+        no_circle_among_the_files_of(&root);
+    }
+}
+
+/// The import circles test for the crate whose root (`lib.rs`) is in `root`.
+fn no_circle_among_the_files_of(root: &Path) {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files_of(root, root, &mut files);
     let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
     let graph: BTreeMap<String, BTreeSet<String>> = files
         .iter()
@@ -425,21 +450,32 @@ fn no_two_files_of_the_crate_import_each_other_even_through_others() {
     }
     assert!(
         circles.is_empty(),
-        "import circles in src/:\n{}",
+        "import circles in {}:\n{}",
+        root.display(),
         circles.join("\n")
     );
 }
 
 /// The house issue: docs/development.md's map of the source missed files as the tree grew. Each
 /// file of `src/` is named in the map's table, as `src/PATH` or, in the row of its top folder
-/// (`src/cli/*.rs`), by its path inside that folder; and each file the map names exists.
+/// (`src/cli/*.rs`), by its path inside that folder; and each file the map names exists. The
+/// same for the engine's crate, in rows of `crates/engine/src/`.
 #[test]
 fn the_map_in_docs_development_names_every_file_of_the_source_and_no_other() {
     let doc =
         std::fs::read_to_string(src().join("../docs/development.md")).expect("docs/development.md");
-    let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| `src/")).collect();
+    for (root, prefix) in [(src(), "src/"), (engine_src(), "crates/engine/src/")] {
+        the_map_names_every_file_of(&doc, &root, prefix);
+    }
+}
+
+fn the_map_names_every_file_of(doc: &str, root: &Path, prefix: &str) {
+    let rows: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with(&format!("| `{prefix}")))
+        .collect();
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files_of(root, root, &mut files);
     let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
     // The names in backquotes ending in `.rs` of a row, and the folder its glob covers.
     let quoted = |row: &str| -> Vec<String> {
@@ -452,7 +488,7 @@ fn the_map_in_docs_development_names_every_file_of_the_source_and_no_other() {
     };
     let folder = |row: &str| -> Option<String> {
         quoted(row).iter().find_map(|q| {
-            q.strip_prefix("src/")
+            q.strip_prefix(prefix)
                 .and_then(|q| q.strip_suffix("/*.rs"))
                 .map(str::to_string)
         })
@@ -462,7 +498,7 @@ fn the_map_in_docs_development_names_every_file_of_the_source_and_no_other() {
     for row in &rows {
         let folder = folder(row);
         for q in quoted(row) {
-            let path = match (q.strip_prefix("src/"), &folder) {
+            let path = match (q.strip_prefix(prefix), &folder) {
                 (Some(p), _) if p.ends_with("/*.rs") => continue,
                 (Some(p), _) => p.to_string(),
                 (None, Some(dir)) => format!("{dir}/{q}"),
@@ -477,13 +513,113 @@ fn the_map_in_docs_development_names_every_file_of_the_source_and_no_other() {
     }
     let missing: Vec<&String> = names.difference(&named).collect();
     assert!(
-        rows.len() > 10,
-        "no map of src/ found in docs/development.md"
+        rows.len() > 3,
+        "no map of {prefix} found in docs/development.md"
     );
     assert!(
         missing.is_empty() && stale.is_empty(),
-        "docs/development.md's map: files of src/ it does not name: {missing:?}; \
-         files it names that are not in src/: {stale:?}"
+        "docs/development.md's map: files of {prefix} it does not name: {missing:?}; \
+         files it names that are not there: {stale:?}"
+    );
+}
+
+/// The packages `from` depend on in `Cargo.lock`, however deep: each `[[package]]`'s
+/// `dependencies` entries are `NAME` or `NAME VERSION`. The lock names every platform's and every
+/// feature's dependencies of a package, so this is never less than what is built.
+fn lock_closure(lock: &str, from: &[String]) -> BTreeSet<String> {
+    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            block.lines().find_map(|l| {
+                l.strip_prefix(&format!("{key} = \""))
+                    .and_then(|v| v.strip_suffix('"'))
+                    .map(str::to_string)
+            })
+        };
+        let Some(name) = field("name") else { continue };
+        let list = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap_or(""))
+            .unwrap_or("");
+        let names = list
+            .split(',')
+            .filter_map(|e| {
+                let e = e.trim().trim_matches('"');
+                e.split_whitespace().next().map(str::to_string)
+            })
+            .collect();
+        deps.entry(name).or_default().extend::<Vec<String>>(names);
+    }
+    let mut seen: BTreeSet<String> = from.iter().cloned().collect();
+    let mut todo = from.to_vec();
+    while let Some(p) = todo.pop() {
+        for d in deps.get(&p).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The house issue, third pass: the engine built with all of the daemon's crates, so the Python
+/// package could not have it alone. Its crate (crates/engine) depends, however deeply, on no
+/// async runtime, no gRPC, HTTP, protobuf, command line or object store crate: its
+/// `[dependencies]` (its tests' are not built into it) and all they depend on in `Cargo.lock`, so
+/// a dependency added anywhere under it fails here.
+#[test]
+fn the_engine_crate_builds_with_none_of_the_daemon_s_crates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+    let manifest = std::fs::read_to_string(root.join("crates/engine/Cargo.toml"))
+        .expect("the engine's manifest");
+    let mut table = String::new();
+    let mut direct = Vec::new();
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if line.starts_with('[') {
+            table = line.to_string();
+        } else if let Some((name, _)) = line.split_once('=')
+            && table == "[dependencies]"
+        {
+            direct.push(name.trim().to_string());
+        }
+    }
+    let closure = lock_closure(&lock, &direct);
+    assert!(
+        closure.contains("ruint") && closure.contains("thiserror"),
+        "the engine's dependencies were not read from Cargo.lock: {closure:?}"
+    );
+    let forbidden: Vec<&String> = closure
+        .iter()
+        .filter(|d| {
+            let d = d.as_str();
+            [
+                "tokio",
+                "tonic",
+                "prost",
+                "hyper",
+                "clap",
+                "object_store",
+                "futures",
+                "http",
+                "tower",
+                "serde_json",
+                "parquet",
+                "arrow",
+            ]
+            .iter()
+            .any(|f| d == *f || d.starts_with(&format!("{f}-")) || d.starts_with(&format!("{f}_")))
+        })
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "the engine crate depends on the daemon's crates: {forbidden:?}"
+    );
+    let engine = std::fs::read_to_string(root.join("crates/engine/src/lib.rs")).expect("engine");
+    assert!(
+        !code(&engine).contains("patience::"),
+        "the engine names the daemon's crate"
     );
 }
 

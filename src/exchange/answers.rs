@@ -97,11 +97,11 @@ pub fn check(
             Some(Outcome::Probability(probability)) => {
                 let analysis = match (asked, result.analysis) {
                     (None, _) => None,
-                    (Some(_), Some(wire)) => {
-                        Some(Box::new(Analysis::try_from((probability, &wire)).map_err(
-                            |e| Unfit::Malformed(format!("it sent a malformed answer: {e}")),
-                        )?))
-                    }
+                    (Some(_), Some(wire)) => Some(Box::new(
+                        crate::wire::analysis(probability, &wire).map_err(|e| {
+                            Unfit::Malformed(format!("it sent a malformed answer: {e}"))
+                        })?,
+                    )),
                     // A daemon older than the analysis API ignores the request's options: its
                     // lines would silently lack the fields `solve` prints.
                     (Some(_), None) => {

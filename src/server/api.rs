@@ -273,7 +273,7 @@ fn query(query: &str, game: Endpoint) -> Result<Render, String> {
         },
         asked: Options::default(),
     };
-    let shown = |text: &str| crate::token::Token::cut(text, 40);
+    let shown = |text: &str| crate::deal::Token::cut(text, 40);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let switch = || match value {

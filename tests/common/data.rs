@@ -13,6 +13,16 @@ pub const TOLERANCE: f64 = 1e-9 + 5e-10;
 /// directory beside this checkout, as this project's CI has it.
 const DEFAULT_REFERENCE_DIR: &str = "../shared/reference";
 
+/// The checkout's root, where `tests/data` is: the package's own folder for the root package,
+/// two up for the engine's (crates/engine), whose tests and benches read the same data.
+fn checkout() -> &'static Path {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|dir| dir.join("tests/data").is_dir())
+        .unwrap_or(package)
+}
+
 /// A seed solver of `../shared/reference` (`reference-solve`, `reference-rps`), for the tests and
 /// benches that compare against it, or `None` when it cannot run here: the script is missing or
 /// g++ (which it compiles the seed with) is. Then a note on standard error says what is skipped
@@ -49,16 +59,13 @@ pub fn reference(name: &str) -> Option<PathBuf> {
 /// `../shared/reference` beside the checkout.
 pub fn reference_path(name: &str) -> PathBuf {
     std::env::var_os("PATIENCE_REFERENCE_DIR")
-        .map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_REFERENCE_DIR),
-            PathBuf::from,
-        )
+        .map_or_else(|| checkout().join(DEFAULT_REFERENCE_DIR), PathBuf::from)
         .join(name)
 }
 
 /// The path of `tests/data/NAME`.
 pub fn data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    checkout()
         .join("tests/data")
         .join(name)
         .display()

@@ -6,7 +6,7 @@ cards (joined, a pile of five and one of three would make a valid 36-card deal t
 rejects), and the line `solve` names in an error. The cards themselves are the daemon's to judge;
 a card is checked here only to know which line `solve` would name if the daemon finds it bad,
 and to find where whole deals begin again after nine lines that do not make one (a line missing,
-extra or stray), by the rule of `solve`'s reader (src/deal/reader.rs, docs/solving.md).
+extra or stray), by the rule of `solve`'s reader (crates/engine/src/deal/reader.rs, docs/solving.md).
 """
 
 import re

@@ -10,7 +10,7 @@ pub struct Token(String);
 
 impl Token {
     /// `raw`, cut to `max_chars` characters (and `…` when it was longer).
-    pub(crate) fn cut(raw: &str, max_chars: usize) -> Token {
+    pub fn cut(raw: &str, max_chars: usize) -> Token {
         let mut shown: String = raw.chars().take(max_chars).collect();
         if raw.chars().nth(max_chars).is_some() {
             shown.push('…');

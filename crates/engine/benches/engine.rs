@@ -1,7 +1,6 @@
-//! Engine and `patience solve` benchmark: prints figures, asserts nothing about time.
+//! The engine's benchmark: prints figures, asserts nothing about time.
 //!
-//! `cargo bench --bench engine` (options after `--`: `--deals N --runs R --reference-deals M
-//! --engine-only`).
+//! `cargo bench --bench engine` (options after `--`: `--deals N --runs R --reference-deals M`).
 //!
 //! Measures, side by side in one run on the same uniformly random deals (seeded):
 //! - the engine on one thread (one reused `Solver`), median of R runs, and ns per position;
@@ -9,39 +8,58 @@
 //! - states visited per deal (median, p99, max, mean);
 //! - what reading a deal and printing its line cost, per deal;
 //! - `reference-solve` (seed 001's memo DFS, whole process) on the first M deals (all by
-//!   default), and `patience solve --workers 1` against it on the same deals;
-//! - `patience solve` with 1 and 2 workers on the whole file, the ratio, and peak memory;
-//! - each of those as a share of the engine on as many threads (the figure the command line is
-//!   judged by: it should lose nothing around the solver), as a ratio of medians and, each solve
-//!   run beside a pass of the engine on as many threads with fresh solvers, pair by pair.
+//!   default), against the engine on one thread.
+//!
+//! `patience solve` against the engine, the figure the command line is judged by, is the root
+//! package's `cargo bench --bench solve`.
 
-mod support;
+// The tests' reference data and seed solvers (the workspace's tests/common/data.rs), under the
+// name the tests give this crate.
+extern crate patience_engine as patience;
+#[allow(dead_code, reason = "the bench needs the seed solvers' path only")]
+#[path = "../../../tests/common/data.rs"]
+mod data;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use patience::deal::{Deal, DealReader};
 use patience::solver::Solver;
-use support::{Flags, median, percentile, run_measured};
 
 struct Options {
     deals: usize,
     runs: usize,
     reference_deals: usize,
-    engine_only: bool,
+}
+
+/// `--name value` after `--`, or `default`.
+fn flag(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn options() -> Options {
-    let flags = Flags::from_env();
-    let deals = flags.get("--deals", 20_000usize).max(1);
+    let deals = flag("--deals", 20_000).max(1);
     Options {
         deals,
-        runs: flags.get("--runs", 5usize).max(1),
-        reference_deals: flags.get("--reference-deals", deals),
-        engine_only: flags.has("--engine-only"),
+        runs: flag("--runs", 5).max(1),
+        reference_deals: flag("--reference-deals", deals),
     }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn percentile<T: Copy>(sorted: &[T], p: f64) -> T {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn write_deals(path: &Path, deals: &[Deal]) {
@@ -119,14 +137,11 @@ fn main() {
         "engine, 2 threads (a solver each): median {pair:.0} deals/s = {:.2}x one thread",
         pair / single
     );
-    if o.engine_only {
-        return;
-    }
     let dir = std::env::temp_dir();
     let all_path = dir.join(format!("patience-bench-{}.in", std::process::id()));
     write_deals(&all_path, &deals);
 
-    // What `patience solve` spends per deal besides solving: its reader and its printer.
+    // What a command spends per deal besides solving: the reader and the printer.
     let text = std::fs::read(&all_path).expect("read the deals back");
     let (read_rate, _) = rates(o.runs, deals.len(), || {
         let read = DealReader::new(&text[..]).filter(Result::is_ok).count();
@@ -145,10 +160,8 @@ fn main() {
         1e9 / print_rate
     );
 
-    // The reference (seed 001's memo DFS), whole process, on the first M deals, against
-    // `patience solve --workers 1` on the same file, in the same run.
-    let exe = env!("CARGO_BIN_EXE_patience");
-    let script = support::reference_path("reference-solve");
+    // The reference (seed 001's memo DFS), whole process, on the first M deals.
+    let script = data::reference_path("reference-solve");
     let m = o.reference_deals.min(deals.len());
     if script.exists() && m > 0 {
         let ref_path = dir.join(format!("patience-bench-ref-{}.in", std::process::id()));
@@ -156,8 +169,17 @@ fn main() {
         // First call compiles the reference; keep that out of the timing.
         let warm = dir.join(format!("patience-bench-warm-{}.in", std::process::id()));
         write_deals(&warm, &deals[..1]);
-        run_measured(Command::new(&script).arg(&warm));
-        let (t, _, answers) = run_measured(Command::new(&script).arg(&ref_path));
+        let run = |input: &Path| {
+            let start = Instant::now();
+            let out = Command::new(&script)
+                .arg(input)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("run reference-solve");
+            (start.elapsed(), out.stdout)
+        };
+        run(&warm);
+        let (t, answers) = run(&ref_path);
         let ref_rate = m as f64 / t.as_secs_f64();
         let text = String::from_utf8_lossy(&answers);
         let worst = text
@@ -165,24 +187,12 @@ fn main() {
             .zip(&solutions)
             .map(|(r, s)| (r.parse::<f64>().unwrap_or(f64::NAN) - s.probability).abs())
             .fold(0.0, f64::max);
-        let ours: Vec<f64> = (0..3)
-            .map(|_| {
-                let (t, _, _) = run_measured(
-                    Command::new(exe)
-                        .args(["solve", "--workers", "1"])
-                        .arg(&ref_path),
-                );
-                m as f64 / t.as_secs_f64()
-            })
-            .collect();
-        let ours = median(ours);
         println!(
             "reference-solve (seed 001, g++ -O2, whole process) on {m} deals: {ref_rate:.0} deals/s; largest difference {worst:.1e}"
         );
         println!(
-            "  vs the engine (1 thread): {:.1}x;  vs patience solve --workers 1 (whole process, same file): {ours:.0} deals/s = {:.1}x",
-            single / ref_rate,
-            ours / ref_rate
+            "  the engine (1 thread) against it: {:.1}x",
+            single / ref_rate
         );
         let _ = std::fs::remove_file(&ref_path);
         let _ = std::fs::remove_file(&warm);
@@ -193,70 +203,5 @@ fn main() {
         );
     }
 
-    // The command line with 1 and 2 workers, same file, each run beside a pass of the engine on
-    // as many threads, in turn: the machine's drift (a shared VM's neighbours) moves both sides of
-    // a pair alike, so the ratio is read pair by pair, its median quoted.
-    let engine_pass = |threads: usize| {
-        let start = Instant::now();
-        std::thread::scope(|scope| {
-            for part in deals.chunks(deals.len().div_ceil(threads)) {
-                scope.spawn(move || {
-                    let mut solver = Solver::new();
-                    for d in part {
-                        std::hint::black_box(solver.solve(d));
-                    }
-                });
-            }
-        });
-        deals.len() as f64 / start.elapsed().as_secs_f64()
-    };
-    let mut per_workers = Vec::new();
-    for workers in [1usize, 2] {
-        per_workers.push((workers, Vec::new(), Vec::new(), 0u64));
-    }
-    for _ in 0..o.runs.max(1) {
-        for (workers, rates, ratios, peak) in per_workers.iter_mut() {
-            let engine = engine_pass(*workers);
-            let (t, kb, _) = run_measured(
-                Command::new(exe)
-                    .args(["solve", "--workers", &workers.to_string()])
-                    .arg(&all_path),
-            );
-            let rate = deals.len() as f64 / t.as_secs_f64();
-            rates.push(rate);
-            ratios.push(rate / engine);
-            *peak = (*peak).max(kb);
-        }
-    }
-    let mut medians = Vec::new();
-    let mut paired = Vec::new();
-    for (workers, rates, ratios, peak) in per_workers {
-        let m = median(rates);
-        medians.push(m);
-        let list = ratios
-            .iter()
-            .map(|r| format!("{r:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        paired.push(median(ratios));
-        println!(
-            "patience solve --workers {workers}: median {m:.0} deals/s, peak RSS {:.1} MiB; against the engine on {workers} thread(s) (a fresh solver each) run beside it: {list}",
-            peak as f64 / 1024.0
-        );
-    }
-    println!(
-        "solve speed-up, 2 workers vs 1: {:.2}x",
-        medians[1] / medians[0]
-    );
-    // What issue 34 judges: the command line against the engine on as many threads, in this run.
-    println!(
-        "patience solve against the engine: --workers 1 {:.3} of 1 thread; --workers 2 {:.3} of 2 threads (target: 0.95 or more)",
-        medians[0] / single,
-        medians[1] / pair
-    );
-    println!(
-        "  the same, pair by pair (each solve run against an engine pass beside it, median of the ratios): --workers 1 {:.3}; --workers 2 {:.3}",
-        paired[0], paired[1]
-    );
     let _ = std::fs::remove_file(&all_path);
 }

@@ -12,14 +12,19 @@
     reason = "a global allocator implements an unsafe trait; this one forwards every call to System"
 )]
 
-mod common;
+// The tests' reference data (the workspace's tests/common/data.rs), under the name the tests give
+// this crate.
+extern crate patience_engine as patience;
+#[allow(dead_code, reason = "this test reads some of the reference data only")]
+#[path = "../../../tests/common/data.rs"]
+mod data;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 
-use common::{answers as read_answers, deals as read_deals, rps_answers, rps_cases, text};
+use data::{answers as read_answers, deals as read_deals, rps_answers, rps_cases, text};
 use patience::deal::Deal;
 use patience::rps::{Case, CaseReader, MAX_OTHERS, RpsSolver};
 use patience::solver::{Solution, Solver};
