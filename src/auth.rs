@@ -5,10 +5,12 @@
 //! before admission and before any message is read, so a refused call takes no cap and costs no
 //! parsing and no solver time. Health and reflection need none: probes stay open.
 
+pub mod x509;
+
 use std::fmt;
 use std::path::Path;
 
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 use subtle::ConstantTimeEq as _;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Status};

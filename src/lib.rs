@@ -11,11 +11,12 @@
 //!   reader stands in it); no async, no I/O beyond reading text;
 //! - [`pool`]: worker threads that each own both games' engines, behind a bounded queue with
 //!   cancellable jobs;
-//! - [`proto`] (the code generated from `proto/patience/v1/patience.proto`) and [`wire`]
-//!   (conversions between the engines' types and the generated ones, both ways);
+//! - [`proto`] (the code generated from `proto/patience/v1/patience.proto`, and every error
+//!   status the daemon sends with its details, `proto::reason`) and [`wire`] (conversions between
+//!   the engines' types and the generated ones, both ways);
 //! - [`metrics`]: Prometheus counters, gauges and histograms, and the `/metrics` endpoint;
-//! - [`auth`]: bearer-token checks and secrets that never get logged; `x509`: the certificate
-//!   version check both ends of TLS make;
+//! - [`auth`]: bearer-token checks and secrets that never get logged; `auth::x509`: the
+//!   certificate version check both ends of TLS make;
 //! - [`exchange`]: a game's streaming call as messages, what the client and the daemon's HTTP
 //!   API both send and check;
 //! - [`service`]: the `patience.v1.Solver` and `patience.v1.RpsService` gRPC services: admission,
@@ -46,7 +47,6 @@ pub use patience_engine::{deal, items, mark, rps, solver};
 pub mod auth;
 pub mod cli;
 pub mod client;
-pub mod columns;
 mod compressed;
 pub mod exchange;
 mod jobs;
@@ -83,11 +83,9 @@ pub mod metrics;
 pub mod ordered;
 pub mod pool;
 pub mod proto;
-pub mod reason;
 pub mod render;
 pub mod server;
 pub mod service;
 pub mod trace;
 mod values;
 pub mod wire;
-mod x509;

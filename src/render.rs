@@ -5,6 +5,10 @@
 //! A probability is printed as Rust's `{:.N}` prints an `f64`: the exact binary value rounded to
 //! N decimals, half to even (as C's printf does), not the half-up rounding of JavaScript's
 //! `toFixed`.
+//!
+//! A Parquet output and the HTTP API's Arrow streams take columns instead (`columns`).
+
+pub mod columns;
 
 /// Decimals printed per deal's probability unless asked otherwise (6 matches the UVa judge).
 pub const DEAL_PRECISION: u8 = 6;
@@ -195,7 +199,7 @@ pub struct Render {
     pub asked: crate::solver::Options,
 }
 
-/// A Parquet output takes rows (`crate::columns`), not lines; where a line is wanted all the same
+/// A Parquet output takes rows (`crate::render::columns`), not lines; where a line is wanted all the same
 /// (a message), it is the JSON line, which carries the same fields.
 impl Render {
     /// The line of a solved deal; `analysis` is used in JSON only.

@@ -75,11 +75,11 @@ use start::Answered;
 
 use crate::metrics::Metrics;
 use crate::pool::Pool;
+use crate::proto::reason::Reason;
 use crate::proto::{
     self, SolveRequest, SolveResponse, SolveRpsRequest, SolveRpsResponse, SolveRpsStreamRequest,
     SolveRpsStreamResponse,
 };
-use crate::reason::Reason;
 use crate::wire;
 
 /// The gRPC service. Cheap to clone: everything is shared. Calls reach it through the server's

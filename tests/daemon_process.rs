@@ -166,7 +166,7 @@ fn assert_cut_after_an_in_order_prefix(
     expected: &[f64],
 ) {
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    let said = patience::reason::Said::of(status).expect("details");
+    let said = proto::reason::Said::of(status).expect("details");
     assert!(
         ["DRAIN_TIMEOUT", "DRAIN_CUT"].contains(&said.reason.as_str()),
         "{said:?}"

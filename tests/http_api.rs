@@ -368,11 +368,11 @@ fn every_reason_is_listed_in_the_readme_the_api_page_and_the_proto() {
     let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
     let names = |text: &str| -> std::collections::BTreeSet<String> {
         text.split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
-            .filter(|w| patience::reason::NAMES.contains(w) || w.starts_with("MAX_"))
+            .filter(|w| patience::proto::reason::NAMES.contains(w) || w.starts_with("MAX_"))
             .map(str::to_string)
             .collect()
     };
-    let all: std::collections::BTreeSet<String> = patience::reason::NAMES
+    let all: std::collections::BTreeSet<String> = patience::proto::reason::NAMES
         .iter()
         .map(|n| n.to_string())
         .collect();

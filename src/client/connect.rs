@@ -50,7 +50,7 @@ pub enum ConnectError {
     /// with no more than "UnsupportedCertVersion".
     #[error(
         "{path}: {which} is X.509 version {version}, and TLS here takes version 3 only ({})",
-        crate::x509::HOW_TO_MAKE_VERSION_3
+        crate::auth::x509::HOW_TO_MAKE_VERSION_3
     )]
     CertVersion {
         path: String,
@@ -220,7 +220,7 @@ fn check_versions(pem: &[u8], path: &std::path::Path) -> Result<(), ConnectError
     use tokio_rustls::rustls::pki_types::pem::PemObject as _;
     let certificates = CertificateDer::pem_slice_iter(pem).filter_map(Result::ok);
     for (n, certificate) in certificates.enumerate() {
-        if let Some(version) = crate::x509::not_version_3(&certificate) {
+        if let Some(version) = crate::auth::x509::not_version_3(&certificate) {
             return Err(ConnectError::CertVersion {
                 path: path.display().to_string(),
                 which: match n {

@@ -6,7 +6,7 @@ use std::error::Error as _;
 use tonic::Code;
 
 use crate::exchange::Unfit;
-use crate::reason::Said;
+use crate::proto::reason::Said;
 
 /// Why a lane's call ended early, which decides what the run does about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub fn code_name(code: Code) -> &'static str {
 }
 
 /// Sorts a status that ended a daemon's call, by the reason in its details
-/// ([`crate::reason`]) when it has one, else (a daemon older than the details, a proxy) by its
+/// ([`crate::proto::reason`]) when it has one, else (a daemon older than the details, a proxy) by its
 /// code and words.
 pub fn verdict(status: &tonic::Status) -> Verdict {
     if let Some(verdict) = http_answer(status) {
@@ -268,7 +268,7 @@ fn in_words(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reason::Reason;
+    use crate::proto::reason::Reason;
     use std::sync::Arc;
 
     #[test]

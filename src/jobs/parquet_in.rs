@@ -329,7 +329,7 @@ pub fn row_count(place: &Location) -> Result<Option<u64>, String> {
 pub fn answers(place: &Location) -> Result<ParquetRecordBatchReader, String> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(chunks(place)?)
         .map_err(|e| format!("it is not a whole Parquet file ({e})"))?;
-    if builder.schema().fields() != crate::columns::schema().fields() {
+    if builder.schema().fields() != crate::render::columns::schema().fields() {
         return Err("its columns are not the answers' (index, id, probability, error)".into());
     }
     builder

@@ -45,10 +45,10 @@ use super::record::{self, RecordError};
 use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
 use super::signals::{Keeper, Tell};
 use super::upload::ObjectAnswers;
-use crate::columns::{self, Rows};
 use crate::compressed::PARQUET_MAGIC as MAGIC;
 use crate::jobs::in_full;
 use crate::jobs::{FileError, FileOp};
+use crate::render::columns::{self, Rows};
 
 /// Answers gathered before the writer takes them: always this many at a time (the pages' bounds
 /// depend on the batches, so a run's bytes do not depend on when the printer waited), and the

@@ -8,7 +8,7 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
 
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 
 /// prost's codec, with decode failures worded as above.
 #[derive(Debug, Clone)]

@@ -1,7 +1,8 @@
-//! The generated gRPC types and the descriptor set that reflection serves, and the codec the
-//! generated code uses.
+//! The generated gRPC types and the descriptor set that reflection serves, the codec the
+//! generated code uses, and every error status the daemon sends with its details (`reason`).
 
 pub mod codec;
+pub mod reason;
 
 mod generated {
     #![allow(

@@ -42,7 +42,7 @@ use tonic::transport::server::TcpConnectInfo;
 use super::call::Calls;
 use super::route::{Route, plain};
 use crate::compressed::Codec;
-use crate::reason::Said;
+use crate::proto::reason::Said;
 use crate::render::{DEAL_PRECISION, MAX_PRECISION, OutputFormat, RPS_PRECISION, Render};
 use crate::service::SolverService;
 use crate::service::jobs::JobsService;
@@ -157,7 +157,7 @@ async fn answer(api: &Api, request: http::Request<Body>) -> http::Response<Body>
         encoded,
     };
     let content = match (arrow, render.format) {
-        (true, _) => crate::columns::ARROW_STREAM,
+        (true, _) => crate::render::columns::ARROW_STREAM,
         (false, OutputFormat::Json) => "application/x-ndjson",
         (false, _) => "text/plain; charset=utf-8",
     };
@@ -175,7 +175,7 @@ fn accepts_arrow(headers: &http::HeaderMap) -> bool {
         .any(|media| {
             media
                 .trim()
-                .eq_ignore_ascii_case(crate::columns::ARROW_STREAM)
+                .eq_ignore_ascii_case(crate::render::columns::ARROW_STREAM)
         })
 }
 
@@ -366,12 +366,14 @@ mod tests {
     /// race its start; the listener is closed then): their HTTP answer from their status.
     #[test]
     fn a_draining_daemon_says_503_and_to_retry_elsewhere_now() {
-        let draining = refused(&Failure::ApiCall(crate::reason::Reason::Draining.status()));
+        let draining = refused(&Failure::ApiCall(
+            crate::proto::reason::Reason::Draining.status(),
+        ));
         assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
         let headers = draining.headers();
         assert_eq!(headers[header::RETRY_AFTER], "0");
         assert_eq!(headers["x-patience-reason"], "DRAINING");
-        let large = crate::reason::Reason::MaxMessageBytes { limit: 10 };
+        let large = crate::proto::reason::Reason::MaxMessageBytes { limit: 10 };
         let large = refused(&Failure::ApiCall(large.status()));
         assert_eq!(large.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }

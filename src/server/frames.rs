@@ -5,7 +5,7 @@
 //! [`RequestFrames`]: a message over `--max-message-bytes` is refused from its header, before any
 //! of it is buffered; a compressed one (gzip or zstd, as its `grpc-encoding` says) is decompressed
 //! here, its output held to the same limit, and handed on uncompressed; a bad flag is a malformed
-//! message. Every refusal is the service's own status with its details (`crate::reason`), which
+//! message. Every refusal is the service's own status with its details (`crate::proto::reason`), which
 //! tonic hands on to the call unchanged. (tonic has its own limit and decompression, but says
 //! `OUT_OF_RANGE` or `UNIMPLEMENTED` in words of its own that name no flag.) Each message is
 //! counted as it completes.
@@ -23,7 +23,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::HeaderValue;
 use tonic::body::Body;
 
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 
 /// The length of a gRPC message's header.
 const HEADER_LEN: usize = 5;

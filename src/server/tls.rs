@@ -17,7 +17,7 @@ use tokio_rustls::rustls::{
 };
 
 use super::TlsIdentity;
-use crate::x509;
+use crate::auth::x509;
 
 /// Why the TLS material cannot be used.
 #[derive(Debug, thiserror::Error)]

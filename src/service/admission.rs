@@ -32,8 +32,8 @@ use tonic::Status;
 
 use super::lifecycle::{Lifecycle, Phase};
 use crate::metrics::Metrics;
+use crate::proto::reason::Reason;
 use crate::proto::{DescriptorError, service_methods};
-use crate::reason::Reason;
 
 /// How many calls of each kind may be open at once across all connections.
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 use tonic::metadata::{AsciiMetadataValue, MetadataMap};
 
 /// Stands in for "no deadline": far enough never to fire, near enough not to overflow.

@@ -12,8 +12,8 @@ use tonic::{Request, Response, Status};
 
 use crate::jobs::board::{Board, JobState, JobView};
 use crate::jobs::spec::{JobGame, JobSpec, Refusal};
+use crate::proto::reason::Reason;
 use crate::proto::{self, job_service_server::JobService};
-use crate::reason::Reason;
 
 /// How often a watch sends a running job's counts, changed or not.
 const WATCH_EVERY: Duration = Duration::from_secs(1);

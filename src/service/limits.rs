@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 
 /// Limits that keep one client from taking more than its share.
 #[derive(Clone, Debug)]

@@ -12,7 +12,7 @@ use tonic::Status;
 use super::SolverService;
 use super::game::Game;
 use crate::pool::{Engines, PoolError};
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 
 /// A finished response and how many of its items failed, for the call's log line.
 pub(super) struct Answered<R> {

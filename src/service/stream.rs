@@ -35,7 +35,7 @@ use super::lifecycle::{Lifecycle, Phase};
 use super::outbox::{Outbox, StallWatch};
 use super::start::{Answered, Started};
 use super::{Inbound, SolverService, spans};
-use crate::reason::Reason;
+use crate::proto::reason::Reason;
 
 /// How far the call has read its client's requests.
 #[derive(Debug)]

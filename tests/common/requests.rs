@@ -5,14 +5,14 @@ use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, SolveRequest, SolveResponse, result::Outcome};
 use tonic::transport::Channel;
 
-/// Asserts that `status` carries the daemon's details with this reason (`patience::reason`),
+/// Asserts that `status` carries the daemon's details with this reason (`patience::proto::reason`),
 /// and returns their metadata (`flag`, `limit`, `resume_index`...).
 pub fn assert_reason(
     status: &tonic::Status,
     reason: &str,
 ) -> std::collections::HashMap<String, String> {
-    let said =
-        patience::reason::Said::of(status).unwrap_or_else(|| panic!("no details in {status:?}"));
+    let said = proto::reason::Said::of(status)
+        .unwrap_or_else(|| panic!("no details in {status:?}"));
     assert_eq!(said.reason, reason, "{status:?}");
     said.metadata
 }

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::columns;
 use crate::jobs::run_record::Checkpoint;
+use crate::render::columns;
 use arrow_schema::ArrowError;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

@@ -28,11 +28,11 @@ use tokio_util::io::{StreamReader, SyncIoBridge};
 use tonic::body::Body;
 use tonic::{Code, Status};
 
-use crate::columns::ArrowStream;
 use crate::compressed::{self, Codec};
 use crate::exchange::{Answer, Answers, Chunk, DealProtocol, Exchange, RpsProtocol};
 use crate::items::{Items, Step};
 use crate::ordered::{self, Drained, Piece, Stopped};
+use crate::render::columns::ArrowStream;
 use crate::render::{OutputFormat, Render};
 use crate::server::call::{Calls, InProcess};
 use crate::service::{Ending, GameStream, Inbound, SolverService};
