@@ -13,24 +13,26 @@ mod client;
 mod daemon_jobs;
 mod generate;
 mod health;
+mod job_flags;
 mod remote;
 mod rps;
 mod serve;
 mod solve;
 mod traced;
+mod values;
 
-use crate::values::{
+use values::{
     NO_MAX, at_least_one, parse_duration, parse_listen_addr, parse_optional_bytes,
     parse_optional_duration, whole,
 };
 
-pub use crate::jobs::job::JobArgs;
 pub use crate::jobs::output::ExitStatus;
 pub use crate::jobs::progress::ProgressMode;
 pub use crate::render::OutputFormat;
-pub use crate::values::{MaybeBytes, MaybeDuration};
 pub use health::HealthArgs;
+pub use job_flags::{JobFlags, StorageFlags};
 pub use remote::{ClientTlsArgs, RemoteArgs};
+pub use values::{MaybeBytes, MaybeDuration};
 
 /// Exact win probabilities for Double Patience deals (UVa 1637) and FZU 2145 rock-paper-scissors
 /// cases, in-process or on a gRPC daemon.
@@ -75,12 +77,12 @@ pub enum Command {
     /// bytes), of one job, and tiling the input. Exit status: that of the whole run (0, or 1 when
     /// some item was bad); 2, writing nothing, when a part is missing, incomplete, cut or of
     /// another job, which it names.
-    Merge(jobs::merge::MergeArgs),
+    Merge(job_flags::MergeFlags),
     /// Index large input files for `--shard`: FILE.index.json beside each holds its items and,
     /// every 8 MiB, where an item begins, so that a shard skips the files before its range and
     /// reads only its share of the file it begins in (plus at most 8 MiB) instead of framing
     /// everything before it. Used only while FILE keeps its size and modification time.
-    Index(jobs::index::IndexArgs),
+    Index(job_flags::IndexFlags),
     /// The jobs a daemon runs (serve --jobs-dir): submit one and watch it with a progress bar,
     /// watch, get, list or cancel them.
     Jobs(daemon_jobs::JobsArgs),
@@ -269,7 +271,7 @@ pub struct ServeArgs {
     pub max_jobs: NonZeroUsize,
     /// Object storage's limits, for jobs' s3:// inputs and outputs.
     #[command(flatten)]
-    pub storage: jobs::object::StorageArgs,
+    pub storage: StorageFlags,
 }
 
 /// Flags of `patience client`.
@@ -294,7 +296,7 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = crate::render::DEAL_PRECISION, value_parser = whole::<u8>(0, crate::render::MAX_PRECISION.into()))]
     pub precision: u8,
     #[command(flatten)]
-    pub job: JobArgs,
+    pub job: JobFlags,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
     /// UVa-format deal files; standard input when none is given or for "-".
@@ -313,7 +315,7 @@ pub struct SolveArgs {
     #[command(flatten)]
     pub analysis: AnalysisArgs,
     #[command(flatten)]
-    pub job: JobArgs,
+    pub job: JobFlags,
     /// UVa-format deal files; standard input when none is given or for "-".
     pub files: Vec<PathBuf>,
 }
@@ -341,7 +343,7 @@ pub struct RpsArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     #[command(flatten)]
-    pub job: JobArgs,
+    pub job: JobFlags,
     /// Case files, each starting with its number of cases; standard input when none is given or
     /// for "-".
     pub files: Vec<PathBuf>,
@@ -394,8 +396,8 @@ pub fn main() -> ExitCode {
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
-        Command::Merge(args) => jobs::merge::run(&args).map_err(anyhow::Error::from),
-        Command::Index(args) => jobs::index::run(&args).map_err(anyhow::Error::from),
+        Command::Merge(args) => jobs::merge::run(&args.plan()).map_err(anyhow::Error::from),
+        Command::Index(args) => jobs::index::run(&args.plan()).map_err(anyhow::Error::from),
         Command::Jobs(args) => daemon_jobs::run(&args),
     };
     match result {

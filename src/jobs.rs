@@ -42,7 +42,9 @@ pub mod object;
 pub mod output;
 pub mod parquet_in;
 pub mod parquet_out;
+
 pub mod part;
+pub mod plan;
 pub mod progress;
 pub mod record;
 pub mod report;

@@ -87,5 +87,4 @@ pub mod render;
 pub mod server;
 pub mod service;
 pub mod trace;
-mod values;
 pub mod wire;

@@ -357,6 +357,29 @@ fn the_library_never_imports_the_command_line() {
     );
 }
 
+/// The house issue, third pass: six files of the jobs library derived clap's flags, and the
+/// daemon ran a job by filling in the command line's `JobArgs`. The library takes a plan
+/// (`jobs/plan.rs`, built from the flags in src/cli or from a job's spec); no file under
+/// src/jobs names clap.
+#[test]
+fn the_jobs_library_knows_no_flags() {
+    let mut files = Vec::new();
+    rust_files(&src().join("jobs"), &mut files);
+    assert!(files.len() > 10, "the jobs library's files were not found");
+    let wrong: Vec<&String> = files
+        .iter()
+        .filter(|(_, text)| {
+            let text = code(text);
+            text.contains("clap::") || text.contains("#[arg(") || text.contains("#[command(")
+        })
+        .map(|(f, _)| f)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "files of the jobs library use clap: {wrong:?}"
+    );
+}
+
 /// The house issue: `items.rs` and `deal/frame.rs` imported each other (through `deal.rs`, which
 /// re-exports its files), and `server/front.rs` and `server/ui.rs`. Across the whole crate, the
 /// files' `crate::` imports, their siblings (`super::NAME`) and their own children (`NAME::`)

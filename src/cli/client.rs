@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use super::traced;
-use super::{ClientArgs, JobArgs, OutputFormat, RemoteArgs, RpsArgs};
+use super::{ClientArgs, OutputFormat, RemoteArgs, RpsArgs};
 use crate::client::{
     self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
     SystemResolver, Tally, Target, words,
@@ -29,6 +29,7 @@ use crate::jobs::batches::{BatchSize, Batched, ToRead, read_items};
 use crate::jobs::input::Reader;
 use crate::jobs::job::JobRun;
 use crate::jobs::output::{ExitStatus, Printer, Printing, Render};
+use crate::jobs::plan::JobPlan;
 use crate::jobs::progress::Unit;
 
 use crate::jobs::sink::Sink;
@@ -53,15 +54,14 @@ const CLIENT_BATCH: BatchSize = BatchSize::growing(256, 1_024);
 const AHEAD_BYTES_PER_ITEM: usize = 512;
 
 /// What one run reads and how it prints, from either command's flags.
-struct Plan<'a> {
-    files: &'a [std::path::PathBuf],
+struct Plan {
     /// What the items are called in the progress and the summary.
     unit: Unit,
     batch: BatchSize,
     /// `--reorder-buffer-bytes`.
     reorder_bytes: usize,
     render: Render,
-    job: &'a JobArgs,
+    job: JobPlan,
 }
 
 /// The flags, checked and turned into what the library runs with. Every address and flag is
@@ -113,17 +113,17 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<ExitStatus> {
         .batch
         .map_or(CLIENT_BATCH, |n| BatchSize::fixed(n as usize));
     let config = config(&args.addr, &args.remote, batch, wanted)?;
+    let render = Render {
+        format: args.analysis.format,
+        precision: args.precision,
+        asked,
+    };
     let plan = Plan {
-        files: &args.files,
         unit: Unit::DEALS,
         batch,
         reorder_bytes: args.remote.reorder_buffer_bytes,
-        render: Render {
-            format: args.analysis.format,
-            precision: args.precision,
-            asked,
-        },
-        job: &args.job,
+        render,
+        job: args.job.plan(&args.files, render)?,
     };
     on_runtime(stream_files::<DealProtocol>(plan, config))
 }
@@ -133,12 +133,11 @@ pub fn run_rps(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let batch = BatchSize::fixed(args.batch as usize);
     let config = config(&args.addr, &args.remote, batch, None)?;
     let plan = Plan {
-        files: &args.files,
         unit: Unit::CASES,
         batch,
         reorder_bytes: args.remote.reorder_buffer_bytes,
         render: args.render(),
-        job: &args.job,
+        job: args.job.plan(&args.files, args.render())?,
     };
     on_runtime(stream_files::<RpsProtocol>(plan, config))
 }
@@ -169,12 +168,8 @@ fn on_runtime(run: impl Future<Output = anyhow::Result<ExitStatus>>) -> anyhow::
 }
 
 /// Opens the output, streams the inputs, and ends with the summary (the daemons' shares in it).
-async fn stream_files<G: Protocol>(
-    plan: Plan<'_>,
-    config: ClientConfig,
-) -> anyhow::Result<ExitStatus> {
-    let (job, sink) =
-        JobRun::start::<G::Reader<Reader>>(plan.job, plan.files, plan.unit, &plan.render)?;
+async fn stream_files<G: Protocol>(plan: Plan, config: ClientConfig) -> anyhow::Result<ExitStatus> {
+    let (job, sink) = JobRun::start::<G::Reader<Reader>>(&plan.job, plan.unit)?;
     let mut tally = None;
     let ended = stream::<G>(&job, sink, &plan, config, &mut tally).await;
     job.end(ended, tally.map(|t| words::daemons(&t, plan.unit.noun)))
@@ -185,7 +180,7 @@ async fn stream_files<G: Protocol>(
 async fn stream<G: Protocol>(
     job: &JobRun,
     sink: Sink,
-    plan: &Plan<'_>,
+    plan: &Plan,
     config: ClientConfig,
     tally: &mut Option<Tally>,
 ) -> anyhow::Result<ExitStatus> {

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use clap::Args;
 use tonic_health::pb::health_check_response::ServingStatus;
 
+use super::values::parse_duration;
 use crate::client::health::probe;
 use crate::jobs::output::ExitStatus;
-use crate::values::parse_duration;
 
 /// Flags of `patience health`.
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::values::{NO_MAX, parse_duration, whole};
+use super::values::{NO_MAX, parse_duration, whole};
 
 /// The TLS flags of every command that calls daemons (`client`, `rps --addr`, `health`).
 #[derive(Debug, Args)]

@@ -17,8 +17,8 @@ use crate::rps::CaseReader;
 /// Solves the cases in this process (`rps` without `--addr`; with it, `client::run_rps`).
 pub fn run(args: &RpsArgs) -> anyhow::Result<ExitStatus> {
     let render = args.render();
-    let (job, sink) =
-        JobRun::start::<CaseReader<Reader>>(&args.job, &args.files, Unit::CASES, &render)?;
+    let plan = args.job.plan(&args.files, render)?;
+    let (job, sink) = JobRun::start::<CaseReader<Reader>>(&plan, Unit::CASES)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::cases(&job, sink, render, &pool, None, &|| false);

@@ -84,7 +84,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         jobs: args.jobs_dir.clone().map(|dir| BoardSettings {
             dir,
             max_jobs: args.max_jobs.get(),
-            storage: args.storage.clone(),
+            storage: args.storage.settings(),
         }),
         ..ServerConfig::default()
     };

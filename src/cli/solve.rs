@@ -19,8 +19,8 @@ pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {
         precision: args.precision,
         asked: options,
     };
-    let (job, sink) =
-        JobRun::start::<DealReader<Reader>>(&args.job, &args.files, Unit::DEALS, &render)?;
+    let plan = args.job.plan(&args.files, render)?;
+    let (job, sink) = JobRun::start::<DealReader<Reader>>(&plan, Unit::DEALS)?;
     let workers = args.workers.map_or_else(default_workers, |n| n.get());
     let pool = Pool::new(workers, 2 * workers).context("cannot start solver threads")?;
     let status = local::deals(

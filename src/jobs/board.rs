@@ -25,7 +25,7 @@ use tokio::sync::watch;
 use super::batches::BatchSize;
 use super::beneath;
 use super::location::Location;
-use super::object::StorageArgs;
+use super::object::StorageSettings;
 use super::progress::Progress;
 use super::record::{self, RecordError};
 use super::spec::{JobSpec, RECORDS, Refusal};
@@ -68,7 +68,7 @@ pub enum BoardError {
 pub struct BoardSettings {
     pub dir: PathBuf,
     pub max_jobs: usize,
-    pub storage: StorageArgs,
+    pub storage: StorageSettings,
 }
 
 /// The series jobs report into: jobs by state, and items answered by jobs.

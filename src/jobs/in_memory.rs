@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use super::input::Input;
 use super::location::Location;
-use super::merge::{self, MergeArgs, MergeError, MergeRefusal};
-use super::object::{ObjectUrl, StorageArgs};
+use super::merge::{self, MergeError, MergePlan, MergeRefusal};
+use super::object::{ObjectUrl, StorageSettings};
 use super::output::ExitStatus;
 use super::part;
 use super::record;
@@ -53,11 +53,11 @@ fn plan(k: u64, first: u64, items: u64) -> ShardPlan {
     }
 }
 
-fn storage() -> StorageArgs {
-    StorageArgs {
+fn storage() -> StorageSettings {
+    StorageSettings {
         upload_part_size: 8,
-        storage_retry_timeout: std::time::Duration::from_secs(1),
-        storage_stall_timeout: std::time::Duration::from_secs(1),
+        retry_timeout: std::time::Duration::from_secs(1),
+        stall_timeout: std::time::Duration::from_secs(1),
     }
 }
 
@@ -83,7 +83,7 @@ fn write_part(name: &str, k: u64, first: u64, lines: &[&str]) -> Location {
 }
 
 fn merged(parts: &[&str], output: &str) -> Result<ExitStatus, MergeError> {
-    merge::run(&MergeArgs {
+    merge::run(&MergePlan {
         output: Some(PathBuf::from(format!("memory://jobs/{output}"))),
         parts: parts
             .iter()

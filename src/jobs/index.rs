@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 
 use std::time::UNIX_EPOCH;
 
-use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::beneath;
@@ -28,7 +27,6 @@ use crate::items::Items;
 use crate::jobs::{FileError, FileOp};
 use crate::mark::{Framed, Mark};
 use crate::rps::CaseReader;
-use crate::values::{NO_MAX, whole};
 
 /// The index's layout; another version is not used.
 const VERSION: u32 = 1;
@@ -67,17 +65,14 @@ pub enum IndexError {
     Stdout(#[source] io::Error),
 }
 
-/// Flags of `patience index`.
-#[derive(Debug, Args)]
-pub struct IndexArgs {
-    /// The files are rock-paper-scissors case files (as `patience rps` reads), not deal files.
-    #[arg(long)]
+/// What `patience index` is asked to do.
+#[derive(Clone, Debug)]
+pub struct IndexPlan {
+    /// The files are rock-paper-scissors case files, not deal files.
     pub cases: bool,
     /// Bytes between two marks: a shard reads at most this much past its share.
-    #[arg(long, default_value_t = 8 << 20, value_parser = whole::<u64>(1, NO_MAX))]
     pub every: u64,
     /// The files to index; each gets FILE.index.json beside it.
-    #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 }
 
@@ -166,7 +161,7 @@ pub fn load(file: &Path, answers: &str) -> Option<Index> {
     (index.answers == answers && index.size == size && index.modified == modified).then_some(index)
 }
 
-pub fn run(args: &IndexArgs) -> Result<ExitStatus, IndexError> {
+pub fn run(args: &IndexPlan) -> Result<ExitStatus, IndexError> {
     for file in &args.files {
         let index = match args.cases {
             false => index::<DealReader<Reader>>(file, "deals", args.every)?,

@@ -2,28 +2,25 @@
 //! where the answers go (standard output, or `--output FILE`, perhaps resumed), the progress on
 //! standard error, and the summary at the end.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, OnceLock};
-
-use clap::Args;
 
 use super::batches::{Ids, Items, ToRead};
 use super::input::{Input, Reader};
 use super::location::Location;
-use super::object::StorageArgs;
 use super::output::{ExitStatus, Printer, Render};
 use super::parquet_in::{self, InputFormat};
 use super::parquet_out::{self, ParquetOutError};
 use super::part::{self, PartError};
-use super::progress::{Progress, ProgressMode, Setup, Unit};
+use super::plan::JobPlan;
+use super::progress::{Progress, Setup, Unit};
 use super::resume::{self, ResumeError};
 use super::run_record::{Record, Resume, RunRecordError};
-use super::shard::{self, Shard, ShardError, ShardPlan, parse_shard};
+use super::shard::{self, ShardError, ShardPlan};
 use super::sink::Sink;
 use super::upload::{self, UploadError};
 use crate::render::OutputFormat;
-use crate::values::parse_duration;
 
 /// Why a run's output could not be opened (or its inputs planned): the flags' own refusals, and
 /// each step's error as it says itself.
@@ -46,66 +43,6 @@ pub enum JobError {
     ParquetOut(#[from] ParquetOutError),
 }
 
-/// Where the answers go and what a long run says about itself, the same for `solve`, `client`
-/// and `rps`.
-#[derive(Debug, Args)]
-pub struct JobArgs {
-    /// Write the answers to FILE instead of standard output: whole lines, in input order, at
-    /// least every second and on exit (SIGINT and SIGTERM too), so FILE always holds a correct
-    /// prefix of the answers. How they are written is recorded beside it, in FILE.resume.json.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Go on from FILE's answers: keep its complete lines, read and skip as many inputs, and
-    /// append the rest, so that FILE ends as one uninterrupted run writes it. Refused (status 2,
-    /// FILE untouched) when FILE was written with other flags or inputs, or holds more answers
-    /// than the input has items. With no FILE yet, or an empty one, it is a new run.
-    #[arg(long, requires = "output")]
-    pub resume: bool,
-    /// Progress on standard error.
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
-    /// No progress (--progress off).
-    #[arg(long, short, conflicts_with = "progress")]
-    pub quiet: bool,
-    /// One summary line on standard error at the end (--progress log prints it too): items,
-    /// answered, bad, time, rate; for `client`, each daemon's share and the resends.
-    #[arg(long, short)]
-    pub verbose: bool,
-    /// Answer only shard K of N (K from 0, as JOB_COMPLETION_INDEX counts): the items that begin
-    /// in the K-th of N equal byte ranges of all the files given, numbered as in the whole input,
-    /// so that the N outputs concatenated in K order are one whole run's. With --output, FILE is
-    /// a part: FILE.done.json records it complete, for `patience merge`.
-    #[arg(long, env = "PATIENCE_SHARD", value_name = "K/N", value_parser = parse_shard)]
-    pub shard: Option<Shard>,
-    /// How the inputs are read: Parquet (a string column `deal`, an optional string column `id`)
-    /// or the game's text; auto tells each input by its first bytes.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub input_format: InputFormat,
-    /// Object storage's limits (s3:// inputs and outputs).
-    #[command(flatten)]
-    pub storage: StorageArgs,
-    /// Where the run names its inputs from, in its `error:` lines and its record: a daemon's jobs
-    /// folder (its jobs' inputs are named relative to it, as their specs name them, so that the
-    /// folder can be mounted elsewhere and they resume). Not a flag: the command line names
-    /// inputs as it is given them.
-    #[arg(skip)]
-    pub names_within: Option<PathBuf>,
-    /// How often --progress log prints. Hidden: for tests, which would otherwise wait 10 s.
-    #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
-    pub progress_every: std::time::Duration,
-}
-
-impl JobArgs {
-    /// The progress mode asked for, `--quiet` included.
-    pub fn progress(&self) -> ProgressMode {
-        if self.quiet {
-            ProgressMode::Off
-        } else {
-            self.progress
-        }
-    }
-}
-
 /// A run's inputs, progress and resume, once its output is open.
 pub struct JobRun {
     pub inputs: Vec<Input>,
@@ -123,36 +60,29 @@ pub struct JobRun {
 }
 
 impl JobRun {
-    /// Opens the output the flags ask for (refusing a resume that does not fit: a usage error)
-    /// and starts the progress. `answers` names what the lines answer (`deals`, `cases`), for
-    /// the output file's record.
+    /// Opens the output the plan names (refusing a resume that does not fit: a usage error) and
+    /// starts the progress. `unit` names what the lines answer (`deals`, `cases`), for the
+    /// output file's record.
     ///
-    /// With `--shard`, the inputs are framed with the game's reader `R` up to the end of the
-    /// shard's range first. With `--output`, the file is locked (a second run of it waits for the
+    /// With a shard, the inputs are framed with the game's reader `R` up to the end of the
+    /// shard's range first. With an output, the file is locked (a second run of it waits for the
     /// first to end) before anything in it, or its completion record, changes.
-    pub fn start<R: Items<Reader>>(
-        args: &JobArgs,
-        files: &[PathBuf],
-        unit: Unit,
-        render: &Render,
-    ) -> Result<(JobRun, Sink), JobError> {
-        args.storage.configure();
-        let mut inputs = Input::from_args(files);
-        if let Some(root) = &args.names_within {
-            inputs = inputs.into_iter().map(|i| i.named_within(root)).collect();
-        }
+    pub fn start<R: Items<Reader>>(plan: &JobPlan, unit: Unit) -> Result<(JobRun, Sink), JobError> {
+        plan.storage.configure();
+        let inputs = plan.inputs.clone();
+        let render = &plan.render;
         let parquet_inputs: Vec<String> = inputs
             .iter()
             .filter(|input| {
                 input
                     .location()
-                    .is_some_and(|at| parquet_in::is_parquet(at, args.input_format))
+                    .is_some_and(|at| parquet_in::is_parquet(at, plan.input_format))
             })
             .map(Input::name)
             .collect();
-        let plan = args
+        let shard_plan = plan
             .shard
-            .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun, args.input_format))
+            .map(|shard| shard::plan::<R>(&inputs, shard, unit.noun, plan.input_format))
             .transpose()?;
         // The output's keeper may have to speak (on a signal) before the progress exists.
         let speaker: Arc<OnceLock<Progress>> = Arc::default();
@@ -165,17 +95,11 @@ impl JobRun {
             render.asked,
             &inputs,
         );
-        record.shard = args.shard.map(|shard| shard.to_string());
+        record.shard = plan.shard.map(|shard| shard.to_string());
 
-        // The one place the output's name becomes a file or an object.
-        let place = args
-            .output
-            .as_deref()
-            .map(Location::parse)
-            .transpose()
-            .map_err(JobError::Output)?;
+        let place = &plan.output;
         let parquet = render.format == OutputFormat::Parquet;
-        let (sink, resume) = match &place {
+        let (sink, resume) = match place {
             None if parquet => return Err(JobError::ParquetToStandardOutput),
             None => (Sink::stdout(), None),
             Some(Location::Object(url)) => {
@@ -187,10 +111,10 @@ impl JobRun {
                     |held: &Record| -> Result<(), RunRecordError> { record.same_run(held, &shown) };
                 let (answers, kept) = upload::open(
                     url,
-                    args.resume,
+                    plan.resume,
                     record.clone(),
                     &check,
-                    args.storage.upload_part_size,
+                    plan.storage.upload_part_size,
                 )?;
                 if parquet {
                     let speaker = speaker.clone();
@@ -207,7 +131,7 @@ impl JobRun {
             }
             // `--output -` is a file named so, as it always was.
             Some(Location::File(_) | Location::Stdin) => {
-                let path = match &place {
+                let path = match place {
                     Some(Location::File(path)) => path.as_path(),
                     _ => Path::new("-"),
                 };
@@ -217,25 +141,25 @@ impl JobRun {
                 let (sink, resume) = match parquet {
                     true => {
                         resume::refuse_an_input(path, &inputs)?;
-                        let (table, resume) = parquet_out::open(path, args.resume, &record, tell)?;
+                        let (table, resume) = parquet_out::open(path, plan.resume, &record, tell)?;
                         (Sink::Columns(Box::new(table)), resume)
                     }
-                    false => resume::open(path, args.resume, &record, &inputs, tell)?,
+                    false => resume::open(path, plan.resume, &record, &inputs, tell)?,
                 };
                 (sink, Some(resume))
             }
         };
         let setup = Setup {
             unit,
-            mode: args.progress(),
-            summary: args.verbose,
-            to_stdout: args.output.is_none(),
-            every: args.progress_every,
+            mode: plan.progress,
+            summary: plan.summary,
+            to_stdout: plan.output.is_none(),
+            every: plan.progress_every,
             kept: resume.as_ref().map_or(0, |r| r.kept),
-            file: args.output.as_ref().map(|p| p.display().to_string()),
+            file: plan.output.as_ref().map(Location::to_string),
         };
         // A shard's progress counts its own range's bytes.
-        let bytes = match &plan {
+        let bytes = match &shard_plan {
             Some(plan) => Some(plan.range.end - plan.range.start),
             None => inputs.iter().map(Input::size).sum::<Option<u64>>(),
         };
@@ -252,8 +176,8 @@ impl JobRun {
             inputs,
             progress,
             resume,
-            plan,
-            format: args.input_format,
+            plan: shard_plan,
+            format: plan.input_format,
             ids,
             _lock: lock,
         };

@@ -237,6 +237,18 @@ impl std::fmt::Display for Location {
     }
 }
 
+impl std::fmt::Debug for WholeWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WholeWriter::File { temporary, .. } => f
+                .debug_struct("File")
+                .field("temporary", temporary)
+                .finish_non_exhaustive(),
+            WholeWriter::Object(_) => f.write_str("Object"),
+        }
+    }
+}
+
 /// A whole file or object being written ([`Location::create_whole`]).
 pub enum WholeWriter {
     File {

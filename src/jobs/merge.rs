@@ -18,12 +18,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::ArrowError;
-use clap::Args;
 use parquet::errors::ParquetError;
 
 use super::input::{ReadThroughError, read_through};
 use super::location::{Location, WholeWriter};
-use super::object::StorageArgs;
+use super::object::StorageSettings;
 use super::output::ExitStatus;
 use super::parquet_in;
 use super::parquet_out;
@@ -75,21 +74,15 @@ impl From<MergeRefusal> for MergeError {
     }
 }
 
-/// Flags of `patience merge`.
-#[derive(Debug, Args)]
-pub struct MergeArgs {
-    /// Write the whole output to FILE (written beside it and renamed into place once whole; or
-    /// an object, s3://BUCKET/KEY, which shows once its upload is complete) instead of standard
-    /// output.
-    #[arg(long, short, value_name = "FILE")]
+/// What `patience merge` is asked to do.
+#[derive(Clone, Debug)]
+pub struct MergePlan {
+    /// The whole output's file or object; standard output when `None`.
     pub output: Option<PathBuf>,
-    /// The parts, each the --output of one `--shard K/N` run (a file or an s3:// object), in any
-    /// order.
-    #[arg(required = true, value_name = "PART")]
+    /// The parts, each the output of one `--shard K/N` run (a file or an object), in any order.
     pub parts: Vec<PathBuf>,
-    /// Object storage's limits (s3:// parts and output).
-    #[command(flatten)]
-    pub storage: StorageArgs,
+    /// Object storage's limits (objects among the parts and the output).
+    pub storage: StorageSettings,
 }
 
 /// One part, checked complete.
@@ -100,7 +93,7 @@ struct Part {
     _lock: Option<File>,
 }
 
-pub fn run(args: &MergeArgs) -> Result<ExitStatus, MergeError> {
+pub fn run(args: &MergePlan) -> Result<ExitStatus, MergeError> {
     args.storage.configure();
     let output = args.output.as_deref().map(part::place).transpose()?;
     let same = |a: &Location, b: &Location| match (a, b) {

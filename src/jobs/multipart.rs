@@ -82,6 +82,16 @@ pub struct WholeUpload {
     part_size: usize,
 }
 
+impl std::fmt::Debug for WholeUpload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WholeUpload")
+            .field("parts", &self.parts.len())
+            .field("buffered", &self.buffer.len())
+            .field("part_size", &self.part_size)
+            .finish_non_exhaustive()
+    }
+}
+
 impl WholeUpload {
     /// Starts the upload of `url`.
     pub fn create(url: &ObjectUrl, part_size: usize) -> io::Result<WholeUpload> {

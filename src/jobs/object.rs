@@ -24,8 +24,6 @@ use object_store::{
     ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreExt as _, PutPayload, RetryConfig,
 };
 
-use crate::values::{NO_MAX, parse_duration, whole};
-
 mod words;
 
 pub use words::in_words;
@@ -127,54 +125,38 @@ impl std::fmt::Display for ObjectUrl {
     }
 }
 
-/// The limits of the store's calls, set once by the command line before anything is read.
-#[derive(Clone, Copy, Debug)]
+/// Object storage's limits, the same for every run that reads or writes objects (`solve`,
+/// `client`, `rps`, `merge`, a daemon's jobs): set once for the process before anything is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StorageSettings {
+    /// With an `s3://` output: the size of each uploaded part, in bytes (S3 refuses parts under
+    /// 5 MiB but the last); about this much memory holds the answers not yet uploaded.
+    pub upload_part_size: usize,
+    /// How long a call to the store is retried, with backoff, when it does not answer, throttles
+    /// or fails on its side.
     pub retry_timeout: Duration,
     /// How long the store may send nothing while a response is read (`--storage-stall-timeout`).
     pub stall_timeout: Duration,
 }
 
-/// The flags of object storage's limits, the same on every command that reads or writes objects
-/// (`solve`, `client`, `rps`, `merge`).
-#[derive(Clone, Debug, clap::Args)]
-pub struct StorageArgs {
-    /// With --output s3://BUCKET/KEY: the size of each uploaded part, in bytes (S3 refuses parts
-    /// under 5 MiB but the last). About this much memory holds the answers not yet uploaded, and
-    /// a run killed loses at most this much of them (--resume goes on from the parts uploaded).
-    #[arg(long, env = "PATIENCE_UPLOAD_PART_SIZE", default_value_t = PART_SIZE,
-          value_name = "BYTES", value_parser = whole::<usize>(1, NO_MAX))]
-    pub upload_part_size: usize,
-    /// How long a call to object storage (s3:// inputs and outputs) is retried, with backoff, when
-    /// the store does not answer, is throttling (SlowDown, 503) or fails on its side (5xx); then
-    /// the run gives up, with status 2.
-    #[arg(long, env = "PATIENCE_STORAGE_RETRY_TIMEOUT", default_value = "60s",
-          value_name = "DURATION", value_parser = parse_duration)]
-    pub storage_retry_timeout: Duration,
-    /// How long object storage may send nothing while a response is read before the read fails
-    /// (and is retried, within --storage-retry-timeout of the call's start). A read as a whole is
-    /// not bounded: an input object is read as fast as the solving goes.
-    #[arg(long, env = "PATIENCE_STORAGE_STALL_TIMEOUT", default_value = "30s",
-          value_name = "DURATION", value_parser = parse_duration)]
-    pub storage_stall_timeout: Duration,
+impl Default for StorageSettings {
+    fn default() -> StorageSettings {
+        StorageSettings {
+            upload_part_size: PART_SIZE,
+            retry_timeout: RETRY_TIMEOUT,
+            stall_timeout: STALL_TIMEOUT,
+        }
+    }
 }
 
-impl StorageArgs {
-    /// Sets this process's limits from the flags, before anything is read.
+impl StorageSettings {
+    /// Sets this process's limits, before anything is read (the first setting holds).
     pub fn configure(&self) {
-        configure(StorageSettings {
-            retry_timeout: self.storage_retry_timeout,
-            stall_timeout: self.storage_stall_timeout,
-        });
+        let _ = SETTINGS.set(*self);
     }
 }
 
 static SETTINGS: OnceLock<StorageSettings> = OnceLock::new();
-
-/// Sets the limits of this process's calls to stores (the first setting holds).
-pub fn configure(settings: StorageSettings) {
-    let _ = SETTINGS.set(settings);
-}
 
 /// The runtime the store's calls run on, and a client per bucket.
 pub struct Storage {
@@ -225,10 +207,7 @@ impl Storage {
             stores.insert(bucket, store.clone());
             return Ok(store);
         }
-        let settings = SETTINGS.get().copied().unwrap_or(StorageSettings {
-            retry_timeout: RETRY_TIMEOUT,
-            stall_timeout: STALL_TIMEOUT,
-        });
+        let settings = SETTINGS.get().copied().unwrap_or_default();
         let plain_http = std::env::var("AWS_ENDPOINT_URL")
             .or_else(|_| std::env::var("AWS_ENDPOINT"))
             .is_ok_and(|endpoint| endpoint.starts_with("http://"));

@@ -27,7 +27,7 @@ use crate::compressed::PARQUET_MAGIC as MAGIC;
 const BATCH_ROWS: usize = 8192;
 
 /// How a run reads its inputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InputFormat {
     /// Parquet when a file begins with Parquet's magic (PAR1), else text (gzip and zstd decoded).
     #[default]

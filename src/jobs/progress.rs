@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, 
 use super::report::{self, Counts};
 
 /// What `solve`, `client` and `rps` say about a run's progress, on standard error.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProgressMode {
     /// A bar when standard error is a terminal and the answers do not print on it; else nothing.
     #[default]

@@ -96,7 +96,7 @@ impl std::fmt::Display for Shard {
 }
 
 /// The parser of `--shard`: `K/N` with N at least 1 and K below N.
-pub(super) fn parse_shard(text: &str) -> Result<Shard, String> {
+pub fn parse_shard(text: &str) -> Result<Shard, String> {
     let wanted = "use K/N, shard K of N counted from 0 (0/4, 1/4, 2/4 and 3/4 make a whole run)";
     let (k, n) = text
         .trim()

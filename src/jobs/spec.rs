@@ -73,10 +73,9 @@ impl Refusal {
 /// A spec checked and placed: what its run is given.
 #[derive(Clone, Debug)]
 pub struct Placed {
-    /// The inputs as a command line would name them: absolute paths under the jobs' directory,
-    /// or `s3://` URLs.
-    pub inputs: Vec<PathBuf>,
-    pub output: PathBuf,
+    /// The inputs, parsed once: files under the jobs' directory (absolute paths), or objects.
+    pub inputs: Vec<Location>,
+    pub output: Location,
     pub shard: Option<Shard>,
     pub render: Render,
     pub unit: Unit,
@@ -142,21 +141,20 @@ impl JobSpec {
                     .size()
                     .map_err(|e| Refusal::unmet(&field, format!("cannot read {name}: {e}")))?;
             }
-            inputs.push(place);
+            inputs.push(location);
         }
         let output = under(dir, &self.output, "spec.output")?;
+        let output = Location::parse(&output).map_err(|m| Refusal::invalid("spec.output", m))?;
         // The output's folder, made once every check has passed: a refused spec leaves nothing.
         let mut to_make = None;
-        if let Location::File(path) =
-            Location::parse(&output).map_err(|m| Refusal::invalid("spec.output", m))?
-        {
+        if let Location::File(path) = &output {
             let refused = |why: &str| {
                 Err(Refusal::invalid(
                     "spec.output",
                     format!("{} is {why}", self.output),
                 ))
             };
-            match std::fs::symlink_metadata(&path) {
+            match std::fs::symlink_metadata(path) {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     return refused("a link: a job writes its answers to a file of its folder");
                 }
@@ -282,8 +280,8 @@ mod tests {
         let placed = spec(&["in/deals.in"], "out/answers.txt")
             .place(&dir)
             .unwrap();
-        assert_eq!(placed.inputs, vec![dir.join("in/deals.in")]);
-        assert_eq!(placed.output, dir.join("out/answers.txt"));
+        assert_eq!(placed.inputs, vec![Location::File(dir.join("in/deals.in"))]);
+        assert_eq!(placed.output, Location::File(dir.join("out/answers.txt")));
         assert!(dir.join("out").is_dir(), "the output's folder is made");
 
         let field = |r: Refusal| match r {

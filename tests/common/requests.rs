@@ -11,8 +11,8 @@ pub fn assert_reason(
     status: &tonic::Status,
     reason: &str,
 ) -> std::collections::HashMap<String, String> {
-    let said = proto::reason::Said::of(status)
-        .unwrap_or_else(|| panic!("no details in {status:?}"));
+    let said =
+        proto::reason::Said::of(status).unwrap_or_else(|| panic!("no details in {status:?}"));
     assert_eq!(said.reason, reason, "{status:?}");
     said.metadata
 }

@@ -9,11 +9,14 @@ use super::kept::{JobState, Kept, now_ms};
 use super::{BATCH, Board, CANCEL, CLOSE, GO};
 use crate::deal::DealReader;
 use crate::jobs::in_full;
+use crate::jobs::input::Input;
 use crate::jobs::input::Reader;
-use crate::jobs::job::{JobArgs, JobError, JobRun};
+use crate::jobs::job::{JobError, JobRun};
 use crate::jobs::local::{self, LocalError};
 use crate::jobs::output::ExitStatus;
+use crate::jobs::parquet_in::InputFormat;
 use crate::jobs::part::PartError;
+use crate::jobs::plan::JobPlan;
 use crate::jobs::progress::{Progress, ProgressMode};
 use crate::jobs::spec::{JobGame, Placed, Refusal};
 use crate::rps::CaseReader;
@@ -112,18 +115,24 @@ impl Board {
             render,
             unit,
         } = kept.spec.place(&self.inner.settings.dir)?;
-        let args = JobArgs {
+        let dir = &self.inner.settings.dir;
+        let plan = JobPlan {
+            // Named relative to the jobs folder, as the spec names them, so that the folder can
+            // be mounted elsewhere and the job resumes.
+            inputs: inputs
+                .into_iter()
+                .map(|at| Input::at(at).named_within(dir))
+                .collect(),
             output: Some(output),
             // A first run writes the output anew, as `--output` does; a later one goes on.
             resume: kept.runs > 1,
             progress: ProgressMode::Off,
-            quiet: true,
-            verbose: false,
+            summary: false,
             shard,
             // Each input by its first bytes: a job reads text and Parquet alike.
-            input_format: crate::jobs::parquet_in::InputFormat::Auto,
-            storage: self.inner.settings.storage.clone(),
-            names_within: Some(self.inner.settings.dir.clone()),
+            input_format: InputFormat::Auto,
+            render,
+            storage: self.inner.settings.storage,
             progress_every: Duration::from_secs(10),
         };
         let items = self.inner.metrics.items.clone();
@@ -134,8 +143,7 @@ impl Board {
         let pool = &self.inner.pool;
         match kept.spec.game {
             JobGame::Deals => {
-                let (job, sink) =
-                    JobRun::start::<DealReader<Reader>>(&args, &inputs, unit, &render)?;
+                let (job, sink) = JobRun::start::<DealReader<Reader>>(&plan, unit)?;
                 self.running(&kept.id, &job.progress);
                 let share = local::PoolShare {
                     batch: BATCH,
@@ -145,8 +153,7 @@ impl Board {
                 job.end(status.map_err(JobFailure::from), None)
             }
             JobGame::Rps => {
-                let (job, sink) =
-                    JobRun::start::<CaseReader<Reader>>(&args, &inputs, unit, &render)?;
+                let (job, sink) = JobRun::start::<CaseReader<Reader>>(&plan, unit)?;
                 self.running(&kept.id, &job.progress);
                 let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
                 job.end(status.map_err(JobFailure::from), None)
