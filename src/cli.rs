@@ -26,8 +26,8 @@ use values::{
     parse_optional_duration, whole,
 };
 
-pub use crate::jobs::output::ExitStatus;
-pub use crate::jobs::progress::ProgressMode;
+pub use crate::jobs::outcome::ExitStatus;
+pub use crate::jobs::report::progress::ProgressMode;
 pub use crate::render::OutputFormat;
 pub use health::HealthArgs;
 pub use job_flags::{JobFlags, StorageFlags};
@@ -351,8 +351,8 @@ pub struct RpsArgs {
 
 impl RpsArgs {
     /// How each case's line is rendered, in-process and through daemons alike.
-    fn render(&self) -> jobs::output::Render {
-        jobs::output::Render {
+    fn render(&self) -> jobs::sink::output::Render {
+        jobs::sink::output::Render {
             format: self.format,
             precision: self.precision,
             // No analysis for this game: JSON lines hold the index and the probability or error.
@@ -396,8 +396,8 @@ pub fn main() -> ExitCode {
         Command::Rps(args) if !args.addr.is_empty() => client::run_rps(&args),
         Command::Rps(args) => rps::run(&args),
         Command::Health(args) => health::run(&args),
-        Command::Merge(args) => jobs::merge::run(&args.plan()).map_err(anyhow::Error::from),
-        Command::Index(args) => jobs::index::run(&args.plan()).map_err(anyhow::Error::from),
+        Command::Merge(args) => jobs::parts::merge::run(&args.plan()).map_err(anyhow::Error::from),
+        Command::Index(args) => jobs::source::index::run(&args.plan()).map_err(anyhow::Error::from),
         Command::Jobs(args) => daemon_jobs::run(&args),
     };
     match result {

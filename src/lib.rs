@@ -54,7 +54,9 @@ mod jobs;
 /// resume bookkeeping writes (`benches/parquet_record.rs`); the jobs library is not public yet.
 #[doc(hidden)]
 pub mod parquet_output {
-    use crate::jobs::{in_full, input::Input, parquet_out, run_record::Record};
+    use crate::jobs::in_full;
+    use crate::jobs::sink::{parquet_out, run_record::Record};
+    use crate::jobs::source::input::Input;
 
     /// Writes `probabilities` as the answers of the deals of `deals.in`, in order, into the
     /// Parquet file `output`, as a run that ends writes them; why not, in words.

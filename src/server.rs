@@ -32,7 +32,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::auth::Secret;
-use crate::jobs::board::{Board, BoardSettings, JobMetrics, JobState};
+use crate::jobs::daemon::board::{Board, BoardSettings, JobMetrics, JobState};
 use crate::jobs::in_full;
 use crate::metrics::Metrics;
 use crate::pool::Pool;

@@ -143,7 +143,14 @@ fn siblings_used(text: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
 /// `client` and `jobs`, the modules' imports must form no circle.
 #[test]
 fn the_modules_of_the_cli_and_the_client_import_one_way() {
-    for parent in ["cli", "client", "jobs"] {
+    for parent in [
+        "cli",
+        "client",
+        "jobs/store",
+        "jobs/source",
+        "jobs/sink",
+        "jobs/parts",
+    ] {
         let dir = src().join(parent);
         let mut files = Vec::new();
         rust_files(&dir, &mut files);
@@ -353,6 +360,83 @@ fn the_library_never_imports_the_command_line() {
     assert!(
         wrong.is_empty(),
         "the library imports the command line:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The jobs library's stages, in pipeline order: a file of one stage imports only from its own
+/// stage and those before it.
+const JOB_STAGES: [&str; 8] = [
+    "outcome", "store", "report", "source", "sink", "parts", "pipeline", "daemon",
+];
+
+/// The house issue, third pass: src/jobs was one flat room of 26 modules on 14 floors, in an
+/// order that was not its pipeline. It is its stages, at most 10 entries, each folder's module
+/// saying what comes in and what goes out, and no arrow runs from a stage to a later one.
+#[test]
+fn the_jobs_library_is_its_stages_in_pipeline_order() {
+    let jobs = src().join("jobs");
+    let mut entries: Vec<String> = std::fs::read_dir(&jobs)
+        .expect("src/jobs")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect();
+    entries.sort();
+    assert!(
+        entries.len() <= 10,
+        "src/jobs holds {} entries: {entries:?}",
+        entries.len()
+    );
+    for entry in &entries {
+        let stage = entry.trim_end_matches(".rs");
+        assert!(
+            JOB_STAGES.contains(&stage),
+            "src/jobs/{entry} is not one of the stages {JOB_STAGES:?}"
+        );
+        if !entry.ends_with(".rs") {
+            let doc =
+                std::fs::read_to_string(jobs.join(entry).join("mod.rs")).expect("a stage's mod.rs");
+            assert!(
+                doc.contains("//! - Comes in:") && doc.contains("//! - Goes out:"),
+                "src/jobs/{entry}/mod.rs does not say what comes in and what goes out"
+            );
+        }
+    }
+    let stage_of = |file: &str| -> Option<usize> {
+        let rest = file.strip_prefix("jobs/")?;
+        let stage = rest.split('/').next()?.trim_end_matches(".rs");
+        JOB_STAGES.iter().position(|s| *s == stage)
+    };
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let names: BTreeSet<String> = files.iter().map(|(f, _)| f.clone()).collect();
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for (file, text) in &files {
+        let Some(from) = stage_of(file) else { continue };
+        for used in crate_imports(file, &code(text), &names) {
+            if let Some(to) = stage_of(&used) {
+                seen += 1;
+                if to > from {
+                    wrong.push(format!(
+                        "{file} ({}) -> {used} ({})",
+                        JOB_STAGES[from], JOB_STAGES[to]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        seen > 30,
+        "too few imports between the stages were read: {seen}"
+    );
+    assert!(
+        wrong.is_empty(),
+        "imports from a stage to a later one:\n{}",
         wrong.join("\n")
     );
 }

@@ -25,14 +25,15 @@ use crate::client::{
     self, Answer, Chunk, ClientConfig, Connector, DealProtocol, Event, Protocol, RpsProtocol,
     SystemResolver, Tally, Target, words,
 };
-use crate::jobs::batches::{BatchSize, Batched, ToRead, read_items};
-use crate::jobs::input::Reader;
-use crate::jobs::job::JobRun;
-use crate::jobs::output::{ExitStatus, Printer, Printing, Render};
-use crate::jobs::plan::JobPlan;
-use crate::jobs::progress::Unit;
+use crate::jobs::outcome::ExitStatus;
+use crate::jobs::pipeline::job::JobRun;
+use crate::jobs::pipeline::plan::JobPlan;
+use crate::jobs::report::progress::Unit;
+use crate::jobs::sink::output::{Printer, Printing, Render};
+use crate::jobs::source::batches::{BatchSize, Batched, ToRead, read_items};
+use crate::jobs::source::input::Reader;
 
-use crate::jobs::sink::Sink;
+use crate::jobs::sink::lines::Sink;
 use crate::ordered::{self, Drained, Piece, Stopped};
 use crate::proto;
 use crate::solver::Options;

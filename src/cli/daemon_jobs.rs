@@ -13,7 +13,7 @@ use tonic::transport::Channel;
 
 use crate::auth::AddBearer;
 use crate::client::connect::Daemon;
-use crate::jobs::output::ExitStatus;
+use crate::jobs::outcome::ExitStatus;
 use crate::proto::{self, job_service_client::JobServiceClient};
 use crate::service::jobs::state_name;
 

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 
 use super::GenArgs;
 use crate::deal::Deal;
-use crate::jobs::output::ExitStatus;
+use crate::jobs::outcome::ExitStatus;
 
 pub fn run(args: &GenArgs) -> anyhow::Result<ExitStatus> {
     let mut rng = args

@@ -11,7 +11,7 @@ use tonic_health::pb::health_check_response::ServingStatus;
 
 use super::values::parse_duration;
 use crate::client::health::probe;
-use crate::jobs::output::ExitStatus;
+use crate::jobs::outcome::ExitStatus;
 
 /// Flags of `patience health`.
 #[derive(Debug, Args)]

@@ -8,17 +8,17 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::values::{NO_MAX, parse_duration, whole};
-use crate::jobs::index::IndexPlan;
-use crate::jobs::input::Input;
-use crate::jobs::job::JobError;
-use crate::jobs::location::Location;
-use crate::jobs::merge::MergePlan;
-use crate::jobs::object::{PART_SIZE, StorageSettings};
-use crate::jobs::output::Render;
-use crate::jobs::parquet_in::InputFormat;
-use crate::jobs::plan::JobPlan;
-use crate::jobs::progress::ProgressMode;
-use crate::jobs::shard::{Shard, parse_shard};
+use crate::jobs::parts::merge::MergePlan;
+use crate::jobs::pipeline::job::JobError;
+use crate::jobs::pipeline::plan::JobPlan;
+use crate::jobs::report::progress::ProgressMode;
+use crate::jobs::sink::output::Render;
+use crate::jobs::source::index::IndexPlan;
+use crate::jobs::source::input::Input;
+use crate::jobs::source::parquet_in::InputFormat;
+use crate::jobs::source::shard::{Shard, parse_shard};
+use crate::jobs::store::location::Location;
+use crate::jobs::store::object::{PART_SIZE, StorageSettings};
 
 /// Where the answers go and what a long run says about itself, the same for `solve`, `client`
 /// and `rps`.

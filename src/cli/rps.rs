@@ -6,11 +6,11 @@
 use anyhow::Context as _;
 
 use super::RpsArgs;
-use crate::jobs::input::Reader;
-use crate::jobs::job::JobRun;
-use crate::jobs::local;
-use crate::jobs::output::ExitStatus;
-use crate::jobs::progress::Unit;
+use crate::jobs::outcome::ExitStatus;
+use crate::jobs::pipeline::job::JobRun;
+use crate::jobs::pipeline::local;
+use crate::jobs::report::progress::Unit;
+use crate::jobs::source::input::Reader;
 use crate::pool::{Pool, default_workers};
 use crate::rps::CaseReader;
 

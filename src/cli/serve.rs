@@ -12,8 +12,8 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
-use crate::jobs::board::BoardSettings;
-use crate::jobs::output::ExitStatus;
+use crate::jobs::daemon::board::BoardSettings;
+use crate::jobs::outcome::ExitStatus;
 use crate::metrics::Metrics;
 use crate::server::{self, ServerConfig, TlsIdentity};
 use crate::service::Limits;

@@ -5,11 +5,12 @@ use anyhow::Context as _;
 
 use super::SolveArgs;
 use crate::deal::DealReader;
-use crate::jobs::input::Reader;
-use crate::jobs::job::JobRun;
-use crate::jobs::local;
-use crate::jobs::output::{ExitStatus, Render};
-use crate::jobs::progress::Unit;
+use crate::jobs::outcome::ExitStatus;
+use crate::jobs::pipeline::job::JobRun;
+use crate::jobs::pipeline::local;
+use crate::jobs::report::progress::Unit;
+use crate::jobs::sink::output::Render;
+use crate::jobs::source::input::Reader;
 use crate::pool::{Pool, default_workers};
 
 pub fn run(args: &SolveArgs) -> anyhow::Result<ExitStatus> {

@@ -1,5 +1,5 @@
 //! An answer as a row of columns, wherever answers leave as columns: a Parquet file
-//! (`--format parquet`, `crate::jobs::parquet_out`) and the plain HTTP API's Arrow IPC stream
+//! (`--format parquet`, `crate::jobs::sink::parquet_out`) and the plain HTTP API's Arrow IPC stream
 //! (`Accept: application/vnd.apache.arrow.stream`). One schema, so that a data team reads the
 //! same four columns whichever way it asked, and the same values as the text and JSON lines
 //! (`crate::render`): the index counts every item from 0 in the whole input, bad ones included.

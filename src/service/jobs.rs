@@ -1,4 +1,4 @@
-//! `patience.v1.JobService`: the daemon's jobs (`crate::jobs::board`) on the wire. Each call is a
+//! `patience.v1.JobService`: the daemon's jobs (`crate::jobs::daemon::board`) on the wire. Each call is a
 //! conversion, the board's answer and its conversion back; a refusal is its reason's status
 //! (`JOB_INVALID`, `JOB_PRECONDITION`, `JOB_NOT_FOUND`, with the field in a `BadRequest`).
 
@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::jobs::board::{Board, JobState, JobView};
-use crate::jobs::spec::{JobGame, JobSpec, Refusal};
+use crate::jobs::daemon::board::{Board, JobState, JobView};
+use crate::jobs::daemon::spec::{JobGame, JobSpec, Refusal};
 use crate::proto::reason::Reason;
 use crate::proto::{self, job_service_server::JobService};
 
