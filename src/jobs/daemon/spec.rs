@@ -168,7 +168,7 @@ impl JobSpec {
             }
             to_make = Some(parent.to_path_buf());
         }
-        if inputs.contains(&output) {
+        if inputs.iter().any(|input| input.same_place(&output)) {
             return Err(Refusal::invalid(
                 "spec.output",
                 format!(

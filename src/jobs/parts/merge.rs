@@ -96,14 +96,6 @@ struct Part {
 pub fn run(args: &MergePlan) -> Result<ExitStatus, MergeError> {
     args.storage.configure();
     let output = args.output.as_deref().map(part::place).transpose()?;
-    let same = |a: &Location, b: &Location| match (a, b) {
-        (Location::File(a), Location::File(b)) => {
-            a == b
-                || a.canonicalize()
-                    .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
-        }
-        (a, b) => a == b,
-    };
     let places = args
         .parts
         .iter()
@@ -111,10 +103,13 @@ pub fn run(args: &MergePlan) -> Result<ExitStatus, MergeError> {
         .collect::<Result<Vec<Location>, PartError>>()?;
     let mut parts = Vec::with_capacity(places.len());
     for (i, place) in places.iter().enumerate() {
-        if output.as_ref().is_some_and(|output| same(output, place)) {
+        if output
+            .as_ref()
+            .is_some_and(|output| output.same_place(place))
+        {
             return Err(MergeRefusal::OutputIsAPart(place.clone()).into());
         }
-        if places[..i].iter().any(|other| same(other, place)) {
+        if places[..i].iter().any(|other| other.same_place(place)) {
             return Err(MergeRefusal::GivenTwice(place.clone()).into());
         }
         parts.push(checked(place)?);

@@ -105,9 +105,7 @@ impl JobRun {
             None => (Sink::stdout(), None),
             Some(Location::Object(url)) => {
                 let shown = url.to_string();
-                if inputs.iter().any(|input| input.name() == shown) {
-                    return Err(ResumeError::IsAnInput { output: shown }.into());
-                }
+                resume::refuse_an_input(&Location::Object(url.clone()), &inputs)?;
                 let check =
                     |held: &Record| -> Result<(), RunRecordError> { record.same_run(held, &shown) };
                 let (answers, kept) = upload::open(
@@ -141,7 +139,7 @@ impl JobRun {
                 let tell = Box::new(move |message: String| say(speaker.get(), &message));
                 let (sink, resume) = match parquet {
                     true => {
-                        resume::refuse_an_input(path, &inputs)?;
+                        resume::refuse_an_input(&Location::File(path.to_path_buf()), &inputs)?;
                         let (table, resume) = parquet_out::open(path, plan.resume, &record, tell)?;
                         (Sink::Columns(Box::new(table)), resume)
                     }

@@ -49,7 +49,7 @@ pub fn open(
     inputs: &[Input],
     tell: Tell,
 ) -> Result<(Sink, Resume), ResumeError> {
-    refuse_an_input(output, inputs)?;
+    refuse_an_input(&Location::File(output.to_path_buf()), inputs)?;
     let kept = if resume {
         complete_lines(output)?
     } else {
@@ -90,20 +90,20 @@ pub fn open(
 }
 
 /// Writing the answers over one of the inputs would destroy it before it is read.
-pub(in crate::jobs) fn refuse_an_input(output: &Path, inputs: &[Input]) -> Result<(), ResumeError> {
-    let Ok(ours) = output.canonicalize() else {
-        return Ok(());
-    };
-    for input in inputs {
-        if let Some(path) = input.location().and_then(Location::file)
-            && path.canonicalize().is_ok_and(|p| p == ours)
-        {
-            return Err(ResumeError::IsAnInput {
-                output: output.display().to_string(),
-            });
-        }
+pub(in crate::jobs) fn refuse_an_input(
+    output: &Location,
+    inputs: &[Input],
+) -> Result<(), ResumeError> {
+    match inputs
+        .iter()
+        .filter_map(Input::location)
+        .any(|input| input.same_place(output))
+    {
+        true => Err(ResumeError::IsAnInput {
+            output: output.to_string(),
+        }),
+        false => Ok(()),
     }
-    Ok(())
 }
 
 /// The length in bytes and the number of FILE's complete lines; `None` when there is no FILE or

@@ -38,6 +38,21 @@ impl Location {
         }
     }
 
+    /// Whether `self` and `other` are one place: the same object, standard input twice, or the
+    /// same file however it is named (links and `..` resolved where both exist). The one answer
+    /// to "is the output also one of the inputs?" (a run, a daemon's job) and "is a part given
+    /// twice, or as the output?" (`merge`).
+    pub fn same_place(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::File(a), Location::File(b)) => {
+                a == b
+                    || a.canonicalize()
+                        .is_ok_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+            }
+            (a, b) => a == b,
+        }
+    }
+
     /// The place beside this one named as it is with `suffix` added (`NAME.resume.json`,
     /// `NAME.done.json`): where each of its records sits. Standard input has none beside it.
     pub fn beside(&self, suffix: &str) -> Location {
