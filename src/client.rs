@@ -16,6 +16,8 @@
 //! - [`session`]: the async loop that feeds the dispatcher and carries out what it decides;
 //!   `session/membership.rs`, which daemons take part (added, found by name, let go).
 //! - [`tally`]: what each daemon answered and what was sent twice, for a run's summary.
+//! - [`files`]: `patience client`'s run: a job's inputs through the daemons into its output, on
+//!   the pipeline every command prints through.
 //!
 //! One cancellation mechanism: a [`tokio_util::sync::CancellationToken`] for the run, cancelled
 //! when it ends however it ends; every lane and watcher stops on it.
@@ -23,6 +25,7 @@
 pub mod connect;
 pub mod discovery;
 pub mod dispatch;
+pub mod files;
 pub mod game;
 pub mod health;
 pub mod lane;

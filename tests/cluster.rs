@@ -118,6 +118,10 @@ fn every_daemon_killed_midway_exits_2_after_an_in_order_prefix() {
             &daemon.addr,
             "--give-up-after",
             "1s",
+            // A daemon slowed by a loaded machine is not hedged (its note would speak of other
+            // daemons): only the kill is under test.
+            "--hedge-floor",
+            "60s",
             // Unread output holds the client back only this far (2,048 deals), so the daemon
             // cannot answer the whole input before the kill however slowly the test runs.
             "--reorder-buffer-bytes",

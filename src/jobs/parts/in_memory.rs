@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use super::merge::{self, MergeError, MergePlan, MergeRefusal};
 use super::part;
 use crate::jobs::outcome::ExitStatus;
+use crate::jobs::sink::lines::AnswerLines;
 use crate::jobs::sink::run_record::{Record, RunRecordError};
+use crate::jobs::sink::tail::Tail;
 use crate::jobs::sink::upload::{self, UploadError};
 use crate::jobs::source::input::Input;
 use crate::jobs::source::shard::{Range, Shard, ShardPlan};
@@ -35,6 +37,11 @@ fn record(k: u64) -> Record {
     );
     record.shard = Some(format!("{k}/2"));
     record
+}
+
+/// Lines into the upload, as the printer writes them.
+fn lines_into(answers: upload::ObjectTail) -> AnswerLines {
+    AnswerLines::start(Box::new(answers), Box::new(|_| {})).unwrap()
 }
 
 /// Shard `k` of 2 of a job of `items` items in all, numbered from `first`.
@@ -64,10 +71,11 @@ fn storage() -> StorageSettings {
 /// Writes `lines` as shard `k`'s part at `name`, in parts of 8 bytes, and records it complete.
 fn write_part(name: &str, k: u64, first: u64, lines: &[&str]) -> Location {
     let at = url(name);
-    let (mut answers, kept) = upload::open(&at, false, record(k), &|_| Ok(()), 8).unwrap();
+    let (answers, kept) = upload::open(&at, false, record(k), &|_| Ok(()), 8).unwrap();
     assert_eq!(kept, 0);
+    let mut answers = lines_into(answers);
     for line in lines {
-        answers.write(format!("{line}\n").as_bytes()).unwrap();
+        answers.write_all(format!("{line}\n").as_bytes()).unwrap();
     }
     answers.finish().unwrap();
     let place = Location::Object(at);
@@ -158,12 +166,14 @@ fn parts_in_memory_merge_in_shard_order_and_a_changed_part_is_refused() {
 fn an_upload_cut_short_resumes_from_its_last_part_and_ends_whole() {
     let at = url("b/answers");
     let lines: Vec<String> = (1..=6).map(|i| format!("0.{i}00000")).collect();
-    let (mut answers, _) = upload::open(&at, false, record(0), &|_| Ok(()), 8).unwrap();
+    let (answers, _) = upload::open(&at, false, record(0), &|_| Ok(()), 8).unwrap();
+    let mut answers = lines_into(answers);
     // Three lines and half of a fourth, then the run is gone (nothing finishes it).
     for line in &lines[..3] {
-        answers.write(format!("{line}\n").as_bytes()).unwrap();
+        answers.write_all(format!("{line}\n").as_bytes()).unwrap();
+        answers.flush().unwrap();
     }
-    answers.write(b"0.40").unwrap();
+    answers.write_all(b"0.40").unwrap();
     drop(answers);
     let place = Location::Object(at.clone());
     assert!(
@@ -189,11 +199,13 @@ fn an_upload_cut_short_resumes_from_its_last_part_and_ends_whole() {
     );
 
     let ours = record(0);
-    let (mut answers, kept) =
+    let (answers, kept) =
         upload::open(&at, true, record(0), &|held| ours.same_run(held, &at), 8).unwrap();
     assert_eq!(kept, 3, "each uploaded part held one whole line");
+    assert_eq!(answers.items(), 3);
+    let mut answers = lines_into(answers);
     for line in &lines[3..] {
-        answers.write(format!("{line}\n").as_bytes()).unwrap();
+        answers.write_all(format!("{line}\n").as_bytes()).unwrap();
     }
     answers.finish().unwrap();
     let mut whole = Vec::new();

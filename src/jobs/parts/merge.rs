@@ -23,9 +23,10 @@ use parquet::errors::ParquetError;
 use super::part::{self, Done, PartError, PartSum};
 use crate::jobs::outcome::ExitStatus;
 use crate::jobs::sink::parquet_out;
+use crate::jobs::sink::tail::{self, Appending};
 use crate::jobs::source::input::{ReadThroughError, read_through};
 use crate::jobs::source::parquet_in;
-use crate::jobs::store::location::{Location, WholeWriter};
+use crate::jobs::store::location::Location;
 use crate::jobs::store::object::StorageSettings;
 use crate::jobs::store::record::{self, RecordError};
 
@@ -155,11 +156,11 @@ pub fn run(args: &MergePlan) -> Result<ExitStatus, MergeError> {
 fn written(
     output: &Location,
     part_size: usize,
-    write: impl FnOnce(&mut WholeWriter) -> Result<(), MergeError>,
+    write: impl FnOnce(&mut Appending<'_>) -> Result<(), MergeError>,
 ) -> Result<(), MergeError> {
     let whole = || -> Result<(), MergeError> {
-        let mut whole = output.create_whole(part_size)?;
-        write(&mut whole)?;
+        let mut whole = tail::whole(output, part_size)?;
+        write(&mut Appending(whole.as_mut()))?;
         Ok(whole.finish()?)
     };
     whole().map_err(|source| MergeError::Write {

@@ -10,7 +10,7 @@ use super::plan::JobPlan;
 use crate::jobs::outcome::ExitStatus;
 use crate::jobs::parts::part::{self, PartError};
 use crate::jobs::report::progress::{Progress, Setup, Unit};
-use crate::jobs::sink::lines::Sink;
+use crate::jobs::sink::lines::{AnswerLines, Sink};
 use crate::jobs::sink::output::{Printer, Render};
 use crate::jobs::sink::parquet_out::{self, ParquetOutError};
 use crate::jobs::sink::resume::{self, ResumeError};
@@ -115,9 +115,9 @@ impl JobRun {
                     &check,
                     plan.storage.upload_part_size,
                 )?;
+                let speaker = speaker.clone();
+                let tell = Box::new(move |message: String| say(speaker.get(), &message));
                 if parquet {
-                    let speaker = speaker.clone();
-                    let tell = Box::new(move |message: String| say(speaker.get(), &message));
                     let (table, resume) = parquet_out::into_object(answers, kept, &record, tell)?;
                     (Sink::Columns(Box::new(table)), Some(resume))
                 } else {
@@ -125,7 +125,13 @@ impl JobRun {
                         path: shown.clone().into(),
                         kept,
                     };
-                    (Sink::Object(Box::new(answers)), Some(resume))
+                    let lines = AnswerLines::start(Box::new(answers), tell).map_err(|source| {
+                        UploadError::Write {
+                            url: url.clone(),
+                            source,
+                        }
+                    })?;
+                    (Sink::Lines(lines), Some(resume))
                 }
             }
             // `--output -` is a file named so, as it always was.

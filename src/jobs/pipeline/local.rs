@@ -1,9 +1,9 @@
-//! The in-process pipeline `solve` and `rps` share: a reader thread parses batches with the
-//! game's reader and queues each on the pool; this thread waits for the batches' tickets in input
-//! order and prints them, through the ordered pipeline every printer shares ([`crate::ordered`]).
-//! Both queues are bounded, so memory stays flat however large the input is, and a bad item
-//! travels with its batch as its error line, so it is printed in its place.
+//! The pool behind the one pipeline (`stream.rs`), for `solve`, `rps` and the daemon's jobs: the
+//! reader queues each batch on the pool as it reads it; this thread waits for the batches' tickets
+//! in input order and prints them. The pool's queue is bounded as well as the pieces', so memory
+//! stays flat however large the input is.
 
+use std::convert::Infallible;
 use std::io;
 use std::thread;
 
@@ -11,13 +11,14 @@ use futures::FutureExt as _;
 use tokio::sync::mpsc;
 
 use super::job::JobRun;
+use super::stream::{self, Answering, PrintError, Printed};
 use crate::deal::DealReader;
 use crate::jobs::outcome::ExitStatus;
 use crate::jobs::sink::lines::Sink;
-use crate::jobs::sink::output::{JsonAnalysis, OutputError, Printer, Printing, Render};
-use crate::jobs::source::batches::{BatchSize, Batched, Entry, Items, ToRead, read_items};
+use crate::jobs::sink::output::{JsonAnalysis, OutputError, Printer, Render};
+use crate::jobs::source::batches::{BatchSize, Entry, Items, ToRead};
 use crate::jobs::source::input::Reader;
-use crate::ordered::{self, Drained, Piece, Stopped};
+use crate::ordered::{Piece, Stopped};
 use crate::pool::{Engines, Pool};
 use crate::rps::{Case, CaseReader};
 use crate::solver::Options;
@@ -59,6 +60,15 @@ pub enum LocalError {
     PoolStopped,
     #[error("{} (a bug in this program)", Stopped::Short)]
     Short,
+}
+
+impl From<PrintError> for LocalError {
+    fn from(e: PrintError) -> LocalError {
+        match e {
+            PrintError::Output(e) => LocalError::Output(e),
+            PrintError::Short => LocalError::Short,
+        }
+    }
 }
 
 /// A printer's answer to a stop asked for: the pipeline ends as on a failed write.
@@ -125,10 +135,10 @@ pub fn cases(
 /// line).
 pub type ItemResult<A> = Result<A, String>;
 
-/// Reads every item of `reading` with the game's reader `R`, the first `reading.skip` only to
-/// count them (a resume), solves the rest on `pool` with `solve` (jobs of `batch` items) and prints each
-/// answer in input order with `print`, through the ordered pipeline ([`crate::ordered`]). A bad
-/// item travels with its batch to the pool, which hands its message back as its answer.
+/// Reads every item of `reading` with the game's reader `R` (the first `reading.skip` only to
+/// count them: a resume), solves the rest on `pool` with `solve` (jobs of `share.batch` items)
+/// and prints each answer in input order with `print`, through the one pipeline (`stream.rs`).
+/// A bad item travels with its batch to the pool, which hands its message back as its answer.
 pub fn run<'p, R, A>(
     reading: &ToRead,
     pool: &Pool,
@@ -143,53 +153,73 @@ where
     A: Send + 'static,
 {
     let (tx, mut pieces) = mpsc::channel::<Piece<ItemResult<A>>>(4 * pool.workers());
-    let mut printing = Printing { printer, print };
-    let slots = share.at_once.map(Slots::new);
-    let drained = thread::scope(|scope| {
-        scope.spawn(move || {
-            read_items::<R>(reading, share.batch, |event| {
-                let piece = match event {
-                    Batched::Batch(entries, at) => {
-                        let lines = vec![None; entries.len()];
-                        // Held by the batch's job until the worker is done with it.
-                        let slot = slots.as_ref().map(Slots::take);
-                        let solve = solve.clone();
-                        let job = move |engines: &mut Engines, entry| {
-                            let _held = &slot;
-                            solve(engines, entry)
-                        };
-                        match pool.submit_batch_blocking(entries, job) {
-                            Ok(ticket) => Piece::Batch {
-                                lines,
-                                answers: Some(Box::pin(ticket.map(|answers| {
-                                    let answers = answers.ok()?.into_iter();
-                                    Some(answers.map(|a| a.unwrap_or_else(internal)).collect())
-                                }))),
-                                at,
-                            },
-                            Err(e) => Piece::Unreadable(e.to_string()),
-                        }
-                    }
-                    Batched::Skipped { items, bad, at } => Piece::Skipped { items, bad, at },
-                    Batched::Unreadable(message) => Piece::Unreadable(message),
-                };
-                // Stops reading once the printer has gone.
-                tx.blocking_send(piece).is_ok()
-            });
-        });
+    let mut on_the_pool = OnThePool {
+        pool,
+        slots: share.at_once.map(Slots::new),
+        solve,
+    };
+    let printed = thread::scope(|scope| {
+        scope.spawn(move || stream::read::<R, _>(reading, share.batch, &mut on_the_pool, &tx));
         // This thread is the only one waiting on the pool's tickets: no runtime is needed.
-        let drained = futures::executor::block_on(ordered::drain(&mut pieces, &mut printing));
+        let printed = futures::executor::block_on(stream::print(&mut pieces, printer, print));
         // Dropping the receiver when printing stops (say, stdout closed) is what stops the reader.
         drop(pieces);
-        drained
+        printed
     });
-    let printer = printing.printer;
-    match drained {
-        Ok(Drained::All) => Ok(printer.finish()?),
+    match printed? {
+        Printed::All(status) | Printed::Closed(status) => Ok(status),
         // The pool lives until every ticket is answered, so a batch cannot be lost.
-        Ok(Drained::Lost) => Err(LocalError::PoolStopped),
-        Err(Stopped::Write(e)) => Ok(printer.write_failed(e)?),
-        Err(Stopped::Short) => Err(LocalError::Short),
+        Printed::Lost => Err(LocalError::PoolStopped),
+    }
+}
+
+/// The pool as what answers a run's batches: each is queued on it as it is read (waiting while
+/// the queue is full), its ticket the piece's answers.
+struct OnThePool<'a, S> {
+    pool: &'a Pool,
+    /// [`PoolShare::at_once`]'s places.
+    slots: Option<std::sync::Arc<Slots>>,
+    solve: S,
+}
+
+impl<I, A, S> Answering<I> for OnThePool<'_, S>
+where
+    I: Send + 'static,
+    A: Send + 'static,
+    S: Fn(&mut Engines, Entry<I>) -> ItemResult<A> + Clone + Send + 'static,
+{
+    type Answer = ItemResult<A>;
+    type Later = Infallible;
+
+    fn take(
+        &mut self,
+        entries: Vec<Entry<I>>,
+        at: u64,
+    ) -> (Piece<ItemResult<A>>, Option<Infallible>) {
+        let lines = vec![None; entries.len()];
+        // Held by the batch's job until the worker is done with it.
+        let slot = self.slots.as_ref().map(Slots::take);
+        let solve = self.solve.clone();
+        let job = move |engines: &mut Engines, entry| {
+            let _held = &slot;
+            solve(engines, entry)
+        };
+        let piece = match self.pool.submit_batch_blocking(entries, job) {
+            Ok(ticket) => Piece::Batch {
+                lines,
+                answers: Some(Box::pin(ticket.map(|answers| {
+                    let answers = answers.ok()?.into_iter();
+                    Some(answers.map(|a| a.unwrap_or_else(internal)).collect())
+                }))),
+                at,
+            },
+            Err(e) => Piece::Unreadable(e.to_string()),
+        };
+        (piece, None)
+    }
+
+    fn send(&mut self, later: Infallible) -> bool {
+        match later {}
     }
 }
 

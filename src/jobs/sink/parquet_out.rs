@@ -24,7 +24,7 @@ mod keeper;
 mod layout;
 mod tail;
 
-use std::io::{self, Seek as _, SeekFrom, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -37,11 +37,12 @@ use parquet::file::metadata::RowGroupMetaData;
 use groups::{GroupLog, Logged};
 pub use layout::{FooterError, write_whole};
 use layout::{Layout, moved};
-use tail::{Tail, TailTo, make_cut};
+use tail::Gathered;
 
 use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
 use super::signals::{Keeper, Tell};
-use super::upload::ObjectAnswers;
+use super::tail::{FileTail, Tail};
+use super::upload::ObjectTail;
 use crate::compressed::PARQUET_MAGIC as MAGIC;
 use crate::jobs::in_full;
 use crate::jobs::store::beneath::{self, How};
@@ -91,8 +92,6 @@ pub enum ParquetOutError {
     NoCheckpoint,
     #[error("the output is complete already")]
     Complete,
-    #[error("the output is not where it was")]
-    Moved,
     #[error(transparent)]
     Footer(#[from] FooterError),
     #[error(transparent)]
@@ -116,8 +115,9 @@ pub struct ParquetAnswers {
 /// The writer and the output's bookkeeping, behind the lock the printer and the keeper share.
 struct Writing {
     rows: Rows,
-    writer: ArrowWriter<Tail>,
-    to: Dest,
+    writer: ArrowWriter<Gathered>,
+    /// The output (`None` once completed).
+    to: Option<Box<dyn Tail>>,
     /// The run record; an object's holds the checkpoint of the row groups written so far.
     record: Record,
     /// Every row group recorded (a resume's kept ones first), at its place in the output; the
@@ -136,24 +136,6 @@ struct Writing {
     checkpointed: bool,
     last: Instant,
     layout: Layout,
-}
-
-/// Where the output goes.
-enum Dest {
-    /// The file, whose record is beside it.
-    File(PathBuf),
-    /// The upload, whose record holds the run's (`None` once completed).
-    Object(Option<Box<ObjectAnswers>>),
-}
-
-impl Dest {
-    fn name(&self) -> String {
-        match self {
-            Dest::File(path) => path.display().to_string(),
-            Dest::Object(Some(object)) => object.url().to_string(),
-            Dest::Object(None) => "the object".to_string(),
-        }
-    }
 }
 
 /// Opens the file `output` for this run: created anew with its record, or, with `resume` and a
@@ -179,13 +161,12 @@ pub fn open(
             source,
         })
     };
-    let (tail, kept) = match held {
+    let (gathered, tail, kept) = match held {
         None => {
             record::forget(&place)?;
             record::write(&record::resume_of(&place), &record)?;
-            let file = beneath::open(output, How::Create).map_err(|e| failed(FileOp::Create, e))?;
-            let to = TailTo::File { file, cut: None };
-            (Tail { swallow: 0, to }, Logged::default())
+            let tail = FileTail::create(output, None).map_err(|e| failed(FileOp::Create, e))?;
+            (Gathered::new(0), tail, Logged::default())
         }
         Some(logged) => {
             let mut file =
@@ -204,17 +185,8 @@ pub fn open(
             record::forget(&place)?;
             // This run's record (a record that held the footer itself is one no more).
             record::write(&record::resume_of(&place), &record)?;
-            let to = TailTo::File {
-                file,
-                cut: Some(logged.end),
-            };
-            (
-                Tail {
-                    swallow: MAGIC.len(),
-                    to,
-                },
-                logged,
-            )
+            let tail = FileTail::open(file, output, None, Some((logged.end, logged.rows)));
+            (Gathered::new(MAGIC.len()), tail, logged)
         }
     };
     let log = GroupLog::start(output, &kept, &layout)?;
@@ -222,12 +194,12 @@ pub fn open(
         path: output.to_path_buf(),
         kept: kept.rows,
     };
-    let table = Writing::new(tail, Dest::File(output.to_path_buf()), record, kept, layout)?;
+    let table = Writing::new(gathered, Box::new(tail), record, kept, layout)?;
     let table = Writing {
         log: Some(log),
         ..table
     };
-    let answers = ParquetAnswers::start(table, tell, true)?;
+    let answers = ParquetAnswers::start(table, tell)?;
     Ok((answers, resume))
 }
 
@@ -265,7 +237,7 @@ fn logged_at(checkpoint: &Checkpoint) -> Result<Logged, ParquetOutError> {
 /// This run's answers as Parquet into `object`, an upload opened (and, resumed, checked against
 /// `record`) by `upload::open`, whose `kept` answers are in the parts uploaded.
 pub fn into_object(
-    object: ObjectAnswers,
+    object: ObjectTail,
     kept: u64,
     record: &Record,
     tell: Tell,
@@ -281,14 +253,15 @@ pub fn into_object(
         None if kept == 0 => (0, Logged::default()),
         _ => return Err(ParquetOutError::PartsNotFooter { url, kept }),
     };
-    let tail = Tail {
-        swallow,
-        to: TailTo::Memory(Vec::new()),
-    };
-    let to = Dest::Object(Some(Box::new(object)));
-    let table = Writing::new(tail, to, record, logged, Layout::new()?)?;
+    let table = Writing::new(
+        Gathered::new(swallow),
+        Box::new(object),
+        record,
+        logged,
+        Layout::new()?,
+    )?;
     // As a text upload: a signal ends the run, and the parts uploaded stay for a resume.
-    let answers = ParquetAnswers::start(table, tell, false)?;
+    let answers = ParquetAnswers::start(table, tell)?;
     let resume = Resume {
         path: url.into(),
         kept,
@@ -300,8 +273,8 @@ impl Writing {
     /// The writer of a run that goes on after `kept` (nothing, for a new output; its magic then
     /// comes from the writer).
     fn new(
-        tail: Tail,
-        to: Dest,
+        gathered: Gathered,
+        to: Box<dyn Tail>,
         record: Record,
         kept: Logged,
         layout: Layout,
@@ -311,11 +284,11 @@ impl Writing {
             end => end as i64 - MAGIC.len() as i64,
         };
         let writer =
-            ArrowWriter::try_new(tail, columns::schema(), Some(layout.properties.clone()))?;
+            ArrowWriter::try_new(gathered, columns::schema(), Some(layout.properties.clone()))?;
         Ok(Writing {
             rows: Rows::with_capacity(BATCH_ROWS),
             writer,
-            to,
+            to: Some(to),
             record,
             groups: kept.groups,
             recorded_rows: kept.rows,
@@ -354,28 +327,40 @@ impl Writing {
         // The writer counts its own magic, which a resume swallowed: the shift makes up for it.
         let end = (self.shift + self.writer.bytes_written() as i64) as u64;
         let total = self.recorded_rows + rows;
-        let tail = self.writer.inner_mut();
-        match (&mut self.to, &mut tail.to, &mut self.log) {
-            (Dest::File(_), TailTo::File { file, cut }, Some(log)) => {
-                make_cut(file, cut)?;
-                file.sync_data()?;
+        let Some(to) = self.to.as_mut() else {
+            return Err(ParquetOutError::Complete);
+        };
+        let bytes = std::mem::take(&mut self.writer.inner_mut().bytes);
+        match &mut self.log {
+            // The row groups' bytes first, synced, then their line in the log.
+            Some(log) => {
+                to.append(&bytes, rows)?;
+                to.keep()?;
                 log.append(&new, total, end, &self.layout)?;
                 self.groups.extend(new);
             }
-            (Dest::Object(Some(object)), TailTo::Memory(bytes), _) => {
+            // No log beside the output: the footer so far goes with the bytes.
+            None => {
                 self.groups.extend(new);
                 let checkpoint = self.layout.checkpoint(self.groups.clone(), end)?;
                 self.record.checkpoint = Some(checkpoint.clone());
-                object.write_items(bytes, rows, checkpoint)?;
-                bytes.clear();
+                to.checkpoint(checkpoint);
+                to.append(&bytes, rows)?;
+                to.keep()?;
             }
-            _ => return Err(ParquetOutError::Complete),
         }
         self.recorded_rows = total;
         self.end = end;
         self.recorded = flushed;
         self.checkpointed = true;
         Ok(())
+    }
+
+    /// The output's name, as the keeper's messages say it.
+    fn name(&self) -> String {
+        self.to
+            .as_ref()
+            .map_or_else(|| "the output".to_string(), |to| to.name())
     }
 
     /// The rows gathered go to the writer (which writes a row group that is full).
@@ -403,36 +388,27 @@ impl Writing {
     fn close(&mut self) -> Result<u64, ParquetOutError> {
         self.checkpoint(true)?;
         let (footer, rows) = self.layout.footer(self.groups.clone())?;
-        let end = self.end;
-        match (&mut self.to, &mut self.writer.inner_mut().to) {
-            (Dest::File(_), TailTo::File { file, cut }) => {
-                make_cut(file, cut)?;
-                file.seek(SeekFrom::Start(end))?;
-                file.write_all(&footer)?;
-                file.set_len(end + footer.len() as u64)?;
-                file.sync_data()?;
-            }
-            (Dest::Object(object), TailTo::Memory(_)) => {
-                let Some(mut object) = object.take() else {
-                    return Err(ParquetOutError::Complete);
-                };
-                let checkpoint = self
-                    .record
-                    .checkpoint
-                    .clone()
-                    .ok_or(ParquetOutError::NoCheckpoint)?;
-                object.write_items(&footer, 0, checkpoint)?;
-                object.finish()?;
-            }
-            _ => return Err(ParquetOutError::Moved),
+        let mut to = self.to.take().ok_or(ParquetOutError::Complete)?;
+        if self.log.is_none() {
+            let checkpoint = self
+                .record
+                .checkpoint
+                .clone()
+                .ok_or(ParquetOutError::NoCheckpoint)?;
+            to.checkpoint(checkpoint);
         }
+        // Where the last checkpoint ended: the footer follows the last row group.
+        to.append(&footer, 0)?;
+        to.finish()?;
         Ok(rows)
     }
 }
 
 impl ParquetAnswers {
-    /// Starts the keeper; with `signals`, it also writes the footer on SIGINT and SIGTERM.
-    fn start(table: Writing, tell: Tell, signals: bool) -> Result<ParquetAnswers, ParquetOutError> {
+    /// Starts the keeper; where the output answers signals (a file), it also writes the footer on
+    /// SIGINT and SIGTERM.
+    fn start(table: Writing, tell: Tell) -> Result<ParquetAnswers, ParquetOutError> {
+        let signals = table.to.as_ref().is_some_and(|to| to.answers_signals());
         let shared = Arc::new(Mutex::new(table));
         let keeper = {
             let shared = shared.clone();
@@ -473,7 +449,7 @@ impl Drop for ParquetAnswers {
     fn drop(&mut self) {
         self.keeper.stop();
         let mut table = lock(&self.shared);
-        if !matches!(table.to, Dest::Object(None)) {
+        if table.to.is_some() {
             let _ = table.checkpoint(true);
         }
     }
@@ -606,7 +582,6 @@ mod tests {
             ),
             (ParquetOutError::NoCheckpoint, "no checkpoint"),
             (ParquetOutError::Complete, "the output is complete already"),
-            (ParquetOutError::Moved, "the output is not where it was"),
         ];
         for (error, said) in cases {
             assert_eq!(in_full(&error), said);

@@ -11,9 +11,10 @@
 use std::io;
 use std::path::Path;
 
-use super::lines::{AnswerFile, Sink};
+use super::lines::{AnswerLines, Sink};
 use super::run_record::{Record, Resume, RunRecordError, read_record};
 use super::signals::Tell;
+use super::tail::FileTail;
 use crate::compressed::{self, Codec};
 use crate::jobs::source::input::{Input, ReadThroughError, read_through};
 use crate::jobs::store::beneath::{self, How};
@@ -59,34 +60,41 @@ pub fn open(
     let Some((len, lines)) = kept else {
         record::forget(&place)?;
         record::write(&record::resume_of(&place), record)?;
-        let file = AnswerFile::create(output, tell).map_err(|source| {
-            ResumeError::File(FileError {
-                op: FileOp::Create,
-                path: output.to_path_buf(),
-                source,
-            })
-        })?;
+        let codec = place.codec_by_name();
+        let file = FileTail::create(output, codec)
+            .and_then(|tail| AnswerLines::start(Box::new(tail), tell))
+            .map_err(|source| {
+                ResumeError::File(FileError {
+                    op: FileOp::Create,
+                    path: output.to_path_buf(),
+                    source,
+                })
+            })?;
         let resume = Resume {
             path: output.to_path_buf(),
             kept: 0,
         };
-        return Ok((Sink::File(file), resume));
+        return Ok((Sink::Lines(file), resume));
     };
     let held = read_record(&place)?;
     record.same_run(&held, &output.display())?;
     record::forget(&place)?;
-    let file = AnswerFile::resume(output, len, lines, tell).map_err(|source| {
-        ResumeError::File(FileError {
-            op: FileOp::Open,
-            path: output.to_path_buf(),
-            source,
-        })
-    })?;
+    let codec = place.codec_by_name();
+    let file = beneath::open(output, How::Write)
+        .map(|file| FileTail::open(file, output, codec, Some((len, lines))))
+        .and_then(|tail| AnswerLines::start(Box::new(tail), tell))
+        .map_err(|source| {
+            ResumeError::File(FileError {
+                op: FileOp::Open,
+                path: output.to_path_buf(),
+                source,
+            })
+        })?;
     let resume = Resume {
         path: output.to_path_buf(),
         kept: lines,
     };
-    Ok((Sink::File(file), resume))
+    Ok((Sink::Lines(file), resume))
 }
 
 /// Writing the answers over one of the inputs would destroy it before it is read.

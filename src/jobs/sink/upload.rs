@@ -16,6 +16,7 @@ use std::io;
 use object_store::multipart::PartId;
 
 use super::run_record::{Checkpoint, Record, RunRecordError, UploadedPart};
+use super::tail::Tail;
 use crate::compressed::{Codec, Encoded};
 use crate::jobs::store::location::Location;
 use crate::jobs::store::multipart::Multipart;
@@ -47,13 +48,11 @@ pub enum UploadError {
     Save(#[from] io::Error),
 }
 
-/// The answers on their way to an object.
-pub struct ObjectAnswers {
+/// The answers on their way to an object: the object [`Tail`].
+pub struct ObjectTail {
     url: ObjectUrl,
     /// The run's record with the upload so far, as `KEY.resume.json` holds it.
     state: Record,
-    /// Bytes of a line not complete yet.
-    pending: Vec<u8>,
     /// The next part: complete lines, compressed as asked.
     part: Encoded<Vec<u8>>,
     part_lines: u64,
@@ -74,7 +73,7 @@ pub fn open(
     record: Record,
     check: &dyn Fn(&Record) -> Result<(), RunRecordError>,
     part_size: usize,
-) -> Result<(ObjectAnswers, u64), UploadError> {
+) -> Result<(ObjectTail, u64), UploadError> {
     let record_at = record::resume_of(&Location::Object(url.clone()));
     let held: Option<Record> = match resume {
         true => record::read(&record_at).map_err(|source| UploadError::Resume {
@@ -88,7 +87,7 @@ pub fn open(
     // to go on (a refused resume leaves it): the object is then incomplete until this run records
     // it complete again.
     let codec = Codec::for_name(&url.key);
-    let mut answers = ObjectAnswers {
+    let mut answers = ObjectTail {
         url: url.clone(),
         state: Record {
             upload: None,
@@ -96,7 +95,6 @@ pub fn open(
             complete: false,
             ..record
         },
-        pending: Vec::new(),
         part: Encoded::new(codec, Vec::new()),
         part_lines: 0,
         unflushed: 0,
@@ -130,46 +128,11 @@ pub fn open(
     Ok((answers, kept))
 }
 
-impl ObjectAnswers {
+impl ObjectTail {
     /// Writes the record beside the object.
     fn save(&self) -> io::Result<()> {
         let at = record::resume_of(&Location::Object(self.url.clone()));
         record::write(&at, &self.state).map_err(io::Error::other)
-    }
-
-    /// Takes `buf` in; uploads a part once the complete lines make one.
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.refuse_more(buf)?;
-        self.pending.extend_from_slice(buf);
-        if let Some(end) = memchr::memrchr(b'\n', &self.pending) {
-            let complete: Vec<u8> = self.pending.drain(..=end).collect();
-            self.part_lines += memchr::memchr_iter(b'\n', &complete).count() as u64;
-            self.part.write_all(&complete)?;
-            self.unflushed += complete.len();
-        }
-        // A compressor may hold a part's worth of lines (zstd's blocks are 128 KiB): flushed
-        // after each part's size of them, the part's size is known for sure.
-        if self.unflushed >= self.part_size {
-            self.part.flush_member()?;
-            self.unflushed = 0;
-        }
-        self.upload_when_whole()
-    }
-
-    /// Takes in `bytes` that hold `items` whole items (a Parquet output's row groups, its footer
-    /// last), after which the output's checkpoint is `checkpoint`; uploads a part once they make
-    /// one, and records it with that checkpoint.
-    pub fn write_items(
-        &mut self,
-        bytes: &[u8],
-        items: u64,
-        checkpoint: Checkpoint,
-    ) -> io::Result<()> {
-        self.refuse_more(bytes)?;
-        self.part.write_all(bytes)?;
-        self.part_lines += items;
-        self.next_checkpoint = Some(checkpoint);
-        self.upload_when_whole()
     }
 
     /// More answers for an object that is complete: the input has more items than it has answers.
@@ -225,9 +188,39 @@ impl ObjectAnswers {
         }
         self.save()
     }
+}
+
+impl Tail for ObjectTail {
+    fn append(&mut self, bytes: &[u8], items: u64) -> io::Result<()> {
+        self.refuse_more(bytes)?;
+        self.part.write_all(bytes)?;
+        self.part_lines += items;
+        self.unflushed += bytes.len();
+        // A compressor may hold a part's worth of lines (zstd's blocks are 128 KiB): flushed
+        // after each part's size of them, the part's size is known for sure.
+        if self.unflushed >= self.part_size {
+            self.part.flush_member()?;
+            self.unflushed = 0;
+        }
+        self.upload_when_whole()
+    }
+
+    /// Recorded with the part that holds the bytes appended next.
+    fn checkpoint(&mut self, checkpoint: Checkpoint) {
+        self.next_checkpoint = Some(checkpoint);
+    }
+
+    /// Parts go as they fill, each recorded beside the object: nothing more to keep.
+    fn keep(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn items(&self) -> u64 {
+        self.state.parts.iter().map(|p| p.lines).sum::<u64>() + self.part_lines
+    }
 
     /// Uploads what is left as the last part and completes the object, then records it complete.
-    pub fn finish(mut self) -> io::Result<()> {
+    fn finish(mut self: Box<Self>) -> io::Result<()> {
         if self.state.complete {
             return Ok(());
         }
@@ -254,11 +247,23 @@ impl ObjectAnswers {
         self.state.complete = true;
         self.save()
     }
+
+    fn line_by_line(&self) -> bool {
+        true
+    }
+
+    fn name(&self) -> String {
+        self.url.to_string()
+    }
+
+    fn answers_signals(&self) -> bool {
+        false
+    }
 }
 
-impl std::fmt::Debug for ObjectAnswers {
+impl std::fmt::Debug for ObjectTail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectAnswers")
+        f.debug_struct("ObjectTail")
             .field("url", &self.url)
             .field("parts", &self.state.parts.len())
             .finish_non_exhaustive()

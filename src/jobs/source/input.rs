@@ -73,6 +73,15 @@ pub struct Counting {
     writer: Option<OwnedFd>,
 }
 
+impl std::fmt::Debug for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counting")
+            .field("read", &self.read)
+            .field("writer", &self.writer)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How long the reader waits for a writer's next bytes before taking it that the writer is
 /// waiting for answers (a person typing): a program writing a file through a pipe sends its next
 /// bytes well within this.

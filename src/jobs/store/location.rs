@@ -8,12 +8,10 @@
 //! (`flock`) against a second run, none of which an object store's put-the-whole-object calls
 //! say. Objects (S3, memory) go through object_store (`object.rs`).
 
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::beneath::{self, How};
-use super::multipart::WholeUpload;
 use super::object::{self, ObjectUrl};
 use crate::compressed::Codec;
 
@@ -209,29 +207,6 @@ impl Location {
         }
     }
 
-    /// A writer of this place's whole content, which shows only once [`WholeWriter::finish`] says it
-    /// is complete: a file is written beside it (`NAME.merging`), synced and renamed over it; an
-    /// object is a multipart upload in parts of `part_size`. Dropped unfinished, it leaves
-    /// nothing behind, and an earlier file or object of the name stays as it was.
-    pub fn create_whole(&self, part_size: usize) -> io::Result<WholeWriter> {
-        match self {
-            Location::Stdin => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "standard input cannot be written",
-            )),
-            Location::File(path) => {
-                let temporary = beside(path, ".merging");
-                let file = beneath::open(&temporary, How::Create)?;
-                Ok(WholeWriter::File {
-                    file,
-                    temporary,
-                    path: path.clone(),
-                })
-            }
-            Location::Object(url) => Ok(WholeWriter::Object(WholeUpload::create(url, part_size)?)),
-        }
-    }
-
     /// The local file, when it is one (a lock, a seek, an index are files' alone).
     pub fn file(&self) -> Option<&Path> {
         match self {
@@ -248,66 +223,6 @@ impl std::fmt::Display for Location {
             Location::Stdin => f.write_str("-"),
             Location::File(path) => write!(f, "{}", path.display()),
             Location::Object(url) => write!(f, "{url}"),
-        }
-    }
-}
-
-impl std::fmt::Debug for WholeWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WholeWriter::File { temporary, .. } => f
-                .debug_struct("File")
-                .field("temporary", temporary)
-                .finish_non_exhaustive(),
-            WholeWriter::Object(_) => f.write_str("Object"),
-        }
-    }
-}
-
-/// A whole file or object being written ([`Location::create_whole`]).
-pub enum WholeWriter {
-    File {
-        file: File,
-        temporary: PathBuf,
-        path: PathBuf,
-    },
-    Object(WholeUpload),
-}
-
-impl WholeWriter {
-    /// Completes it: only now does it show under its name.
-    pub fn finish(self) -> io::Result<()> {
-        match self {
-            WholeWriter::File {
-                file,
-                temporary,
-                path,
-            } => {
-                let done = file
-                    .sync_all()
-                    .and_then(|()| beneath::rename(&temporary, &path));
-                if done.is_err() {
-                    let _ = beneath::remove_file(&temporary);
-                }
-                done
-            }
-            WholeWriter::Object(upload) => upload.finish(),
-        }
-    }
-}
-
-impl Write for WholeWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            WholeWriter::File { file, .. } => file.write(buf),
-            WholeWriter::Object(upload) => upload.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            WholeWriter::File { file, .. } => file.flush(),
-            WholeWriter::Object(upload) => upload.flush(),
         }
     }
 }

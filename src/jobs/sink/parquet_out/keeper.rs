@@ -29,7 +29,7 @@ pub(super) async fn keep(
                     && (table.writer.in_progress_rows() > 0 || !table.rows.is_empty())
                     && let Err(e) = table.checkpoint(true)
                 {
-                    tell(format!("patience: cannot write {}: {}", table.to.name(), in_full(&e)));
+                    tell(format!("patience: cannot write {}: {}", table.name(), in_full(&e)));
                     return;
                 }
             }
@@ -45,7 +45,7 @@ pub(super) async fn keep(
               after the footer"
 )]
 fn interrupted(mut table: MutexGuard<'_, Writing>, (name, number): (&str, i32), tell: &Tell) {
-    let path = table.to.name();
+    let path = table.name();
     match table.close() {
         Ok(rows) => tell(format!(
             "patience: {name}: stopped with {rows} answers in {path}; the same command with \
