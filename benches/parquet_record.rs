@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use base64::Engine as _;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
-use patience::parquet_output;
+use patience::jobs::sink::parquet_out::write_answers;
 use support::{Flags, TempDir};
 
 fn main() {
@@ -67,7 +67,7 @@ fn main() {
 fn write(output: &std::path::Path, rows: u64) {
     let probabilities =
         (0..rows).map(|i| (i.wrapping_mul(2_654_435_761) % 1_000_003) as f64 / 1_000_003.0);
-    if let Err(e) = parquet_output::write(output, probabilities) {
+    if let Err(e) = write_answers(output, probabilities) {
         panic!("{}: {e}", output.display());
     }
 }

@@ -24,9 +24,9 @@
 //! - [`server`]: the daemon's wiring: connections and their limits, TLS, health, reflection,
 //!   graceful shutdown; and [`client`]: the multi-daemon client as a library (daemons by URL or
 //!   DNS, failover, hedging, reconnection; answers in order), for either game;
-//! - `jobs`: what the commands do with inputs and answers: files, standard input, S3 objects
-//!   and gzip/zstd in and out, batches, shards and their index, `--output`, `--resume`, parts and
-//!   `merge`, progress;
+//! - [`jobs`]: what the commands and the daemon's jobs do with inputs and answers, in stages:
+//!   files, standard input, S3 objects and gzip/zstd in and out, batches, shards and their index,
+//!   `--output`, `--resume`, parts and `merge`, progress;
 //! - [`cli`]: the `patience` command line (`solve`, `rps`, `gen`, `serve`, `client`, `health`,
 //!   `merge`, `index`): flags into validated configurations, then a call into the library.
 //!
@@ -49,38 +49,7 @@ pub mod cli;
 pub mod client;
 mod compressed;
 pub mod exchange;
-mod jobs;
-/// A Parquet output as `solve --format parquet --output` writes it, for the bench of what its
-/// resume bookkeeping writes (`benches/parquet_record.rs`); the jobs library is not public yet.
-#[doc(hidden)]
-pub mod parquet_output {
-    use crate::jobs::in_full;
-    use crate::jobs::sink::{parquet_out, run_record::Record};
-    use crate::jobs::source::input::Input;
-
-    /// Writes `probabilities` as the answers of the deals of `deals.in`, in order, into the
-    /// Parquet file `output`, as a run that ends writes them; why not, in words.
-    pub fn write(
-        output: &std::path::Path,
-        probabilities: impl IntoIterator<Item = f64>,
-    ) -> Result<(), String> {
-        let record = Record::new(
-            "deals",
-            crate::render::OutputFormat::Parquet,
-            6,
-            crate::solver::Options::default(),
-            &Input::from_args(&["deals.in".into()]),
-        );
-        let (mut answers, _) =
-            parquet_out::open(output, false, &record, Box::new(|_| {})).map_err(|e| in_full(&e))?;
-        for (index, p) in probabilities.into_iter().enumerate() {
-            answers
-                .solved(index as u64, None, p)
-                .map_err(|e| e.to_string())?;
-        }
-        answers.finish().map_err(|e| e.to_string())
-    }
-}
+pub mod jobs;
 pub mod metrics;
 pub mod ordered;
 pub mod pool;

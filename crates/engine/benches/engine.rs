@@ -25,8 +25,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use patience::deal::{Deal, DealReader};
-use patience::solver::Solver;
+use patience_engine::deal::{Deal, DealReader};
+use patience_engine::solver::Solver;
 
 struct Options {
     deals: usize,

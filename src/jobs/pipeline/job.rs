@@ -60,6 +60,12 @@ pub struct JobRun {
     _lock: Option<std::fs::File>,
 }
 
+impl std::fmt::Debug for JobRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobRun").finish_non_exhaustive()
+    }
+}
+
 impl JobRun {
     /// Opens the output the plan names (refusing a resume that does not fit: a usage error) and
     /// starts the progress. `unit` names what the lines answer (`deals`, `cases`), for the

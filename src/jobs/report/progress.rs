@@ -85,6 +85,12 @@ pub struct Progress {
     shared: Arc<ProgressShared>,
 }
 
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress").finish_non_exhaustive()
+    }
+}
+
 struct ProgressShared {
     setup: Setup,
     bar: Option<ProgressBar>,

@@ -36,6 +36,12 @@ pub enum Sink {
     Columns(Box<ParquetAnswers>),
 }
 
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sink").finish_non_exhaustive()
+    }
+}
+
 impl Sink {
     pub fn stdout() -> Sink {
         Sink::Stdout(BufWriter::new(io::stdout().lock()))
@@ -87,6 +93,12 @@ fn not_lines() -> io::Error {
 pub struct AnswerLines {
     shared: Arc<Mutex<Unwritten>>,
     keeper: Keeper,
+}
+
+impl std::fmt::Debug for AnswerLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnswerLines").finish_non_exhaustive()
+    }
 }
 
 /// The tail and the bytes not yet in it, behind the lock the printer and the keeper share.

@@ -197,6 +197,12 @@ pub struct Printing<'p, F> {
     pub print: F,
 }
 
+impl<F> std::fmt::Debug for Printing<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Printing").finish_non_exhaustive()
+    }
+}
+
 impl<'p, A, F> ordered::AnswerSink<A> for Printing<'p, F>
 where
     F: FnMut(&mut Printer<'p>, A) -> io::Result<()>,

@@ -23,6 +23,7 @@ mod groups;
 mod keeper;
 mod layout;
 mod tail;
+mod written;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ use groups::{GroupLog, Logged};
 pub use layout::{FooterError, write_whole};
 use layout::{Layout, moved};
 use tail::Gathered;
+pub use written::write_answers;
 
 use super::run_record::{self, Checkpoint, Record, Resume, RunRecordError};
 use super::signals::{Keeper, Tell};
@@ -110,6 +112,12 @@ pub enum ParquetOutError {
 pub struct ParquetAnswers {
     shared: Arc<Mutex<Writing>>,
     keeper: Keeper,
+}
+
+impl std::fmt::Debug for ParquetAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetAnswers").finish_non_exhaustive()
+    }
 }
 
 /// The writer and the output's bookkeeping, behind the lock the printer and the keeper share.

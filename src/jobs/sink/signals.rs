@@ -84,6 +84,12 @@ pub struct Signals {
     terminate: Option<tokio::signal::unix::Signal>,
 }
 
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signals").finish_non_exhaustive()
+    }
+}
+
 impl Signals {
     /// The signals, watched from now on (none when the process has left them to someone else).
     fn new() -> Signals {

@@ -73,6 +73,12 @@ pub fn whole(place: &Location, part_size: usize) -> io::Result<Box<dyn Tail>> {
 /// counted as items.
 pub struct Appending<'a>(pub &'a mut dyn Tail);
 
+impl std::fmt::Debug for Appending<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Appending").finish_non_exhaustive()
+    }
+}
+
 impl Write for Appending<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.append(buf, 0)?;

@@ -13,6 +13,7 @@ use super::shard::Segment;
 pub type Entry<T = Deal> = Result<T, String>;
 
 /// What the reader hands on, in input order.
+#[derive(Debug)]
 pub enum Batched<T = Deal> {
     /// Consecutive items of one input, and how many bytes of all the inputs (in order) they and
     /// the items before them span, for progress reports.

@@ -123,9 +123,16 @@ pub fn rows_in(place: &Location, size: u64) -> Result<u64, String> {
 }
 
 /// One row: its id, and its deal's text (`None`: null).
+#[derive(Debug)]
 pub struct DealRow {
     pub id: Option<String>,
     pub deal: Option<String>,
+}
+
+impl std::fmt::Debug for ParquetRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetRows").finish_non_exhaustive()
+    }
 }
 
 impl ParquetRows {

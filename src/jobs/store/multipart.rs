@@ -11,6 +11,7 @@ use object_store::multipart::PartId;
 use super::object::{self, ObjectUrl};
 
 /// An upload going on.
+#[derive(Debug)]
 pub struct Multipart {
     url: ObjectUrl,
     id: String,

@@ -439,6 +439,12 @@ pub struct ObjectReader {
     chunk: Bytes,
 }
 
+impl std::fmt::Debug for ObjectReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectReader").finish_non_exhaustive()
+    }
+}
+
 impl Read for ObjectReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.chunk.is_empty() {

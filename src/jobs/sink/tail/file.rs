@@ -28,6 +28,12 @@ pub struct FileTail {
     temporary: Option<PathBuf>,
 }
 
+impl std::fmt::Debug for FileTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileTail").finish_non_exhaustive()
+    }
+}
+
 impl FileTail {
     /// The file `path`, created (or emptied) for a new run.
     pub fn create(path: &Path, codec: Option<Codec>) -> io::Result<FileTail> {
