@@ -130,15 +130,12 @@ fn install() -> Option<Installed> {
 }
 
 impl Installed {
-    /// Runs tests/python_package.py `args` with the venv's python: with only the wheel
-    /// installed, or (`with_tools`) with the tools venv's packages (pyarrow, polars, DuckDB)
-    /// importable after it through `PYTHONPATH`.
-    fn script(&self, with_tools: bool, args: &[&str]) -> String {
+    /// Runs the venv's python with `args`: with only the wheel installed, or (`with_tools`) with
+    /// the tools venv's packages (pyarrow, polars, DuckDB) importable after it through
+    /// `PYTHONPATH`.
+    fn python(&self, with_tools: bool, args: &[&str]) -> String {
         let mut command = Command::new(&self.python);
-        command
-            .arg(root().join("tests/python_package.py"))
-            .args(args)
-            .env_remove("PYTHONPATH");
+        command.args(args).env_remove("PYTHONPATH");
         if with_tools {
             let site = ran(
                 Command::new(common::venv().join("bin/python")).args([
@@ -149,8 +146,36 @@ impl Installed {
             );
             command.env("PYTHONPATH", site.trim());
         }
-        ran(&mut command, &format!("python_package.py {args:?}"))
+        ran(&mut command, &format!("python {args:?}"))
     }
+
+    /// Runs tests/python_package.py `args` (see [`Installed::python`]).
+    fn script(&self, with_tools: bool, args: &[&str]) -> String {
+        let script = root().join("tests/python_package.py");
+        let script = script.to_string_lossy();
+        let mut all = vec![script.as_ref()];
+        all.extend_from_slice(args);
+        self.python(with_tools, &all)
+    }
+}
+
+/// The fenced blocks of a document's section, each with its language.
+fn fenced(section: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in section.lines() {
+        match (line.strip_prefix("```"), open.take()) {
+            (Some(_), Some(block)) => blocks.push(block),
+            (Some(lang), None) => open = Some((lang.to_string(), String::new())),
+            (None, Some((lang, mut text))) => {
+                text.push_str(line);
+                text.push('\n');
+                open = Some((lang, text));
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
 }
 
 /// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing.
@@ -239,4 +264,34 @@ fn the_gil_is_released_while_solving() {
     let said = installed.script(false, &["ticker", &data("")]);
     assert!(said.starts_with("ticker: ok"), "{said}");
     eprintln!("{}", said.trim());
+}
+
+/// The README's Python example, run as shown with the wheel and pyarrow, prints what the README
+/// shows after it; and the probability shown there is the seed solver's for the UVa sample.
+#[test]
+fn the_readme_python_example_runs_as_shown() {
+    let Some(installed) = installed() else { return };
+    let section = common::doc_section("README.md", "## Python");
+    let blocks = fenced(&section);
+    let at = blocks
+        .iter()
+        .position(|(lang, _)| lang == "python")
+        .expect("a python block in the README's Python section");
+    let (code, (lang, shown)) = (&blocks[at].1, &blocks[at + 1]);
+    assert_eq!(
+        lang, "text",
+        "the python block is not followed by its output"
+    );
+    let reference = common::answers("sample.out15")[0];
+    let probability: f64 = shown
+        .split("'probability': ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|number| number.parse().ok())
+        .expect("a probability in the README's output");
+    assert!(
+        (probability - reference).abs() <= 1e-12,
+        "the README's probability {probability} is not the reference's ({reference})"
+    );
+    assert_eq!(&installed.python(true, &["-c", code]), shown);
 }
