@@ -9,6 +9,10 @@ with its message.
         `patience solve` (the binary PATIENCE, another process) prints for the same rows of a
         Parquet file; and, when given, more deals against reference-solve's answers made for
         this run
+    python_package.py rps DATA_DIR PATIENCE SCRATCH
+        game="rps": rps-random120.in's cases, one per row, against rps-random120.out15 (the
+        seed's answers) through a list and pyarrow; bad cases against the words `patience rps`
+        prints for them in a case file
     python_package.py exact DATA_DIR
         ties.in with exact=True: each fraction equals ties.out15 and the probability is the
         double nearest to the fraction
@@ -189,8 +193,8 @@ def answers(data_dir, patience_bin, scratch, extra=None):
     odd = patience.solve([SAMPLE, 7, b"AS", SAMPLE])
     errors = column(odd, "error")
     assert errors[0] is None and errors[3] is None, errors
-    assert errors[1] == "not a deal: int, not str", errors
-    assert errors[2] == "not a deal: bytes, not str", errors
+    assert errors[1] == "a value of type int, not a str", errors
+    assert errors[2] == "a value of type bytes, not a str", errors
 
     if extra:
         deals = deals_of(extra[0])
@@ -198,6 +202,66 @@ def answers(data_dir, patience_bin, scratch, extra=None):
         got = patience.solve(deals, threads=2)
         check_probabilities(column(got, "probability"), want, 1e-12, "reference-solve's deals")
     print("answers: ok")
+
+
+def cases_of(path):
+    """A case file's cases, each as the text of its lines (its n, Maze's, the others')."""
+    lines = [line.strip() for line in open(path) if line.strip()]
+    count, at, cases = int(lines[0]), 1, []
+    for _ in range(count):
+        n = int(lines[at])
+        cases.append("\n".join(lines[at : at + n + 2]))
+        at += n + 2
+    assert at == len(lines), f"{path}: {len(lines) - at} lines after the cases"
+    return cases
+
+
+# Bad cases that stay bad alone and in a file, between good ones.
+BAD_CASES = [
+    "0\n0.2 x 0.4",
+    "x\n0.2 0.4 0.4",
+    "0\n0.5 0.5 0.5",
+    "0\n1.5 -0.5 0",
+    "1\n0.2 0.4 0.4\n0.2 0.8",
+    "16\n" + "\n".join(["0.2 0.4 0.4"] * 17),
+]
+
+
+def rps(data_dir, patience_bin, scratch):
+    import pyarrow as pa
+
+    cases = cases_of(os.path.join(data_dir, "rps-random120.in"))
+    want = answers_of(os.path.join(data_dir, "rps-random120.out15"))
+    assert len(cases) == len(want) == 120
+    for what, data in {
+        "a list": cases,
+        "a pyarrow table": pa.table({"case": cases}),
+    }.items():
+        for threads in (1, 2):
+            got = patience.solve(data, "case", game="rps", threads=threads)
+            check_probabilities(column(got, "probability"), want, 1e-12, f"rps, {what}")
+            assert column(got, "error") == [None] * 120, what
+
+    rows = [cases[0]] + BAD_CASES + [cases[1]]
+    path = os.path.join(scratch, "cases.in")
+    with open(path, "w") as f:
+        f.write(f"{len(rows)}\n" + "\n".join(rows) + "\n")
+    run = subprocess.run(
+        [patience_bin, "rps", "--quiet", "--precision", "15", path], capture_output=True, text=True
+    )
+    assert run.returncode == 1, f"patience rps: {run.returncode}: {run.stderr}"
+    said = []
+    for k, line in enumerate(run.stdout.splitlines(), start=1):
+        prefix = f"error: {path}: case {k} (line "
+        if line.startswith("error: "):
+            assert line.startswith(prefix), f"patience rps's line {k}: {line!r}"
+            said.append(("error", line[len(prefix) :].split("): ", 1)[1]))
+        else:
+            said.append(("p", float(line)))
+    assert len(said) == len(rows), f"patience rps said {len(said)} lines for {len(rows)} cases"
+    assert [kind for kind, _ in said] == ["p"] + ["error"] * len(BAD_CASES) + ["p"], said
+    check_mixed(patience.solve(rows + [None], game="rps"), said + [("error", "no case (null)")], "rps cases")
+    print("rps: ok")
 
 
 def exact(data_dir):
@@ -231,6 +295,7 @@ def refusals():
     raises(ValueError, "threads must be at least 1", lambda: patience.solve([SAMPLE], threads=0))
     raises(ValueError, "threads must be at least 1", lambda: patience.Solver(threads=0))
     raises(ValueError, 'game "chess"', lambda: patience.solve([SAMPLE], game="chess"))
+    raises(ValueError, "exact=True is for deals", lambda: patience.solve(["0\n1 0 0"], game="rps", exact=True))
     empty = patience.solve([])
     assert len(empty) == 0 and empty.column_names == ["index", "probability", "error"]
     assert pa.table(empty).num_rows == 0
@@ -292,6 +357,8 @@ if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     if command == "answers":
         answers(args[0], args[1], args[2], args[3:5] or None)
+    elif command == "rps":
+        rps(args[0], args[1], args[2])
     elif command == "exact":
         exact(args[0])
     elif command == "refusals":

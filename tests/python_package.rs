@@ -234,6 +234,20 @@ fn answers_are_the_reference_s_through_lists_pyarrow_polars_and_duckdb() {
     assert_eq!(said.trim(), "answers: ok");
 }
 
+/// `game="rps"`: FZU 2145 cases, one per row, equal the seed's answers, and bad cases carry the
+/// words `patience rps` prints for them in a case file.
+#[test]
+fn rps_cases_are_the_reference_s_and_bad_ones_say_what_rps_says() {
+    let Some(installed) = installed() else { return };
+    let scratch = Scratch::new("python-rps");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["rps", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "rps: ok");
+}
+
 /// `exact=True`: each fraction is the seed solver's value, and the probability the double
 /// nearest it (ties.in, deals whose sums round the wrong way).
 #[test]

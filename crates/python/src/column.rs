@@ -1,8 +1,6 @@
 //! The input's rows: the texts of its deal column read where they lie (Arrow's string buffers,
 //! any of the three string layouts), and its `id` column carried over untouched.
 
-use std::borrow::Cow;
-
 use arrow_array::cast::AsArray as _;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, FieldRef};
@@ -26,7 +24,8 @@ pub enum InputError {
 #[derive(Debug)]
 enum Chunk {
     Arrow(ArrayRef),
-    Owned(Vec<Result<String, String>>),
+    /// `None`: a null; `Err`: what the row's error says.
+    Owned(Vec<Option<Result<String, String>>>),
 }
 
 /// The deal column, in chunks (a table's batches), with its `id` chunks beside when it has one.
@@ -38,9 +37,6 @@ pub struct Column {
     /// The `id` column's field and its chunks, one per deal chunk.
     pub ids: Option<(FieldRef, Vec<ArrayRef>)>,
 }
-
-/// What a null row says, as the command line says it for a null Parquet cell.
-pub const NULL: &str = "no deal (null)";
 
 fn is_text(data_type: &DataType) -> bool {
     matches!(
@@ -111,8 +107,9 @@ impl Column {
         Ok(Column::new(chunks, ids))
     }
 
-    /// A column of texts already taken from Python (`Err`: what the row's error says).
-    pub fn from_texts(texts: Vec<Result<String, String>>) -> Column {
+    /// A column of texts already taken from Python (`None`: a null; `Err`: what the row's error
+    /// says).
+    pub fn from_texts(texts: Vec<Option<Result<String, String>>>) -> Column {
         Column::new(vec![Chunk::Owned(texts)], None)
     }
 
@@ -126,14 +123,18 @@ impl Column {
         self.starts.windows(2).map(|w| w[1] - w[0])
     }
 
-    /// Row `row`'s text, read in place, or what its error says (a null).
-    pub fn text(&self, row: usize) -> Result<&str, Cow<'static, str>> {
+    /// Row `row`'s text, read in place; `Err(None)` for a null (each game words it), or what the
+    /// row's error says.
+    pub fn text(&self, row: usize) -> Result<&str, Option<&str>> {
         // The chunk whose start is the last at or before `row`.
         let chunk = self.starts.partition_point(|&start| start <= row) - 1;
         let at = row - self.starts[chunk];
         match &self.chunks[chunk] {
-            Chunk::Owned(texts) => texts[at].as_deref().map_err(|e| Cow::Owned(e.clone())),
-            Chunk::Arrow(array) if array.is_null(at) => Err(Cow::Borrowed(NULL)),
+            Chunk::Owned(texts) => match &texts[at] {
+                None => Err(None),
+                Some(text) => text.as_deref().map_err(|e| Some(e.as_str())),
+            },
+            Chunk::Arrow(array) if array.is_null(at) => Err(None),
             Chunk::Arrow(array) => Ok(match array.data_type() {
                 DataType::Utf8 => array.as_string::<i32>().value(at),
                 DataType::LargeUtf8 => array.as_string::<i64>().value(at),

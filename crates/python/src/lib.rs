@@ -5,7 +5,9 @@
 //! - [`capsule`]: Arrow in and out through the PyCapsule interface, over arrow's C data interface
 //!   (the only unsafe code);
 //! - [`column`]: an input's deal texts, read in place, and its ids;
-//! - [`work`]: the rows solved on threads in order, and the answers as Arrow batches;
+//! - [`rps`]: an FZU 2145 case from one row's text;
+//! - [`work`]: the rows solved on threads in order by either game's engines, and the answers as
+//!   Arrow batches;
 //! - here: what Python sees, [`Solver`], [`Answers`] and `solve`.
 //!
 //! A solve reads its input with the GIL held (a producer's stream may call into Python), then
@@ -16,30 +18,57 @@
 mod answers;
 mod capsule;
 mod column;
+mod rps;
 mod work;
 
 use std::sync::{Mutex, OnceLock};
 
-use patience_engine::solver::Solver as Engine;
+use patience_engine::rps::RpsSolver;
+use patience_engine::solver::Solver as DealSolver;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple, PyType};
 
 use answers::Answers;
-use column::{Column, NULL};
+use column::Column;
 
 /// The thread count when none is given: one per core the process may use.
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Solvers kept between calls, with the thread count they were made for. Each engine owns
+/// Engines kept between calls, with the thread count they were made for. Each engine owns
 /// megabytes of tables that cost milliseconds to allocate: a `Solver` keeps them, so that many
-/// small calls (a Ray actor's batches, a Spark partition's) pay for them once.
+/// small calls (a Ray actor's batches, a Spark partition's) pay for them once. Each game has its
+/// own, made only when that game is first solved.
 #[derive(Debug)]
 struct Pool {
     threads: Option<usize>,
-    idle: Mutex<Vec<Engine>>,
+    deals: Mutex<Vec<DealSolver>>,
+    cases: Mutex<Vec<RpsSolver>>,
+}
+
+/// The games `solve` knows, by their `game=` names.
+#[derive(Clone, Copy, Debug)]
+enum Game {
+    Deals,
+    Rps,
+}
+
+impl Game {
+    fn named(game: &str, exact: bool) -> PyResult<Game> {
+        match (game, exact) {
+            ("deals", _) => Ok(Game::Deals),
+            ("rps", false) => Ok(Game::Rps),
+            ("rps", true) => Err(PyValueError::new_err(
+                "exact=True is for deals: FZU 2145's answers have no exact form here",
+            )),
+            _ => Err(PyValueError::new_err(format!(
+                "game {game:?} is not one this package solves: \"deals\" (Double Patience, UVa \
+                 1637) or \"rps\" (FZU 2145)"
+            ))),
+        }
+    }
 }
 
 impl Pool {
@@ -49,7 +78,8 @@ impl Pool {
         }
         Ok(Pool {
             threads,
-            idle: Mutex::new(Vec::new()),
+            deals: Mutex::new(Vec::new()),
+            cases: Mutex::new(Vec::new()),
         })
     }
 
@@ -63,12 +93,7 @@ impl Pool {
         threads: Option<usize>,
         exact: bool,
     ) -> PyResult<Answers> {
-        if game != "deals" {
-            return Err(PyValueError::new_err(format!(
-                "game {game:?} is not one this package solves yet: it solves \"deals\" (Double \
-                 Patience, UVa 1637)"
-            )));
-        }
+        let game = Game::named(game, exact)?;
         if threads == Some(0) {
             return Err(PyValueError::new_err("threads must be at least 1"));
         }
@@ -77,31 +102,36 @@ impl Pool {
         // No more threads than blocks of rows to hand them.
         let threads = wanted.min(rows.len().div_ceil(work::BLOCK)).max(1);
         py.detach(|| {
-            let mut engines = self.take(threads);
-            let answers = work::solve_rows(&rows, &mut engines, exact);
-            self.put_back(engines);
+            let answers = match game {
+                Game::Deals => self.run(&self.deals, &rows, threads, exact),
+                Game::Rps => self.run(&self.cases, &rows, threads, exact),
+            };
             work::batches(&rows, &answers, exact)
         })
         .map(|(schema, batches)| Answers::new(schema, batches))
         .map_err(|e| PyValueError::new_err(format!("the answers cannot be made into Arrow: {e}")))
     }
 
-    /// `n` engines: the idle ones first, new ones for the rest.
-    fn take(&self, n: usize) -> Vec<Engine> {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let keep = idle.len().saturating_sub(n);
-        let mut engines: Vec<Engine> = idle.drain(keep..).collect();
-        drop(idle);
-        engines.resize_with(n, Engine::new);
-        engines
-    }
-
-    /// Keeps the engines for the next call, as many as a call may use.
-    fn put_back(&self, engines: Vec<Engine>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+    /// The rows solved on `threads` engines from `idle` (new ones where too few are idle), which
+    /// are kept there afterwards, as many as a call may use.
+    fn run<E: work::Engine>(
+        &self,
+        idle: &Mutex<Vec<E>>,
+        rows: &Column,
+        threads: usize,
+        exact: bool,
+    ) -> Vec<work::Answer> {
+        let mut engines: Vec<E> = {
+            let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+            let keep = idle.len().saturating_sub(threads);
+            idle.drain(keep..).collect()
+        };
+        engines.resize_with(threads, E::new);
+        let answers = work::solve_rows(rows, &mut engines, exact);
+        let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.extend(engines);
-        let most = self.threads.unwrap_or_else(default_threads);
-        idle.truncate(most);
+        idle.truncate(self.threads.unwrap_or_else(default_threads));
+        answers
     }
 }
 
@@ -131,17 +161,19 @@ fn read(data: &Bound<'_, PyAny>, column: &str) -> PyResult<Column> {
     for item in items {
         let item = item?;
         texts.push(if item.is_none() {
-            Err(NULL.to_string())
+            None
         } else if let Ok(text) = item.cast::<PyString>() {
-            text.to_cow()
-                .map(|t| t.into_owned())
-                .map_err(|_| "not a deal: the string is not valid Unicode text".to_string())
+            Some(
+                text.to_cow()
+                    .map(|t| t.into_owned())
+                    .map_err(|_| "a str that is not valid Unicode text".to_string()),
+            )
         } else {
             let name = item
                 .get_type()
                 .name()
                 .map_or_else(|_| "?".into(), |n| n.to_string());
-            Err(format!("not a deal: {name}, not str"))
+            Some(Err(format!("a value of type {name}, not a str")))
         });
     }
     Ok(Column::from_texts(texts))

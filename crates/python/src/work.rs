@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use patience_engine::deal::Deal;
+use patience_engine::rps::RpsSolver;
 use patience_engine::solver::Solver;
 
 use crate::column::Column;
@@ -29,46 +30,76 @@ pub enum Answer {
     Bad(String),
 }
 
-/// Solves `text` with `solver`.
-fn answer(
-    solver: &mut Solver,
-    text: Result<&str, std::borrow::Cow<'static, str>>,
-    exact: bool,
-) -> Answer {
-    let deal = match text.map(Deal::parse) {
-        Ok(Ok(deal)) => deal,
-        Ok(Err(e)) => return Answer::Bad(e.to_string()),
-        Err(said) => return Answer::Bad(said.into_owned()),
-    };
-    if exact {
-        let (solution, fraction) = solver.solve_exact(&deal);
-        return Answer::Solved {
-            probability: solution.probability,
-            exact: Some(fraction.to_string()),
-        };
+/// A game's engine, as the threads use it: one per thread, reused for every row it takes.
+pub trait Engine: Send {
+    fn new() -> Self;
+    /// The answer for one row's text (or for a row that has none: its error).
+    fn answer(&mut self, text: Result<&str, Option<&str>>, exact: bool) -> Answer;
+}
+
+/// Double Patience: a row is a deal or a position, as `Deal::parse` reads it.
+impl Engine for Solver {
+    fn new() -> Self {
+        Solver::new()
     }
-    Answer::Solved {
-        probability: solver.solve(&deal).probability,
-        exact: None,
+
+    fn answer(&mut self, text: Result<&str, Option<&str>>, exact: bool) -> Answer {
+        let deal = match text.map(Deal::parse) {
+            Ok(Ok(deal)) => deal,
+            Ok(Err(e)) => return Answer::Bad(e.to_string()),
+            // As the command line says it of a null Parquet cell.
+            Err(None) => return Answer::Bad("no deal (null)".to_string()),
+            Err(Some(said)) => return Answer::Bad(said.to_string()),
+        };
+        if exact {
+            let (solution, fraction) = self.solve_exact(&deal);
+            return Answer::Solved {
+                probability: solution.probability,
+                exact: Some(fraction.to_string()),
+            };
+        }
+        Answer::Solved {
+            probability: self.solve(&deal).probability,
+            exact: None,
+        }
+    }
+}
+
+/// FZU 2145: a row is one case (`rps.rs`); there is no exact form.
+impl Engine for RpsSolver {
+    fn new() -> Self {
+        RpsSolver::new()
+    }
+
+    fn answer(&mut self, text: Result<&str, Option<&str>>, _exact: bool) -> Answer {
+        match text.map(crate::rps::case) {
+            Ok(Ok(case)) => Answer::Solved {
+                probability: self.solve(&case),
+                exact: None,
+            },
+            Ok(Err(why)) => Answer::Bad(why),
+            Err(None) => Answer::Bad("no case (null)".to_string()),
+            Err(Some(said)) => Answer::Bad(said.to_string()),
+        }
     }
 }
 
 /// Every row's answer, in row order, solved by `solvers` (one thread each; the calling thread
 /// is one of them). Rows are dealt out in blocks as threads ask, so a thread that met hard deals
 /// does not hold the others up; each block is written in its own place.
-pub fn solve_rows(column: &Column, solvers: &mut [Solver], exact: bool) -> Vec<Answer> {
+pub fn solve_rows<E: Engine>(column: &Column, solvers: &mut [E], exact: bool) -> Vec<Answer> {
     let mut answers: Vec<Answer> = std::iter::repeat_with(Answer::default)
         .take(column.len())
         .collect();
     let blocks = Mutex::new(answers.chunks_mut(BLOCK).enumerate());
-    let work = |solver: &mut Solver| {
+    let work = |solver: &mut E| {
         loop {
             // A poisoned lock only means another thread panicked: its block stays unsolved and
             // the rest still are.
             let next = blocks.lock().unwrap_or_else(|p| p.into_inner()).next();
             let Some((block, slots)) = next else { return };
             for (i, slot) in slots.iter_mut().enumerate() {
-                *slot = answer(solver, column.text(block * BLOCK + i), exact);
+                *slot = solver.answer(column.text(block * BLOCK + i), exact);
             }
         }
     };

@@ -33,14 +33,15 @@ def solve(
     data: Data,
     column: str = "deal",
     *,
-    game: Literal["deals"] = "deals",
+    game: Literal["deals", "rps"] = "deals",
     threads: Optional[int] = None,
     exact: bool = False,
 ) -> Answers:
     """Solves every row of ``data``'s string column ``column`` (a deal's 36 cards in one string,
-    bottom to top pile by pile, or a position ``"7S 6S / 6C 6H / / ..."``), on ``threads``
-    threads (default: one per core), with the GIL released. Raises only for an input that cannot
-    be read at all (no such column, not strings, not a table or sequence)."""
+    bottom to top pile by pile, or a position ``"7S 6S / 6C 6H / / ..."``; with ``game="rps"``
+    an FZU 2145 case, its lines as a case file holds them), on ``threads`` threads (default: one
+    per core), with the GIL released. Raises only for an input that cannot be read at all (no
+    such column, not strings, not a table or sequence) or bad arguments."""
 
 class Solver:
     """The engines' tables (megabytes each) kept between calls. Pickles as ``Solver(threads)``;
@@ -54,7 +55,7 @@ class Solver:
         data: Data,
         column: str = "deal",
         *,
-        game: Literal["deals"] = "deals",
+        game: Literal["deals", "rps"] = "deals",
         threads: Optional[int] = None,
         exact: bool = False,
     ) -> Answers:
