@@ -55,19 +55,21 @@ fn tools_python() -> Option<PathBuf> {
     let venv = common::venv();
     let python = venv.join("bin/python");
     let ready = venv.join("bin/maturin").is_file()
+        && venv.join("bin/abi3audit").is_file()
         && Command::new(&python)
             .args(["-c", "import pyarrow, polars, duckdb"])
             .output()
             .is_ok_and(|out| out.status.success());
     assert!(
         ready || std::env::var_os("PATIENCE_VENV").is_none(),
-        "PATIENCE_VENV={} lacks maturin, pyarrow, polars or duckdb (.ci/run installs them)",
+        "PATIENCE_VENV={} lacks maturin, abi3audit, pyarrow, polars or duckdb (.ci/run \
+         installs them)",
         venv.display()
     );
     if !ready {
         eprintln!(
-            "skipped: no venv with maturin, pyarrow, polars and duckdb at {} (.ci/run installs \
-             one there; or set PATIENCE_VENV)",
+            "skipped: no venv with maturin, abi3audit, pyarrow, polars and duckdb at {} (.ci/run \
+             installs one there; or set PATIENCE_VENV)",
             venv.display()
         );
     }
@@ -178,7 +180,9 @@ fn fenced(section: &str) -> Vec<(String, String)> {
     blocks
 }
 
-/// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing.
+/// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing; abi3audit
+/// finds no symbol outside the stable ABI of 3.9 in it (Python here is one version: this is
+/// what shows the wheel loads on the others).
 #[test]
 fn the_wheel_is_one_small_abi3_wheel_with_no_dependency() {
     let Some(installed) = installed() else { return };
@@ -187,6 +191,19 @@ fn the_wheel_is_one_small_abi3_wheel_with_no_dependency() {
         name.contains("-cp39-abi3-"),
         "{name} is not an abi3 wheel for 3.9 on"
     );
+    let audit = ran(
+        Command::new(common::venv().join("bin/abi3audit"))
+            .args(["--strict", "--report"])
+            .arg(&installed.wheel),
+        "abi3audit",
+    );
+    for want in [
+        r#""is_abi3": true"#,
+        r#""computed": "3.9""#,
+        r#""non_abi3_symbols": []"#,
+    ] {
+        assert!(audit.contains(want), "abi3audit: {want} not in {audit}");
+    }
     let size = std::fs::metadata(&installed.wheel).unwrap().len();
     assert!(size <= 5_000_000, "{name} is {size} bytes, over 5 MB");
     eprintln!("{name}: {size} bytes");
