@@ -13,6 +13,11 @@ with its message.
         game="rps": rps-random120.in's cases, one per row, against rps-random120.out15 (the
         seed's answers) through a list and pyarrow; bad cases against the words `patience rps`
         prints for them in a case file
+    python_package.py spark DATA_DIR PATIENCE SCRATCH
+    python_package.py dask DATA_DIR PATIENCE SCRATCH
+        patience.spark.solve on Spark local[2], patience.dask.solve on a LocalCluster of 2
+        workers: random1000.in and the bad rows, by id, against the seed's answers and the words
+        `patience solve` prints
     python_package.py exact DATA_DIR
         ties.in with exact=True: each fraction equals ties.out15 and the probability is the
         double nearest to the fraction
@@ -264,6 +269,71 @@ def rps(data_dir, patience_bin, scratch):
     print("rps: ok")
 
 
+def by_id(data_dir, patience_bin, scratch):
+    """Rows for an engine (ids and deals: random1000.in, then the bad rows) and what each id's
+    answer must be: the seed's probability, or `patience solve`'s words."""
+    deals = deals_of(os.path.join(data_dir, "random1000.in"))
+    want = answers_of(os.path.join(data_dir, "random1000.out15"))
+    said, _ = what_solve_says(patience_bin, scratch, MIXED)
+    ids = [f"d{i}" for i in range(len(deals))] + [f"m{i}" for i in range(len(MIXED))]
+    expected = dict(zip(ids, [("p", p) for p in want] + said))
+    return ids, deals + MIXED, expected
+
+
+def check_by_id(rows, expected, what):
+    """`rows`: (id, probability, error) as an engine gave them back, one per input row."""
+    assert sorted(r[0] for r in rows) == sorted(expected), f"{what}: not the input's ids"
+    for id_, p, error in rows:
+        kind, value = expected[id_]
+        if kind == "p":
+            assert error is None and abs(p - value) <= 1e-12, f"{what}: {id_}: {p}, {error}"
+        else:
+            assert p is None or p != p, f"{what}: {id_} is bad, and has {p}"
+            assert error == value, f"{what}: {id_}: {error!r}, where solve says {value!r}"
+
+
+def spark(data_dir, patience_bin, scratch):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import patience.spark
+    from pyspark.sql import SparkSession
+
+    ids, deals, expected = by_id(data_dir, patience_bin, scratch)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "5")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        df = session.createDataFrame(list(zip(ids, deals)), "id string, deal string")
+        out = patience.spark.solve(df.repartition(5)).collect()
+        assert out[0].asDict().keys() == {"id", "deal", "probability", "error"}, out[0]
+        check_by_id([(r["id"], r["probability"], r["error"]) for r in out], expected, "spark")
+    finally:
+        session.stop()
+    print("spark: ok")
+
+
+def dask(data_dir, patience_bin, scratch):
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    import patience.dask
+
+    ids, deals, expected = by_id(data_dir, patience_bin, scratch)
+    frame = pd.DataFrame({"id": ids, "deal": deals})
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster):
+            out = patience.dask.solve(dd.from_pandas(frame, npartitions=7)).compute()
+    assert list(out.columns) == ["id", "deal", "probability", "error"], list(out.columns)
+    errors = [None if e is None or e != e else e for e in out["error"]]
+    probabilities = [None if p != p else p for p in out["probability"]]
+    check_by_id(list(zip(out["id"], probabilities, errors)), expected, "dask")
+    print("dask: ok")
+
+
 def exact(data_dir):
     deals = deals_of(os.path.join(data_dir, "ties.in"))
     want = answers_of(os.path.join(data_dir, "ties.out15"))
@@ -359,6 +429,10 @@ if __name__ == "__main__":
         answers(args[0], args[1], args[2], args[3:5] or None)
     elif command == "rps":
         rps(args[0], args[1], args[2])
+    elif command == "spark":
+        spark(args[0], args[1], args[2])
+    elif command == "dask":
+        dask(args[0], args[1], args[2])
     elif command == "exact":
         exact(args[0])
     elif command == "refusals":

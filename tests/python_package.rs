@@ -326,3 +326,54 @@ fn the_readme_python_example_runs_as_shown() {
     );
     assert_eq!(&installed.python(true, &["-c", code]), shown);
 }
+
+/// Whether the tools venv has `modules` (the engines' packages); under CI (`PATIENCE_VENV`) it
+/// must, elsewhere the test is skipped with a note.
+fn engine_installed(modules: &str) -> bool {
+    let ready = Command::new(common::venv().join("bin/python"))
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        ready || std::env::var_os("PATIENCE_VENV").is_none(),
+        "PATIENCE_VENV lacks {modules} (.ci/run installs them)"
+    );
+    if !ready {
+        eprintln!("skipped: the tools venv has no {modules} (.ci/run installs them)");
+    }
+    ready
+}
+
+/// `patience.spark.solve` on Spark local[2] (mapInArrow): every row's answer, by id, is the seed
+/// solver's, and each bad row's error `patience solve`'s words.
+#[test]
+fn spark_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("pyspark") {
+        return;
+    }
+    let scratch = Scratch::new("python-spark");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["spark", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "spark: ok");
+}
+
+/// `patience.dask.solve` on a Dask LocalCluster of 2 workers (map_partitions): every row's
+/// answer, by id, is the seed solver's, and each bad row's error `patience solve`'s words.
+#[test]
+fn dask_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("dask.dataframe, distributed") {
+        return;
+    }
+    let scratch = Scratch::new("python-dask");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["dask", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "dask: ok");
+}
