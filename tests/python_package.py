@@ -15,9 +15,10 @@ with its message.
         prints for them in a case file
     python_package.py spark DATA_DIR PATIENCE SCRATCH
     python_package.py dask DATA_DIR PATIENCE SCRATCH
+    python_package.py ray DATA_DIR PATIENCE SCRATCH
         patience.spark.solve on Spark local[2], patience.dask.solve on a LocalCluster of 2
-        workers: random1000.in and the bad rows, by id, against the seed's answers and the words
-        `patience solve` prints
+        workers, patience.ray.solve on ray.init(num_cpus=2): random1000.in and the bad rows, by
+        id, against the seed's answers and the words `patience solve` prints
     python_package.py exact DATA_DIR
         ties.in with exact=True: each fraction equals ties.out15 and the probability is the
         double nearest to the fraction
@@ -334,6 +335,24 @@ def dask(data_dir, patience_bin, scratch):
     print("dask: ok")
 
 
+def ray(data_dir, patience_bin, scratch):
+    import pyarrow as pa
+    import ray as ray_
+
+    import patience.ray
+
+    ids, deals, expected = by_id(data_dir, patience_bin, scratch)
+    ray_.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        table = pa.table({"id": ids, "deal": pa.array(deals, pa.string())})
+        out = patience.ray.solve(ray_.data.from_arrow(table).repartition(4)).take_all()
+    finally:
+        ray_.shutdown()
+    assert out[0].keys() == {"id", "deal", "probability", "error"}, out[0]
+    check_by_id([(r["id"], r["probability"], r["error"]) for r in out], expected, "ray")
+    print("ray: ok")
+
+
 def exact(data_dir):
     deals = deals_of(os.path.join(data_dir, "ties.in"))
     want = answers_of(os.path.join(data_dir, "ties.out15"))
@@ -433,6 +452,8 @@ if __name__ == "__main__":
         spark(args[0], args[1], args[2])
     elif command == "dask":
         dask(args[0], args[1], args[2])
+    elif command == "ray":
+        ray(args[0], args[1], args[2])
     elif command == "exact":
         exact(args[0])
     elif command == "refusals":

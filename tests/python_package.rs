@@ -377,3 +377,21 @@ fn dask_answers_are_the_reference_s_by_id() {
     );
     assert_eq!(said.trim(), "dask: ok");
 }
+
+/// `patience.ray.solve` on `ray.init(num_cpus=2)` (map_batches with a callable class, an actor
+/// pool that grows as CPUs are free): every row's answer, by id, is the seed solver's, and each
+/// bad row's error `patience solve`'s words.
+#[test]
+fn ray_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("ray.data") {
+        return;
+    }
+    let scratch = Scratch::new("python-ray");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["ray", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "ray: ok");
+}

@@ -5,7 +5,9 @@ Rust engine.
 a pyarrow Table or RecordBatchReader, a polars DataFrame, DuckDB's Arrow output) or a sequence
 of strings, and returns an Arrow table of answers, one row per input row, in order. A bad row
 gets its ``error`` and never raises. ``Solver`` keeps the engines' tables for reuse and pickles
-as its settings. See docs/python.md.
+as its settings. ``patience.ray.solve``, ``patience.spark.solve`` and ``patience.dask.solve``
+add the answers to a Ray Dataset's, a Spark or a Dask DataFrame's rows in one call. See
+docs/python.md.
 """
 
 from patience._patience import Answers, Solver, solve

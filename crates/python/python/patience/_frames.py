@@ -1,7 +1,6 @@
-"""What the engines' integrations share: a table's rows with ``probability`` and ``error`` added,
-answered row by row in place (so retried tasks and any order of partitions give the same)."""
-
-import os
+"""What the engines' integrations share: a batch's rows with ``probability`` and ``error``
+added, each answered from its own row (so retried tasks and any order of partitions give the
+same)."""
 
 from patience._patience import Solver
 
@@ -9,26 +8,16 @@ from patience._patience import Solver
 ADDED = ("probability", "error")
 
 
-def cpus():
-    """The CPUs this process may run on (its affinity, as a container or a scheduler set it)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def with_answers(solver: Solver, batch, column: str):
-    """``batch`` (a pyarrow RecordBatch or Table) with ``probability`` and ``error`` after its
-    columns, for each of its rows, solved by ``solver``; of the same kind."""
+    """``batch`` (a pyarrow RecordBatch, as Spark gives it, or a Table, as Ray Data does) with
+    ``probability`` and ``error`` after its columns for each of its rows, solved by ``solver``;
+    of the same kind."""
     import pyarrow as pa
 
     answers = pa.table(solver.solve(batch.select([column]), column))
     names = list(batch.schema.names) + list(ADDED)
     if isinstance(batch, pa.Table):
-        return pa.Table.from_arrays(
-            list(batch.columns) + [answers.column(name) for name in ADDED], names=names
-        )
-    return pa.RecordBatch.from_arrays(
-        list(batch.columns) + [answers.column(name).combine_chunks() for name in ADDED],
-        names=names,
-    )
+        added = [answers.column(name) for name in ADDED]
+        return pa.Table.from_arrays(list(batch.columns) + added, names=names)
+    added = [answers.column(name).combine_chunks() for name in ADDED]
+    return pa.RecordBatch.from_arrays(list(batch.columns) + added, names=names)
