@@ -19,6 +19,8 @@ pub const BLOCK: usize = 256;
 /// One row's answer.
 #[derive(Debug, Default)]
 pub enum Answer {
+    /// Not reached by any thread: only if one panicked, and then the scope re-raises the panic
+    /// (pyo3 turns it into a `PanicException`), so no caller sees it in the answers.
     #[default]
     Unsolved,
     Solved {
@@ -26,7 +28,8 @@ pub enum Answer {
         /// The fraction, when asked for.
         exact: Option<String>,
     },
-    /// The words `patience solve` prints for the same row of a Parquet input, after `row N: `.
+    /// The words `patience solve` prints for the same row of a Parquet input, after `row N: `
+    /// (for a case, `patience rps`'s after `case K (line L): `).
     Bad(String),
 }
 
