@@ -18,7 +18,8 @@ with its message.
     python_package.py ray DATA_DIR PATIENCE SCRATCH
         patience.spark.solve on Spark local[2], patience.dask.solve on a LocalCluster of 2
         workers, patience.ray.solve on ray.init(num_cpus=2): random1000.in and the bad rows, by
-        id, against the seed's answers and the words `patience solve` prints
+        id, against the seed's answers and the words `patience solve` prints; for Ray also
+        100,000 rows with a solving actor killed mid-run
     python_package.py exact DATA_DIR
         ties.in with exact=True: each fraction equals ties.out15 and the probability is the
         double nearest to the fraction
@@ -346,11 +347,52 @@ def ray(data_dir, patience_bin, scratch):
     try:
         table = pa.table({"id": ids, "deal": pa.array(deals, pa.string())})
         out = patience.ray.solve(ray_.data.from_arrow(table).repartition(4)).take_all()
+        assert out[0].keys() == {"id", "deal", "probability", "error"}, out[0]
+        check_by_id([(r["id"], r["probability"], r["error"]) for r in out], expected, "ray")
+        killed = ray_killed_mid_run(data_dir)
     finally:
         ray_.shutdown()
-    assert out[0].keys() == {"id", "deal", "probability", "error"}, out[0]
-    check_by_id([(r["id"], r["probability"], r["error"]) for r in out], expected, "ray")
-    print("ray: ok")
+    print(f"ray: ok ({killed})")
+
+
+def ray_killed_mid_run(data_dir):
+    """100,000 rows in 50 blocks; once the first answers are back, one solving actor is killed
+    (SIGKILL). Ray restarts it and retries its batches: every row is still answered, once, with
+    the seed's answer."""
+    import signal
+
+    import pyarrow as pa
+    import ray as ray_
+
+    import patience.ray
+
+    deals = deals_of(os.path.join(data_dir, "random1000.in"))
+    want = answers_of(os.path.join(data_dir, "random1000.out15"))
+    copies = 100
+    ids = [f"{c}-{i}" for c in range(copies) for i in range(len(deals))]
+    table = pa.table({"id": ids, "deal": deals * copies})
+    answered, killed = {}, None
+    solving = patience.ray.solve(ray_.data.from_arrow(table).repartition(50))
+    for batch in solving.iter_batches(batch_format="pyarrow", batch_size=None):
+        for id_, p, error in zip(*(batch[n].to_pylist() for n in ("id", "probability", "error"))):
+            assert id_ not in answered, f"{id_} answered twice"
+            answered[id_] = (p, error)
+        if killed is None:
+            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True)
+            actors = [
+                int(line.split()[0])
+                for line in ps.stdout.splitlines()
+                if "MapWorker(MapBatches(_Solve))" in line
+            ]
+            assert actors, f"no solving actor to kill: {ps.stdout}"
+            os.kill(actors[0], signal.SIGKILL)
+            killed = len(answered)
+    assert killed < len(ids), "the actor was killed after the run"
+    assert len(answered) == len(ids), f"{len(answered)} of {len(ids)} rows answered"
+    for id_, (p, error) in answered.items():
+        i = int(id_.split("-")[1])
+        assert error is None and abs(p - want[i]) <= 1e-12, f"{id_}: {p}, {error}"
+    return f"an actor killed after {killed} of {len(ids)} rows"
 
 
 def exact(data_dir):

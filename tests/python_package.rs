@@ -380,7 +380,8 @@ fn dask_answers_are_the_reference_s_by_id() {
 
 /// `patience.ray.solve` on `ray.init(num_cpus=2)` (map_batches with a callable class, an actor
 /// pool that grows as CPUs are free): every row's answer, by id, is the seed solver's, and each
-/// bad row's error `patience solve`'s words.
+/// bad row's error `patience solve`'s words; and with a solving actor killed (SIGKILL) mid-run
+/// over 100,000 rows, every row is still answered once, with the seed's answer.
 #[test]
 fn ray_answers_are_the_reference_s_by_id() {
     let Some(installed) = installed() else { return };
@@ -393,5 +394,10 @@ fn ray_answers_are_the_reference_s_by_id() {
         true,
         &["ray", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
     );
-    assert_eq!(said.trim(), "ray: ok");
+    // Ray's raylet prints its own lines (the retries) on the same standard output.
+    let ok = said
+        .lines()
+        .find(|line| line.starts_with("ray: ok (an actor killed after "));
+    assert!(ok.is_some(), "{said}");
+    eprintln!("{}", ok.unwrap_or_default());
 }
