@@ -29,6 +29,7 @@ mod monitoring;
 mod network;
 mod protocols;
 mod proxies;
+mod python_package;
 mod rps;
 mod rps_cli;
 mod rps_daemon;

@@ -1,0 +1,403 @@
+//! The Python package (crates/python), as a user gets it: its wheel built by maturin from this
+//! checkout, installed into a fresh venv with nothing else, and driven from Python
+//! (tests/python_package.py). The answers are checked against the seed solver's and the error
+//! words against what the `patience` binary, another process, prints for the same rows.
+//!
+//! maturin, pyarrow, polars and DuckDB come from the tools venv (`PATIENCE_VENV`, as `.ci/run`
+//! makes it, or `target/tools/venv`); under CI a venv without them fails these tests, elsewhere
+//! they are skipped with a note. The wheel is built once per test run, in the workspace's target
+//! directory, so it reuses what the build of the tests compiled.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::common::{self, Scratch, data};
+
+/// The wheel, and the fresh venv it is installed in.
+struct Installed {
+    wheel: PathBuf,
+    python: PathBuf,
+    /// The venv and the wheel live in it (a static's: never removed, in the target's tmp).
+    _dir: Scratch,
+}
+
+/// The checkout's root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The target directory this test binary was built in (`target/release/deps/tests-...`), for
+/// maturin to build in too.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.ancestors()
+        .nth(3)
+        .map_or_else(|| root().join("target"), Path::to_path_buf)
+}
+
+/// Runs `command`, failing the test with its output if it fails; its standard output.
+fn ran(command: &mut Command, what: &str) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The tools venv's python, with what the tests need; `None` (with a note) where it lacks
+/// them and `PATIENCE_VENV` is not set.
+fn tools_python() -> Option<PathBuf> {
+    let venv = common::venv();
+    let python = venv.join("bin/python");
+    let ready = venv.join("bin/maturin").is_file()
+        && venv.join("bin/abi3audit").is_file()
+        && Command::new(&python)
+            .args(["-c", "import pyarrow, polars, duckdb"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+    assert!(
+        ready || std::env::var_os("PATIENCE_VENV").is_none(),
+        "PATIENCE_VENV={} lacks maturin, abi3audit, pyarrow, polars or duckdb (.ci/run \
+         installs them)",
+        venv.display()
+    );
+    if !ready {
+        eprintln!(
+            "skipped: no venv with maturin, abi3audit, pyarrow, polars and duckdb at {} (.ci/run \
+             installs one there; or set PATIENCE_VENV)",
+            venv.display()
+        );
+    }
+    ready.then_some(python)
+}
+
+/// Builds the wheel and installs it into a fresh venv, once per run.
+fn installed() -> Option<&'static Installed> {
+    static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
+    INSTALLED.get_or_init(install).as_ref()
+}
+
+fn install() -> Option<Installed> {
+    let tools = tools_python()?;
+    let dir = Scratch::new("python-package");
+    let wheels = dir.join("wheels");
+    ran(
+        Command::new(tools.with_file_name("maturin"))
+            .args(["build", "--release", "--quiet", "--manifest-path"])
+            .arg(root().join("crates/python/Cargo.toml"))
+            .arg("--out")
+            .arg(&wheels)
+            .arg("--interpreter")
+            .arg(&tools)
+            .env("CARGO_TARGET_DIR", target_dir()),
+        "maturin build",
+    );
+    let built: Vec<PathBuf> = std::fs::read_dir(&wheels)
+        .expect("maturin's output directory")
+        .map(|entry| entry.expect("a wheel").path())
+        .collect();
+    let [wheel] = built.as_slice() else {
+        panic!("maturin built {built:?}, not one wheel");
+    };
+    let venv = dir.join("venv");
+    ran(
+        Command::new(&tools).arg("-m").arg("venv").arg(&venv),
+        "python -m venv",
+    );
+    let python = venv.join("bin/python");
+    // Offline and without dependencies: the wheel must need nothing else.
+    ran(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--no-index", "--no-deps"])
+            .arg(wheel),
+        "pip install the wheel",
+    );
+    Some(Installed {
+        wheel: wheel.clone(),
+        python,
+        _dir: dir,
+    })
+}
+
+impl Installed {
+    /// Runs the venv's python with `args`: with only the wheel installed, or (`with_tools`) with
+    /// the tools venv's packages (pyarrow, polars, DuckDB) importable after it through
+    /// `PYTHONPATH`.
+    fn python(&self, with_tools: bool, args: &[&str]) -> String {
+        let mut command = Command::new(&self.python);
+        command.args(args).env_remove("PYTHONPATH");
+        if with_tools {
+            let site = ran(
+                Command::new(common::venv().join("bin/python")).args([
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                ]),
+                "the tools venv's site-packages",
+            );
+            command.env("PYTHONPATH", site.trim());
+        }
+        ran(&mut command, &format!("python {args:?}"))
+    }
+
+    /// Runs tests/python_package.py `args` (see [`Installed::python`]).
+    fn script(&self, with_tools: bool, args: &[&str]) -> String {
+        let script = root().join("tests/python_package.py");
+        let script = script.to_string_lossy();
+        let mut all = vec![script.as_ref()];
+        all.extend_from_slice(args);
+        self.python(with_tools, &all)
+    }
+}
+
+/// The fenced blocks of a document's section, each with its language.
+fn fenced(section: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in section.lines() {
+        match (line.strip_prefix("```"), open.take()) {
+            (Some(_), Some(block)) => blocks.push(block),
+            (Some(lang), None) => open = Some((lang.to_string(), String::new())),
+            (None, Some((lang, mut text))) => {
+                text.push_str(line);
+                text.push('\n');
+                open = Some((lang, text));
+            }
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing; abi3audit
+/// finds no symbol outside the stable ABI of 3.9 in it (Python here is one version: this is
+/// what shows the wheel loads on the others).
+#[test]
+fn the_wheel_is_one_small_abi3_wheel_with_no_dependency() {
+    let Some(installed) = installed() else { return };
+    let name = installed.wheel.file_name().unwrap().to_string_lossy();
+    assert!(
+        name.contains("-cp39-abi3-"),
+        "{name} is not an abi3 wheel for 3.9 on"
+    );
+    let audit = ran(
+        Command::new(common::venv().join("bin/abi3audit"))
+            .args(["--strict", "--report"])
+            .arg(&installed.wheel),
+        "abi3audit",
+    );
+    for want in [
+        r#""is_abi3": true"#,
+        r#""computed": "3.9""#,
+        r#""non_abi3_symbols": []"#,
+    ] {
+        assert!(audit.contains(want), "abi3audit: {want} not in {audit}");
+    }
+    let size = std::fs::metadata(&installed.wheel).unwrap().len();
+    assert!(size <= 5_000_000, "{name} is {size} bytes, over 5 MB");
+    eprintln!("{name}: {size} bytes");
+    let requires = ran(
+        Command::new(&installed.python).args([
+            "-c",
+            "from importlib.metadata import requires; print(requires('patience'))",
+        ]),
+        "the wheel's requirements",
+    );
+    assert_eq!(requires.trim(), "None", "the wheel requires {requires}");
+}
+
+/// Answers equal the seed solver's through every front end, bad rows carry `patience solve`'s
+/// words, and deals generated for this run match reference-solve's answers for them.
+#[test]
+fn answers_are_the_reference_s_through_lists_pyarrow_polars_and_duckdb() {
+    let Some(installed) = installed() else { return };
+    let scratch = Scratch::new("python-answers");
+    let dir = scratch.path().display().to_string();
+    let data_dir = data("");
+    let mut args = vec![
+        "answers".to_string(),
+        data_dir,
+        env!("CARGO_BIN_EXE_patience").to_string(),
+        dir,
+    ];
+    if let Some(reference) = common::reference("reference-solve") {
+        let generated = common::run(&["gen", "--count", "300", "--seed", "56"]);
+        assert!(
+            generated.status.success(),
+            "patience gen: {:?}",
+            generated.status
+        );
+        let deals_path = scratch.write("generated.in", &generated.stdout);
+        let answers = ran(
+            Command::new(reference).args(["--digits", "15", &deals_path]),
+            "reference-solve",
+        );
+        args.push(deals_path);
+        args.push(scratch.write("generated.out15", answers));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let said = installed.script(true, &args);
+    assert_eq!(said.trim(), "answers: ok");
+}
+
+/// `game="rps"`: FZU 2145 cases, one per row, equal the seed's answers, and bad cases carry the
+/// words `patience rps` prints for them in a case file.
+#[test]
+fn rps_cases_are_the_reference_s_and_bad_ones_say_what_rps_says() {
+    let Some(installed) = installed() else { return };
+    let scratch = Scratch::new("python-rps");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["rps", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "rps: ok");
+}
+
+/// `exact=True`: each fraction is the seed solver's value, and the probability the double
+/// nearest it (ties.in, deals whose sums round the wrong way).
+#[test]
+fn exact_fractions_are_the_reference_s() {
+    let Some(installed) = installed() else { return };
+    let said = installed.script(false, &["exact", &data("")]);
+    assert_eq!(said.trim(), "exact: ok");
+}
+
+/// Inputs that cannot be read at all raise, saying why; no Arrow library needed for the rest.
+#[test]
+fn unreadable_inputs_raise_and_say_why() {
+    let Some(installed) = installed() else { return };
+    assert_eq!(installed.script(true, &["refusals"]).trim(), "refusals: ok");
+}
+
+/// A Solver pickles as its settings on every protocol (Ray, Spark and Dask ship it so).
+#[test]
+fn a_solver_pickles_as_its_settings() {
+    let Some(installed) = installed() else { return };
+    assert_eq!(installed.script(false, &["pickle"]).trim(), "pickle: ok");
+}
+
+/// A Python thread keeps ticking while a long solve runs: the GIL is released.
+#[test]
+fn the_gil_is_released_while_solving() {
+    let Some(installed) = installed() else { return };
+    let said = installed.script(false, &["ticker", &data("")]);
+    assert!(said.starts_with("ticker: ok"), "{said}");
+    eprintln!("{}", said.trim());
+}
+
+/// The README's Python example, run as shown with the wheel and pyarrow, prints what the README
+/// shows after it; and the probability shown there is the seed solver's for the UVa sample.
+#[test]
+fn the_readme_python_example_runs_as_shown() {
+    let Some(installed) = installed() else { return };
+    let section = common::doc_section("README.md", "## Python");
+    let blocks = fenced(&section);
+    let at = blocks
+        .iter()
+        .position(|(lang, _)| lang == "python")
+        .expect("a python block in the README's Python section");
+    let (code, (lang, shown)) = (&blocks[at].1, &blocks[at + 1]);
+    assert_eq!(
+        lang, "text",
+        "the python block is not followed by its output"
+    );
+    let reference = common::answers("sample.out15")[0];
+    let probability: f64 = shown
+        .split("'probability': ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|number| number.parse().ok())
+        .expect("a probability in the README's output");
+    assert!(
+        (probability - reference).abs() <= 1e-12,
+        "the README's probability {probability} is not the reference's ({reference})"
+    );
+    assert_eq!(&installed.python(true, &["-c", code]), shown);
+}
+
+/// Whether the tools venv has `modules` (the engines' packages); under CI (`PATIENCE_VENV`) it
+/// must, elsewhere the test is skipped with a note.
+fn engine_installed(modules: &str) -> bool {
+    let ready = Command::new(common::venv().join("bin/python"))
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        ready || std::env::var_os("PATIENCE_VENV").is_none(),
+        "PATIENCE_VENV lacks {modules} (.ci/run installs them)"
+    );
+    if !ready {
+        eprintln!("skipped: the tools venv has no {modules} (.ci/run installs them)");
+    }
+    ready
+}
+
+/// `patience.spark.solve` on Spark local[2] (mapInArrow): every row's answer, by id, is the seed
+/// solver's, and each bad row's error `patience solve`'s words.
+#[test]
+fn spark_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("pyspark") {
+        return;
+    }
+    let scratch = Scratch::new("python-spark");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["spark", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "spark: ok");
+}
+
+/// `patience.dask.solve` on a Dask LocalCluster of 2 workers (map_partitions): every row's
+/// answer, by id, is the seed solver's, and each bad row's error `patience solve`'s words.
+#[test]
+fn dask_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("dask.dataframe, distributed") {
+        return;
+    }
+    let scratch = Scratch::new("python-dask");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["dask", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    assert_eq!(said.trim(), "dask: ok");
+}
+
+/// `patience.ray.solve` on `ray.init(num_cpus=2)` (map_batches with a callable class, an actor
+/// pool that grows as CPUs are free): every row's answer, by id, is the seed solver's, and each
+/// bad row's error `patience solve`'s words; and with a solving actor killed (SIGKILL) mid-run
+/// over 100,000 rows, every row is still answered once, with the seed's answer.
+#[test]
+fn ray_answers_are_the_reference_s_by_id() {
+    let Some(installed) = installed() else { return };
+    if !engine_installed("ray.data") {
+        return;
+    }
+    let scratch = Scratch::new("python-ray");
+    let dir = scratch.path().display().to_string();
+    let said = installed.script(
+        true,
+        &["ray", &data(""), env!("CARGO_BIN_EXE_patience"), &dir],
+    );
+    // Ray's raylet prints its own lines (the retries) on the same standard output.
+    let ok = said
+        .lines()
+        .find(|line| line.starts_with("ray: ok (an actor killed after "));
+    assert!(ok.is_some(), "{said}");
+    eprintln!("{}", ok.unwrap_or_default());
+}
