@@ -6,6 +6,7 @@
 //!   (the only unsafe code);
 //! - [`column`]: an input's deal texts, read in place, and its ids;
 //! - [`rps`]: an FZU 2145 case from one row's text;
+//! - [`remote`]: the rows a daemon answers for `patience.remote`, and its answers as the same table;
 //! - [`work`]: the rows solved on threads in order by either game's engines, and the answers as
 //!   Arrow batches;
 //! - here: what Python sees, [`Solver`], [`Answers`] and `solve`.
@@ -18,6 +19,7 @@
 mod answers;
 mod capsule;
 mod column;
+mod remote;
 mod rps;
 mod work;
 
@@ -50,7 +52,7 @@ struct Pool {
 
 /// The games `solve` knows, by their `game=` names.
 #[derive(Clone, Copy, Debug)]
-enum Game {
+pub(crate) enum Game {
     Deals,
     Rps,
 }
@@ -137,7 +139,7 @@ impl Pool {
 
 /// The rows of `data`: an Arrow table or array through the PyCapsule interface, or a sequence
 /// of `str` (a `None` or a non-string is a bad row, not an exception).
-fn read(data: &Bound<'_, PyAny>, column: &str) -> PyResult<Column> {
+pub(crate) fn read(data: &Bound<'_, PyAny>, column: &str) -> PyResult<Column> {
     if let Some(imported) = capsule::import(data)? {
         return Column::from_arrow(imported, column)
             .map_err(|e| PyValueError::new_err(e.to_string()));
@@ -265,5 +267,10 @@ fn _patience(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(solve, module)?)?;
     module.add_class::<Solver>()?;
     module.add_class::<Answers>()?;
+    module.add_function(wrap_pyfunction!(remote::outgoing, module)?)?;
+    module.add_class::<remote::Outgoing>()?;
+    // The gRPC API this build speaks, as an encoded FileDescriptorSet (build.rs).
+    let descriptors = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
+    module.add("DESCRIPTORS", PyBytes::new(module.py(), descriptors))?;
     Ok(())
 }

@@ -35,6 +35,8 @@ pub enum Answer {
 
 /// A game's engine, as the threads use it: one per thread, reused for every row it takes.
 pub trait Engine: Send {
+    /// What a row holds, in the words for a row that holds nothing: "deal", "case".
+    const ROW: &'static str;
     fn new() -> Self;
     /// The answer for one row's text (or for a row that has none: its error).
     fn answer(&mut self, text: Result<&str, Option<&str>>, exact: bool) -> Answer;
@@ -42,6 +44,7 @@ pub trait Engine: Send {
 
 /// Double Patience: a row is a deal or a position, as `Deal::parse` reads it.
 impl Engine for Solver {
+    const ROW: &'static str = "deal";
     fn new() -> Self {
         Solver::new()
     }
@@ -50,9 +53,7 @@ impl Engine for Solver {
         let deal = match text.map(Deal::parse) {
             Ok(Ok(deal)) => deal,
             Ok(Err(e)) => return Answer::Bad(e.to_string()),
-            // As the command line says it of a null Parquet cell.
-            Err(None) => return Answer::Bad("no deal (null)".to_string()),
-            Err(Some(said)) => return Answer::Bad(said.to_string()),
+            Err(said) => return unread::<Self>(said),
         };
         if exact {
             let (solution, fraction) = self.solve_exact(&deal);
@@ -70,6 +71,7 @@ impl Engine for Solver {
 
 /// FZU 2145: a row is one case (`rps.rs`); there is no exact form.
 impl Engine for RpsSolver {
+    const ROW: &'static str = "case";
     fn new() -> Self {
         RpsSolver::new()
     }
@@ -81,10 +83,15 @@ impl Engine for RpsSolver {
                 exact: None,
             },
             Ok(Err(why)) => Answer::Bad(why),
-            Err(None) => Answer::Bad("no case (null)".to_string()),
-            Err(Some(said)) => Answer::Bad(said.to_string()),
+            Err(said) => unread::<Self>(said),
         }
     }
+}
+
+/// The answer for a row with no text to read: a null, as the command line words a null Parquet
+/// cell ("no deal (null)"), or what was found instead of a string.
+pub fn unread<E: Engine>(said: Option<&str>) -> Answer {
+    Answer::Bad(said.map_or_else(|| format!("no {} (null)", E::ROW), str::to_string))
 }
 
 /// Every row's answer, in row order, solved by `solvers` (one thread each; the calling thread

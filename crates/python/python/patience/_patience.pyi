@@ -60,3 +60,24 @@ class Solver:
         exact: bool = False,
     ) -> Answers:
         """As ``patience.solve``; ``threads`` defaults to the solver's."""
+
+#: The gRPC API this build speaks, an encoded ``FileDescriptorSet`` (``patience.remote`` makes its
+#: messages from it).
+DESCRIPTORS: bytes
+
+class Outgoing:
+    """Rows waiting for a daemon's answers (``patience.remote``): ``finish`` makes the table."""
+
+    def __len__(self) -> int: ...
+    def finish(
+        self,
+        probabilities: "list[Optional[float]]",
+        errors: "list[Optional[str]]",
+        exact: "Optional[list[Optional[str]]]" = None,
+    ) -> Answers: ...
+
+def outgoing(
+    data: Data, column: str = "deal", *, game: Literal["deals", "rps"] = "deals", exact: bool = False
+) -> "tuple[Outgoing, list[Any]]":
+    """The rows of ``data`` as ``solve`` reads them: the record, and the payloads to send (a
+    deal's text, or a case's ``((r, p, s), [(r, p, s), ...])``) for the rows that can go."""

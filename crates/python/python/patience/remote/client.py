@@ -1,4 +1,5 @@
-"""`solve_file`: deal files streamed through `patience.v1.Solver/SolveStream`, the answers in order.
+"""`solve_file`: deal files streamed through `patience.v1.Solver/SolveStream`, the answers in order;
+and `answers`, the same stream for any items (`patience.remote.Remote` sends a table's rows).
 
 What a caller would otherwise write around the stubs: addresses with or without TLS, a bearer
 token, a deadline for the whole run, gzip, and failover. A call that fails with a status worth
@@ -14,13 +15,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 import grpc
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
-from . import patience_pb2, patience_pb2_grpc
+from . import _proto
 from .deals import DealFileError, read_deals
 
 DEFAULT_ADDR = "http://127.0.0.1:50051"
@@ -103,43 +104,32 @@ class RpcFailure(Exception):
 
 
 class _Outbox:
-    """The deals read and not yet answered, shared by the request iterator (grpc's thread) and
+    """The items read and not yet answered, shared by the request iterator (grpc's thread) and
     the reader of answers. A new call resends them from the first, then reads on."""
 
-    def __init__(self, paths):
-        self._files = iter(paths)
-        self._deals = iter(())
-        self._file = None
+    def __init__(self, items):
+        self._items = iter(items)
         # `_state` guards pending and answered, and is never held while a file is read: reading
         # standard input can wait for the user, and answers must not wait with it. `_reading`
         # lets one thread read at a time, so deals enter `pending` in file order.
         self._state = threading.Lock()
         self._reading = threading.Lock()
-        self.pending = deque()  # (file, Deal) sent or about to be, without an answer
-        self.answered = 0  # deals answered so far, over the whole run
+        self.pending = deque()  # items sent or about to be, without an answer
+        self.answered = 0  # items answered so far, over the whole run
         self.read_error = None
         self.exhausted = False
 
-    def _next_deal(self):
-        """The next deal of the files in order, or None at the end (or at a file that cannot be
-        read, kept in read_error)."""
-        while not self.exhausted:
-            try:
-                deal = next(self._deals, None)
-                if deal is not None:
-                    return self._file, deal
-                path = next(self._files, None)
-                if path is None:
-                    self.exhausted = True
-                    break
-                self._file = path
-                self._deals = _read(path)
-            except DealFileError as e:
-                self.read_error, self.exhausted = e, True
-            except OSError as e:
-                self.read_error = DealFileError(f"{self._file}: read failed: {e.strerror}")
-                self.exhausted = True
-        return None
+    def _next_item(self):
+        """The next item, or None at the end (or at an input that cannot be read, kept in
+        read_error)."""
+        if self.exhausted:
+            return None
+        try:
+            item = next(self._items, None)
+        except DealFileError as e:
+            self.read_error, item = e, None
+        self.exhausted = item is None
+        return item
 
     def _at(self, position):
         """(found, item): the pending deal at `position`, or whether there is nothing to read."""
@@ -162,8 +152,8 @@ class _Outbox:
                 found, item = self._at(position)
             if found:
                 return item
-            # Nothing pending at `position`, so the next deal read is the one at `position`.
-            item = self._next_deal()
+            # Nothing pending at `position`, so the next item read is the one at `position`.
+            item = self._next_item()
             with self._state:
                 if item is not None:
                     self.pending.append(item)
@@ -178,6 +168,16 @@ class _Outbox:
     def done(self):
         with self._state:
             return self.exhausted and not self.pending
+
+
+def _file_items(paths):
+    """(file, Deal) for each deal of the files in order; DealFileError at one that cannot be
+    read, after its deals before the failure."""
+    for path in paths:
+        try:
+            yield from ((path, deal) for deal in _read(path))
+        except OSError as e:
+            raise DealFileError(f"{path}: read failed: {e.strerror}") from None
 
 
 def _read(path):
@@ -217,6 +217,39 @@ def _channel(addr, tls_ca, tls_cert, tls_key, gzip):
     return grpc.secure_channel(target, credentials, options=options, compression=compression)
 
 
+@dataclass(frozen=True)
+class Wire:
+    """One game's stream on the wire: its service and method, the request for a batch of
+    payloads, and each item's payload (None for an item answered where it was read)."""
+
+    service: str
+    method: str
+    request: Callable[[list], object]
+    payload: Callable[[object], object]
+
+
+def _deal_request(cards, exact=False):
+    proto = _proto.patience
+    analysis = proto.AnalysisOptions(exact=True) if exact else None
+    return proto.SolveRequest(deals=[proto.Deal(cards=c) for c in cards], analysis=analysis)
+
+
+def _case_request(cases):
+    proto = _proto.patience
+
+    def gestures(triple):
+        rock, paper, scissors = triple
+        return proto.Gestures(rock=rock, paper=paper, scissors=scissors)
+
+    return proto.SolveRpsStreamRequest(
+        cases=[proto.RpsCase(maze=gestures(maze), others=[gestures(o) for o in others])
+               for maze, others in cases])
+
+
+#: A deal file's deals: `(file, Deal)` items, sent as their cards.
+FILE_DEALS = Wire("Solver", "SolveStream", _deal_request, lambda item: item[1].cards)
+
+
 def solve_file(
     paths: Union[str, Sequence[str]],
     addrs: Union[str, Sequence[str]] = DEFAULT_ADDR,
@@ -246,24 +279,36 @@ def solve_file(
     cases after yielding every answer received before.
     """
     paths = [paths] if isinstance(paths, str) else list(paths)
+    return answers(_file_items(paths), addrs, FILE_DEALS, _answer, local=_local_answer,
+                   token=token, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+                   deadline=deadline, batch=batch, gzip=gzip, on_failover=on_failover)
+
+
+def answers(items, addrs, wire, answer, *, local=None, token=None, tls_ca=None, tls_cert=None,
+            tls_key=None, deadline=None, batch=256, gzip=True, on_failover=None, channels=None):
+    """Yields `answer(item, result)` for each of `items` in order (or `local(item)` for one whose
+    payload is None), the items streamed through `wire` to the daemons at `addrs`, with the
+    failover `solve_file` describes. `channels`, when given, is the caller's cache of channels
+    by address (kept open after the run); otherwise they are made and closed here."""
     addrs = [addrs] if isinstance(addrs, str) else list(addrs)
     if not addrs:
         raise ValueError("no address given")
     metadata = (("authorization", f"Bearer {token}"),) if token is not None else None
     deadline_at = time.monotonic() + deadline if deadline is not None else None
-    outbox = _Outbox(paths)
-    channels = {}
+    outbox = _Outbox(items)
+    owned = channels is None
+    channels = {} if owned else channels
     turn, failed_in_a_row, ever_answered = 0, 0, False
     try:
         while True:
-            # Deals the framing found bad are answered here, in their place.
-            yield from _local_answers(outbox)
+            # Items answered where they were read are answered here, in their place.
+            yield from _local_answers(outbox, wire, local)
             if outbox.done():
                 break
             addr = addrs[turn % len(addrs)]
             if addr not in channels:
                 channels[addr] = _channel(addr, tls_ca, tls_cert, tls_key, gzip)
-            stub = patience_pb2_grpc.SolverStub(channels[addr])
+            stream = _proto.method(channels[addr], wire.service, wire.method)
             timeout = None if deadline_at is None else deadline_at - time.monotonic()
             if timeout is not None and timeout <= 0:
                 # No call is started once the run's time is up: a call with no time left races
@@ -273,17 +318,17 @@ def solve_file(
             start = outbox.answered
             received = 0
             try:
-                call = stub.SolveStream(_requests(outbox, start, batch), timeout=timeout,
-                                        metadata=metadata)
+                call = stream(_requests(outbox, wire, start, batch), timeout=timeout,
+                              metadata=metadata)
                 for response in call:
                     for result in response.results:
                         if result.index != received:
                             raise RpcFailure(addr, grpc.StatusCode.INTERNAL,
                                              f"result {result.index} came where {received} was due")
                         received += 1
-                        yield from _local_answers(outbox)
-                        yield _answer(outbox.answer(), result)
-                        yield from _local_answers(outbox)
+                        yield from _local_answers(outbox, wire, local)
+                        yield answer(outbox.answer(), result)
+                        yield from _local_answers(outbox, wire, local)
             except grpc.RpcError as e:
                 failure = RpcFailure.from_error(addr, e)
                 failed_in_a_row = 0 if received else failed_in_a_row + 1
@@ -302,8 +347,9 @@ def solve_file(
         if outbox.read_error is not None:
             raise outbox.read_error
     finally:
-        for channel in channels.values():
-            channel.close()
+        if owned:
+            for channel in channels.values():
+                channel.close()
 
 
 def _wait(seconds, deadline_at):
@@ -312,37 +358,43 @@ def _wait(seconds, deadline_at):
     time.sleep(seconds)
 
 
-def _local_answers(outbox):
-    """Answers for the deals at the head of the outbox that the framing found bad."""
-    while outbox.pending and outbox.pending[0][1].cards is None:
-        file, deal = outbox.answer()
-        error, line = deal.said(deal.error, deal.line)
-        yield Answer(file, deal.number, error=error, error_line=line)
+def _local_answers(outbox, wire, local):
+    """Answers for the items at the head of the outbox that have no payload to send."""
+    while outbox.pending and wire.payload(outbox.pending[0]) is None:
+        yield local(outbox.answer())
 
 
-def _requests(outbox, start, batch):
-    """SolveRequests of up to `batch` deals, from the deal at `start` of the run on."""
-    position, deals = start, []
+def _local_answer(item):
+    """A deal the framing found bad, answered in `solve`'s words."""
+    file, deal = item
+    error, line = deal.said(deal.error, deal.line)
+    return Answer(file, deal.number, error=error, error_line=line)
+
+
+def _requests(outbox, wire, start, batch):
+    """Requests of up to `batch` payloads, from the item at `start` of the run on."""
+    position, payloads = start, []
     while True:
         item = outbox.take(position)
         if item is None:
             break
         position += 1
-        if item[1].cards is None:
+        payload = wire.payload(item)
+        if payload is None:
             continue
-        deals.append(patience_pb2.Deal(cards=item[1].cards))
-        if len(deals) == batch:
-            yield patience_pb2.SolveRequest(deals=deals)
-            deals = []
-    if deals:
-        yield patience_pb2.SolveRequest(deals=deals)
+        payloads.append(payload)
+        if len(payloads) == batch:
+            yield wire.request(payloads)
+            payloads = []
+    if payloads:
+        yield wire.request(payloads)
 
 
 def _answer(item, result):
     file, deal = item
     if result.WhichOneof("outcome") == "probability":
         return Answer(file, deal.number, probability=result.probability)
-    code = patience_pb2.ErrorCode.Name(result.error.code)
+    code = _proto.patience.ErrorCode.Name(result.error.code)
     line = deal.line if deal.expect is None or deal.expect == code else None
     error, line = deal.said(result.error.message, line)
     return Answer(file, deal.number, error=error, error_line=line)

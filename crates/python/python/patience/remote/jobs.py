@@ -3,7 +3,7 @@ it to its end, get, list and cancel them. A job names its inputs and its output 
 the daemon's --jobs-dir or as s3:// objects; the daemon reads and writes them itself, so nothing
 but the job's spec and its progress crosses the wire.
 
-    from patience_client import jobs
+    from patience.remote import jobs
     job = jobs.submit("http://127.0.0.1:50051", ["deals.in"], "answers.txt", job_id="nightly")
     for job in jobs.watch("http://127.0.0.1:50051", job.job_id):
         print(jobs.STATES[job.state], job.items_done)
@@ -15,24 +15,24 @@ from typing import Iterator, Optional, Sequence
 
 import grpc
 
-from . import jobs_pb2, jobs_pb2_grpc
+from . import _proto
 from .client import RpcFailure, _channel
 
 # A state's short name, by its number.
 STATES = {
-    jobs_pb2.JOB_STATE_QUEUED: "queued",
-    jobs_pb2.JOB_STATE_RUNNING: "running",
-    jobs_pb2.JOB_STATE_SUCCEEDED: "succeeded",
-    jobs_pb2.JOB_STATE_FAILED: "failed",
-    jobs_pb2.JOB_STATE_CANCELLED: "cancelled",
+    _proto.jobs.JOB_STATE_QUEUED: "queued",
+    _proto.jobs.JOB_STATE_RUNNING: "running",
+    _proto.jobs.JOB_STATE_SUCCEEDED: "succeeded",
+    _proto.jobs.JOB_STATE_FAILED: "failed",
+    _proto.jobs.JOB_STATE_CANCELLED: "cancelled",
 }
-ENDED = {jobs_pb2.JOB_STATE_SUCCEEDED, jobs_pb2.JOB_STATE_FAILED, jobs_pb2.JOB_STATE_CANCELLED}
+ENDED = {_proto.jobs.JOB_STATE_SUCCEEDED, _proto.jobs.JOB_STATE_FAILED, _proto.jobs.JOB_STATE_CANCELLED}
 
 
 def _stub(addr, token, tls_ca, tls_cert, tls_key):
     channel = _channel(addr, tls_ca, tls_cert, tls_key, False)
     metadata = [("authorization", f"Bearer {token}")] if token else []
-    return channel, jobs_pb2_grpc.JobServiceStub(channel), metadata
+    return channel, _proto.stub(channel, "JobService"), metadata
 
 
 def _call(addr, method, request, metadata):
@@ -43,16 +43,16 @@ def _call(addr, method, request, metadata):
 
 
 FORMATS = {
-    "text": jobs_pb2.JOB_FORMAT_TEXT,
-    "json": jobs_pb2.JOB_FORMAT_JSON,
-    "parquet": jobs_pb2.JOB_FORMAT_PARQUET,
+    "text": _proto.jobs.JOB_FORMAT_TEXT,
+    "json": _proto.jobs.JOB_FORMAT_JSON,
+    "parquet": _proto.jobs.JOB_FORMAT_PARQUET,
 }
 
 
 def submit(addr: str, inputs: Sequence[str], output: str, job_id: str = "", rps: bool = False,
            json: bool = False, precision: Optional[int] = None, shard: str = "",
            token: Optional[str] = None, tls_ca=None, tls_cert=None, tls_key=None,
-           format: Optional[str] = None) -> jobs_pb2.Job:
+           format: Optional[str] = None) -> _proto.jobs.Job:
     """Creates a job (the same job_id and spec again is the same job) and returns it as it is.
 
     format is "text" (the default), "json" or "parquet" (one row per item: index, id,
@@ -60,37 +60,37 @@ def submit(addr: str, inputs: Sequence[str], output: str, job_id: str = "", rps:
     chosen = format or ("json" if json else "text")
     if chosen not in FORMATS:
         raise ValueError(f"format {chosen!r} is not one of {', '.join(FORMATS)}")
-    spec = jobs_pb2.JobSpec(
+    spec = _proto.jobs.JobSpec(
         inputs=list(inputs), output=output, shard=shard,
-        game=jobs_pb2.JOB_GAME_RPS if rps else jobs_pb2.JOB_GAME_DEALS,
+        game=_proto.jobs.JOB_GAME_RPS if rps else _proto.jobs.JOB_GAME_DEALS,
         format=FORMATS[chosen])
     if precision is not None:
         spec.precision = precision
     channel, stub, metadata = _stub(addr, token, tls_ca, tls_cert, tls_key)
     with channel:
-        request = jobs_pb2.CreateJobRequest(job_id=job_id, spec=spec)
+        request = _proto.jobs.CreateJobRequest(job_id=job_id, spec=spec)
         return _call(addr, stub.CreateJob, request, metadata).job
 
 
 def watch(addr: str, job_id: str, token: Optional[str] = None, tls_ca=None, tls_cert=None,
-          tls_key=None) -> Iterator[jobs_pb2.Job]:
+          tls_key=None) -> Iterator[_proto.jobs.Job]:
     """The job now and at each change (about once a second while it runs), to its end."""
     channel, stub, metadata = _stub(addr, token, tls_ca, tls_cert, tls_key)
     with channel:
         try:
-            for update in stub.WatchJob(jobs_pb2.WatchJobRequest(job_id=job_id), metadata=metadata):
+            for update in stub.WatchJob(_proto.jobs.WatchJobRequest(job_id=job_id), metadata=metadata):
                 yield update.job
         except grpc.RpcError as error:
             raise RpcFailure.from_error(addr, error) from None
 
 
-def get(addr: str, job_id: str, token: Optional[str] = None, **tls) -> jobs_pb2.Job:
+def get(addr: str, job_id: str, token: Optional[str] = None, **tls) -> _proto.jobs.Job:
     channel, stub, metadata = _stub(addr, token, tls.get("tls_ca"), tls.get("tls_cert"), tls.get("tls_key"))
     with channel:
-        return _call(addr, stub.GetJob, jobs_pb2.GetJobRequest(job_id=job_id), metadata).job
+        return _call(addr, stub.GetJob, _proto.jobs.GetJobRequest(job_id=job_id), metadata).job
 
 
-def cancel(addr: str, job_id: str, token: Optional[str] = None, **tls) -> jobs_pb2.Job:
+def cancel(addr: str, job_id: str, token: Optional[str] = None, **tls) -> _proto.jobs.Job:
     channel, stub, metadata = _stub(addr, token, tls.get("tls_ca"), tls.get("tls_cert"), tls.get("tls_key"))
     with channel:
-        return _call(addr, stub.CancelJob, jobs_pb2.CancelJobRequest(job_id=job_id), metadata).job
+        return _call(addr, stub.CancelJob, _proto.jobs.CancelJobRequest(job_id=job_id), metadata).job

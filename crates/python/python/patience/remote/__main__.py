@@ -1,0 +1,5 @@
+"""`python -m patience.remote`: the same as the `patience-py` console script."""
+
+from .cli import run
+
+run()
