@@ -164,7 +164,7 @@ def main():
     parser.add_argument("--patience", default=str(ROOT / "target/release/patience"))
     parser.add_argument("--grpcurl", required=True)
     parser.add_argument("--buf", required=True)
-    parser.add_argument("--venv", required=True, help="a venv with clients/python/requirements.txt")
+    parser.add_argument("--venv", required=True, help="a venv with crates/python/requirements-remote.txt")
     parser.add_argument("--doc", action="append", metavar="FILE#HEADING",
                         help=f"a section to check, FILE relative to the repository (default: {DOCS})")
     args = parser.parse_args()

@@ -1,13 +1,13 @@
-//! The clients people install, `clients/python` (a pip package whose build generates the stubs
-//! from `proto/`) and `clients/node` (grpc-js, the proto loaded at run time), run as their users
+//! The clients people install, the Python package's `patience-py` and `patience.remote` (the
+//! wheel of crates/python with its `remote` extra, its messages made from the descriptors the
+//! wheel carries) and `clients/node` (grpc-js, the proto loaded at run time), run as their users
 //! run them against real daemons: what they print (what `patience solve` prints), gzip both ways
 //! on the wire, exit statuses, TLS and tokens, resuming elsewhere after a drain cut, and the
 //! library examples of docs/clients.md.
 //!
-//! They need tools this crate does not build. Python: a venv with
-//! `clients/python/requirements.txt`, from `PATIENCE_VENV` or `target/tools/venv` (which `.ci/run`
-//! installs); the package itself is built here, from a copy of this checkout, for every run.
-//! Node: `node` from `PATIENCE_NODE` or the `PATH`, and `clients/node/node_modules` (`npm ci
+//! They need tools this crate does not build. Python: the wheel, built and installed into a fresh
+//! venv once per run (tests/common/wheel.rs), with grpcio lent by the tools venv (`PATIENCE_VENV`
+//! or `target/tools/venv`, which `.ci/run` installs). Node: `node` from `PATIENCE_NODE` or the `PATH`, and `clients/node/node_modules` (`npm ci
 //! --prefix clients/node`). Without them the tests say so and skip that client; when
 //! `PATIENCE_VENV` or `PATIENCE_NODE` is given (as `.ci/run` gives both), a missing tool fails.
 
@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use common::wheel::installed;
 use common::{
     Authority, DEAD, Daemon, Output, Scratch, Sniffer, Typed, data, doc_section, text,
     without_patience_env,
@@ -66,113 +67,27 @@ fn succeeds(program: &Path, args: &[&str]) -> bool {
         .is_ok_and(|out| out.status.success())
 }
 
-/// Copies the directory `from` to `to`, recursively, leaving out what a build leaves behind.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("make a directory");
-    for entry in std::fs::read_dir(from).expect("read a directory") {
-        let path = entry.expect("a directory entry").path();
-        let name = path
-            .file_name()
-            .expect("a file name")
-            .to_string_lossy()
-            .into_owned();
-        if ["build", "node_modules", "__pycache__"].contains(&name.as_str())
-            || name.ends_with(".egg-info")
-        {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(&name));
-        } else {
-            std::fs::copy(&path, to.join(&name)).expect("copy a file");
-        }
-    }
-}
-
-/// The venv the Python client runs in: `PATIENCE_VENV` (which must then be ready), else
-/// `target/tools/venv` if it is; `None` (and a note) otherwise.
-fn venv() -> Option<PathBuf> {
-    let given = std::env::var_os("PATIENCE_VENV");
-    let venv = given
-        .clone()
-        .map_or_else(|| root().join("target/tools/venv"), PathBuf::from);
-    let ready = succeeds(
-        &venv.join("bin/python"),
-        &[
-            "-c",
-            "import grpc, grpc_tools, google.rpc.status_pb2, setuptools",
-        ],
-    );
-    assert!(
-        ready || given.is_none(),
-        "PATIENCE_VENV={} lacks clients/python/requirements.txt",
-        venv.display()
-    );
-    if !ready {
-        eprintln!(
-            "skipped the Python client: no venv with clients/python/requirements.txt at {} \
-             (.ci/run installs one there; or set PATIENCE_VENV)",
-            venv.display()
-        );
-    }
-    ready.then_some(venv)
-}
-
-/// Removes the Python builds of earlier test runs (`clients-python-PID` of a process that is gone).
-fn remove_old_builds(tmp: &Path) {
-    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name.strip_prefix("clients-python-")
-            && !Path::new("/proc").join(pid).exists()
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// The Python client: the package built from a copy of `clients/python` and `proto/` (so the
-/// checkout stays as it was) into a directory of its own, once per test run.
+/// The Python client: the wheel's `patience-py`, with the `remote` extra's grpcio lent by the
+/// tools venv (see common::wheel).
 fn python() -> Option<&'static Client> {
     static CLIENT: OnceLock<Option<Client>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            let venv = venv()?;
-            let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-            remove_old_builds(tmp);
-            let dir = tmp.join(format!("clients-python-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            copy_dir(
-                &root().join("clients/python"),
-                &dir.join("src/clients/python"),
-            );
-            copy_dir(&root().join("proto"), &dir.join("src/proto"));
-            let site = dir.join("site");
-            let out = Command::new(venv.join("bin/pip"))
-                .args([
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--no-deps",
-                ])
-                .args(["--no-build-isolation", "--no-index", "--target"])
-                .arg(&site)
-                .arg(dir.join("src/clients/python"))
-                .output()
-                .expect("run pip");
-            assert!(
-                out.status.success(),
-                "pip install ./clients/python: {out:?}"
-            );
+            let installed = installed()?;
+            let mut env = installed.tools();
+            env.push(("PYTHONDONTWRITEBYTECODE", "1".into()));
             Some(Client {
                 name: "python",
-                argv: vec![site.join("bin/patience-py").into()],
-                env: vec![
-                    ("PYTHONPATH", site.into()),
-                    ("PYTHONDONTWRITEBYTECODE", "1".into()),
-                ],
+                argv: vec![installed.python.with_file_name("patience-py").into()],
+                env,
             })
         })
         .as_ref()
+}
+
+/// The python of the venv the wheel is installed in.
+fn python_program() -> Option<PathBuf> {
+    installed().map(|installed| installed.python.clone())
 }
 
 /// `node`, from `PATIENCE_NODE` (which must then work, with `clients/node/node_modules`) or the
@@ -582,9 +497,7 @@ fn the_library_examples_of_the_clients_page_print_what_it_shows() {
     let addr = daemon.addr.trim_start_matches("http://");
     if let Some(client) = python() {
         let (code, shown) = example("docs/clients.md", "### Python", "python");
-        let python = venv()
-            .expect("the venv the client was built with")
-            .join("bin/python");
+        let python = python_program().expect("the venv the wheel is installed in");
         let out = run_stdin(&python, &client.env, &code.replace("127.0.0.1:50051", addr));
         assert_eq!(out.stdout_str(), shown, "docs/clients.md, Python: {out:?}");
     }
@@ -601,7 +514,9 @@ fn the_library_examples_of_the_clients_page_print_what_it_shows() {
 #[test]
 fn the_python_client_submits_and_watches_a_daemon_job() {
     let Some(client) = python() else { return };
-    let Some(venv) = venv() else { return };
+    let Some(python) = python_program() else {
+        return;
+    };
     let dir = Scratch::new("clients-jobs");
     std::fs::create_dir_all(dir.join("in")).unwrap();
     std::fs::copy(data("random1000.in"), dir.join("in/a.in")).unwrap();
@@ -609,8 +524,8 @@ fn the_python_client_submits_and_watches_a_daemon_job() {
     let daemon = Daemon::start(&["--workers", "2", "--jobs-dir", &folder]);
     let script = r#"
 import sys
-from patience_client import jobs
-from patience_client.client import RpcFailure
+from patience.remote import jobs
+from patience.remote.client import RpcFailure
 addr = sys.argv[1]
 job = jobs.submit(addr, ["in/a.in"], "out/a.txt", job_id="py1")
 print("created", job.job_id, jobs.STATES[job.state])
@@ -632,7 +547,7 @@ else:
     table = pyarrow.parquet.read_table(sys.argv[2])
     print("rows", table.num_rows, ",".join(f"{p:.6f}" for p in table.column("probability").to_pylist()[:3]))
 "#;
-    let mut cmd = Command::new(venv.join("bin/python"));
+    let mut cmd = Command::new(python);
     without_patience_env(&mut cmd);
     for (key, value) in &client.env {
         cmd.env(key, value);

@@ -29,6 +29,12 @@ with its message.
         a Solver pickles as its settings, on every protocol
     python_package.py ticker DATA_DIR
         a Python thread keeps running while a long solve runs (the GIL is released)
+    python_package.py connect ADDRESS TOKEN DATA_DIR PATIENCE SCRATCH
+        patience.connect to the daemon at ADDRESS (started with TOKEN): the answers, bad rows,
+        cases and exact fractions as above, through the daemon; a Remote pickles; a wrong token
+        raises the daemon's UNAUTHENTICATED
+    python_package.py no-remote
+        without the remote extra (no grpcio), connect raises ImportError naming the extra
 
 Deals files are in the UVa format (nine lines of four cards); a row is a deal's 36 cards in one
 string, its nine lines joined with spaces, as the Parquet input and the gRPC API take it.
@@ -234,21 +240,9 @@ BAD_CASES = [
 ]
 
 
-def rps(data_dir, patience_bin, scratch):
-    import pyarrow as pa
-
-    cases = cases_of(os.path.join(data_dir, "rps-random120.in"))
-    want = answers_of(os.path.join(data_dir, "rps-random120.out15"))
-    assert len(cases) == len(want) == 120
-    for what, data in {
-        "a list": cases,
-        "a pyarrow table": pa.table({"case": cases}),
-    }.items():
-        for threads in (1, 2):
-            got = patience.solve(data, "case", game="rps", threads=threads)
-            check_probabilities(column(got, "probability"), want, 1e-12, f"rps, {what}")
-            assert column(got, "error") == [None] * 120, what
-
+def what_rps_says(patience_bin, scratch, cases):
+    """Two good cases with BAD_CASES between them, and what `patience rps` (another process)
+    says of each in a case file: ("p", probability) or ("error", its words)."""
     rows = [cases[0]] + BAD_CASES + [cases[1]]
     path = os.path.join(scratch, "cases.in")
     with open(path, "w") as f:
@@ -267,6 +261,25 @@ def rps(data_dir, patience_bin, scratch):
             said.append(("p", float(line)))
     assert len(said) == len(rows), f"patience rps said {len(said)} lines for {len(rows)} cases"
     assert [kind for kind, _ in said] == ["p"] + ["error"] * len(BAD_CASES) + ["p"], said
+    return rows, said
+
+
+def rps(data_dir, patience_bin, scratch):
+    import pyarrow as pa
+
+    cases = cases_of(os.path.join(data_dir, "rps-random120.in"))
+    want = answers_of(os.path.join(data_dir, "rps-random120.out15"))
+    assert len(cases) == len(want) == 120
+    for what, data in {
+        "a list": cases,
+        "a pyarrow table": pa.table({"case": cases}),
+    }.items():
+        for threads in (1, 2):
+            got = patience.solve(data, "case", game="rps", threads=threads)
+            check_probabilities(column(got, "probability"), want, 1e-12, f"rps, {what}")
+            assert column(got, "error") == [None] * 120, what
+
+    rows, said = what_rps_says(patience_bin, scratch, cases)
     check_mixed(patience.solve(rows + [None], game="rps"), said + [("error", "no case (null)")], "rps cases")
     print("rps: ok")
 
@@ -484,6 +497,70 @@ def ticker(data_dir):
     print(f"ticker: ok ({during} ticks in a {took:.2f} s solve of {len(rows)} deals)")
 
 
+def connect(address, token, data_dir, patience_bin, scratch):
+    """patience.connect: a daemon's answers are the seed's, for deals, positions, cases and exact
+    fractions; bad rows carry what `patience solve` and `patience rps` print; ids are carried;
+    a Remote pickles; a wrong token raises the daemon's refusal."""
+    import polars as pl
+    import pyarrow as pa
+    from patience.remote import Remote, RpcFailure
+
+    deals = deals_of(os.path.join(data_dir, "random1000.in"))
+    want = answers_of(os.path.join(data_dir, "random1000.out15"))
+    # Small requests, so a solve is many messages on one stream.
+    remote = patience.connect(address, token, batch=64)
+    assert isinstance(remote, Remote), type(remote)
+    table = pa.Table.from_batches(pa.table({"deal": deals}).to_batches(max_chunksize=300))
+    for what, data in {"a list": deals, "pyarrow": table, "polars": pl.DataFrame({"deal": deals})}.items():
+        got = remote.solve(data)
+        check_probabilities(column(got, "probability"), want, 1e-12, f"connect, {what}")
+        assert column(got, "error") == [None] * 1000, what
+        assert column(got, "index") == list(range(1000)), what
+    assert pa.table(remote.solve(table)).column_names == ["index", "probability", "error"]
+
+    said, ids = what_solve_says(patience_bin, scratch, MIXED)
+    mixed = pa.table({"id": ids, "deal": pa.array(MIXED, pa.string())})
+    check_mixed(remote.solve(mixed), said, "connect, bad rows", ids)
+    odd = remote.solve([SAMPLE, 7, None, SAMPLE])
+    assert column(odd, "error")[1:3] == ["a value of type int, not a str", "no deal (null)"], odd.to_pydict()
+
+    cases = cases_of(os.path.join(data_dir, "rps-random120.in"))
+    want_cases = answers_of(os.path.join(data_dir, "rps-random120.out15"))
+    got = remote.solve(pa.table({"case": cases}), "case", game="rps")
+    check_probabilities(column(got, "probability"), want_cases, 1e-12, "connect, rps")
+    rows, said = what_rps_says(patience_bin, scratch, cases)
+    check_mixed(remote.solve(rows + [None], game="rps"), said + [("error", "no case (null)")], "connect, bad cases")
+
+    ties = deals_of(os.path.join(data_dir, "ties.in"))
+    want_ties = answers_of(os.path.join(data_dir, "ties.out15"))
+    got = remote.solve(ties, exact=True).to_pydict()
+    for i, (fraction, p, w) in enumerate(zip(got["exact"], got["probability"], want_ties, strict=True)):
+        assert abs(float(Fraction(fraction)) - w) <= 1e-15, f"row {i}: {fraction} is not {w}"
+        assert p == float(Fraction(fraction)), f"row {i}: {p!r} is not the double nearest {fraction}"
+
+    back = pickle.loads(pickle.dumps(remote))
+    check_probabilities(column(back.solve(deals[:50]), "probability"), want[:50], 1e-12, "a pickled Remote")
+    remote.close()
+    try:
+        patience.connect(address, "not-" + token).solve([SAMPLE])
+    except RpcFailure as e:
+        assert e.code.name == "UNAUTHENTICATED", str(e)
+    else:
+        raise AssertionError("a wrong token was answered")
+    print("connect: ok")
+
+
+def no_remote():
+    """Without the remote extra, connect says which extra it needs."""
+    try:
+        patience.connect("http://127.0.0.1:1")
+    except ImportError as e:
+        assert "pip install 'patience[remote]'" in str(e), str(e)
+    else:
+        raise AssertionError("connect worked without grpcio")
+    print("no-remote: ok")
+
+
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     if command == "answers":
@@ -498,6 +575,10 @@ if __name__ == "__main__":
         ray(args[0], args[1], args[2])
     elif command == "exact":
         exact(args[0])
+    elif command == "connect":
+        connect(*args[:5])
+    elif command == "no-remote":
+        no_remote()
     elif command == "refusals":
         refusals()
     elif command == "pickle":

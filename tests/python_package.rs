@@ -8,158 +8,11 @@
 //! they are skipped with a note. The wheel is built once per test run, in the workspace's target
 //! directory, so it reuses what the build of the tests compiled.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
-use crate::common::{self, Scratch, data};
-
-/// The wheel, and the fresh venv it is installed in.
-struct Installed {
-    wheel: PathBuf,
-    python: PathBuf,
-    /// The venv and the wheel live in it (a static's: never removed, in the target's tmp).
-    _dir: Scratch,
-}
-
-/// The checkout's root.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The target directory this test binary was built in (`target/release/deps/tests-...`), for
-/// maturin to build in too.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.ancestors()
-        .nth(3)
-        .map_or_else(|| root().join("target"), Path::to_path_buf)
-}
-
-/// Runs `command`, failing the test with its output if it fails; its standard output.
-fn ran(command: &mut Command, what: &str) -> String {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The tools venv's python, with what the tests need; `None` (with a note) where it lacks
-/// them and `PATIENCE_VENV` is not set.
-fn tools_python() -> Option<PathBuf> {
-    let venv = common::venv();
-    let python = venv.join("bin/python");
-    let ready = venv.join("bin/maturin").is_file()
-        && venv.join("bin/abi3audit").is_file()
-        && Command::new(&python)
-            .args(["-c", "import pyarrow, polars, duckdb"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-    assert!(
-        ready || std::env::var_os("PATIENCE_VENV").is_none(),
-        "PATIENCE_VENV={} lacks maturin, abi3audit, pyarrow, polars or duckdb (.ci/run \
-         installs them)",
-        venv.display()
-    );
-    if !ready {
-        eprintln!(
-            "skipped: no venv with maturin, abi3audit, pyarrow, polars and duckdb at {} (.ci/run \
-             installs one there; or set PATIENCE_VENV)",
-            venv.display()
-        );
-    }
-    ready.then_some(python)
-}
-
-/// Builds the wheel and installs it into a fresh venv, once per run.
-fn installed() -> Option<&'static Installed> {
-    static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
-    INSTALLED.get_or_init(install).as_ref()
-}
-
-fn install() -> Option<Installed> {
-    let tools = tools_python()?;
-    let dir = Scratch::new("python-package");
-    let wheels = dir.join("wheels");
-    ran(
-        Command::new(tools.with_file_name("maturin"))
-            .args(["build", "--release", "--quiet", "--manifest-path"])
-            .arg(root().join("crates/python/Cargo.toml"))
-            .arg("--out")
-            .arg(&wheels)
-            .arg("--interpreter")
-            .arg(&tools)
-            .env("CARGO_TARGET_DIR", target_dir()),
-        "maturin build",
-    );
-    let built: Vec<PathBuf> = std::fs::read_dir(&wheels)
-        .expect("maturin's output directory")
-        .map(|entry| entry.expect("a wheel").path())
-        .collect();
-    let [wheel] = built.as_slice() else {
-        panic!("maturin built {built:?}, not one wheel");
-    };
-    let venv = dir.join("venv");
-    ran(
-        Command::new(&tools).arg("-m").arg("venv").arg(&venv),
-        "python -m venv",
-    );
-    let python = venv.join("bin/python");
-    // Offline and without dependencies: the wheel must need nothing else.
-    ran(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-index", "--no-deps"])
-            .arg(wheel),
-        "pip install the wheel",
-    );
-    Some(Installed {
-        wheel: wheel.clone(),
-        python,
-        _dir: dir,
-    })
-}
-
-impl Installed {
-    /// Runs the venv's python with `args`: with only the wheel installed, or (`with_tools`) with
-    /// the tools venv's packages (pyarrow, polars, DuckDB) importable after it through
-    /// `PYTHONPATH`.
-    fn python(&self, with_tools: bool, args: &[&str]) -> String {
-        let mut command = Command::new(&self.python);
-        command.args(args).env_remove("PYTHONPATH");
-        if with_tools {
-            let site = ran(
-                Command::new(common::venv().join("bin/python")).args([
-                    "-c",
-                    "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                ]),
-                "the tools venv's site-packages",
-            );
-            command.env("PYTHONPATH", site.trim());
-        }
-        ran(&mut command, &format!("python {args:?}"))
-    }
-
-    /// Runs tests/python_package.py `args` (see [`Installed::python`]).
-    fn script(&self, with_tools: bool, args: &[&str]) -> String {
-        let script = root().join("tests/python_package.py");
-        let script = script.to_string_lossy();
-        let mut all = vec![script.as_ref()];
-        all.extend_from_slice(args);
-        self.python(with_tools, &all)
-    }
-}
+use crate::common::wheel::{installed, ran};
+use crate::common::{self, Daemon, Scratch, data};
 
 /// The fenced blocks of a document's section, each with its language.
 fn fenced(section: &str) -> Vec<(String, String)> {
@@ -180,7 +33,8 @@ fn fenced(section: &str) -> Vec<(String, String)> {
     blocks
 }
 
-/// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing; abi3audit
+/// One abi3 wheel for CPython 3.9 on, at most 5 MB, whose metadata requires nothing but for the
+/// `remote` extra (grpcio and what reads the daemon's status details); abi3audit
 /// finds no symbol outside the stable ABI of 3.9 in it (Python here is one version: this is
 /// what shows the wheel loads on the others).
 #[test]
@@ -210,11 +64,34 @@ fn the_wheel_is_one_small_abi3_wheel_with_no_dependency() {
     let requires = ran(
         Command::new(&installed.python).args([
             "-c",
-            "from importlib.metadata import requires; print(requires('patience'))",
+            "from importlib.metadata import requires; print(*requires('patience'), sep='\\n')",
         ]),
         "the wheel's requirements",
     );
-    assert_eq!(requires.trim(), "None", "the wheel requires {requires}");
+    let names: Vec<&str> = requires
+        .lines()
+        .map(|line| {
+            assert!(
+                line.ends_with("; extra == 'remote'"),
+                "the wheel requires {line} outside the remote extra"
+            );
+            line.split(['>', '<', '=', ';', ' ']).next().unwrap_or(line)
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["grpcio", "protobuf", "googleapis-common-protos"],
+        "the remote extra: {requires}"
+    );
+    // With the tools venv's packages lent, `patience` is still this wheel's, even where the tools
+    // venv has one of its own (scripts/interop.py installs one there).
+    let imported = installed.python(true, &["-c", "import patience; print(patience.__file__)"]);
+    let venv = installed.python.parent().and_then(Path::parent).unwrap();
+    assert!(
+        Path::new(imported.trim()).starts_with(venv),
+        "patience came from {imported}, not from {}",
+        venv.display()
+    );
 }
 
 /// Answers equal the seed solver's through every front end, bad rows carry `patience solve`'s
@@ -325,6 +202,36 @@ fn the_readme_python_example_runs_as_shown() {
         "the README's probability {probability} is not the reference's ({reference})"
     );
     assert_eq!(&installed.python(true, &["-c", code]), shown);
+}
+
+/// `patience.connect` through a daemon (another process, started with a token): its answers are
+/// the seeds' for deals, cases and exact fractions, bad rows carry the `patience` binary's words,
+/// a `Remote` pickles and a wrong token is refused. Without the `remote` extra's grpcio (the
+/// fresh venv alone), `connect` names the extra to install.
+#[test]
+fn connect_answers_are_the_reference_s_through_a_daemon() {
+    let Some(installed) = installed() else { return };
+    let scratch = Scratch::new("python-connect");
+    let dir = scratch.path().display().to_string();
+    let token = "tiles-of-the-python-test";
+    let token_file = scratch.write("token", format!("{token}\n"));
+    let daemon = Daemon::start(&["--workers", "2", "--auth-token-file", &token_file]);
+    let said = installed.script(
+        true,
+        &[
+            "connect",
+            &daemon.addr,
+            token,
+            &data(""),
+            env!("CARGO_BIN_EXE_patience"),
+            &dir,
+        ],
+    );
+    assert_eq!(said.trim(), "connect: ok");
+    assert_eq!(
+        installed.script(false, &["no-remote"]).trim(),
+        "no-remote: ok"
+    );
 }
 
 /// Whether the tools venv has `modules` (the engines' packages); under CI (`PATIENCE_VENV`) it

@@ -59,6 +59,7 @@ pub mod sniff;
 pub mod throttle;
 pub mod tls;
 pub mod wait;
+pub mod wheel;
 
 pub use cli::*;
 pub use columnar::*;

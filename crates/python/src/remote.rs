@@ -61,7 +61,9 @@ fn case_row<'py>(py: Python<'py>, text: Result<&str, Option<&str>>) -> PyResult<
             .map(|triple| PyTuple::new(py, triple))
             .collect::<PyResult<Vec<_>>>()?,
     )?;
-    Ok(Row::Send(PyTuple::new(py, [maze.into_any(), others.into_any()])?.into_any()))
+    Ok(Row::Send(
+        PyTuple::new(py, [maze.into_any(), others.into_any()])?.into_any(),
+    ))
 }
 
 /// `data`'s rows for a daemon: the `Outgoing` record and the payloads to send, in row order.
@@ -132,7 +134,9 @@ impl Outgoing {
         exact: Option<Vec<Option<String>>>,
     ) -> PyResult<Answers> {
         if std::mem::replace(&mut self.finished, true) {
-            return Err(PyRuntimeError::new_err("these rows' answers were already made"));
+            return Err(PyRuntimeError::new_err(
+                "these rows' answers were already made",
+            ));
         }
         one_each("probabilities", &probabilities, self.sent.len())?;
         one_each("errors", &errors, self.sent.len())?;
@@ -151,6 +155,8 @@ impl Outgoing {
         let (column, answers, exact) = (&self.column, &self.answers, self.exact);
         py.detach(|| work::batches(column, answers, exact))
             .map(|(schema, batches)| Answers::new(schema, batches))
-            .map_err(|e| PyValueError::new_err(format!("the answers cannot be made into Arrow: {e}")))
+            .map_err(|e| {
+                PyValueError::new_err(format!("the answers cannot be made into Arrow: {e}"))
+            })
     }
 }

@@ -331,7 +331,7 @@ impl<R: BufRead> DealReader<R> {
 
     /// Whether nine pile lines that make a deal begin at the `at`-th line held, within the
     /// first `window` lines held. A one-line step is not where deals begin again: the clients
-    /// in other languages (clients/python, clients/node) frame with this rule too, and judge
+    /// in other languages (patience.remote, clients/node) frame with this rule too, and judge
     /// nine pile lines without the position rules only the engine has.
     fn reads_at(&self, at: usize, window: usize) -> bool {
         at + PILES <= window

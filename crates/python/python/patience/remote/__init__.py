@@ -11,7 +11,7 @@
     for answer in solve_file("deals.in", ["http://127.0.0.1:50051"], deadline=60):
         print(answer.text())   # what `patience solve` prints for this deal
 
-The gRPC messages are made from the API's descriptors the wheel carries (`_proto`).
+The gRPC messages are made from the API's descriptors the wheel carries (`patience.remote.proto`).
 """
 
 from .client import DEFAULT_ADDR, Answer, RpcFailure, solve_file

@@ -21,7 +21,7 @@ import grpc
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
-from . import _proto
+from . import proto as _proto
 from .deals import DealFileError, read_deals
 
 DEFAULT_ADDR = "http://127.0.0.1:50051"

@@ -15,7 +15,7 @@ from typing import Iterator, Optional, Sequence
 
 import grpc
 
-from . import _proto
+from . import proto as _proto
 from .client import RpcFailure, _channel
 
 # A state's short name, by its number.
