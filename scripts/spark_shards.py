@@ -2,19 +2,20 @@
 """Deal files answered by Spark tasks running `patience`, collected in order: what
 `patience solve FILES` prints, byte for byte (docs/shards.md, "Spark").
 
-Two ways, one Spark session (pyspark, `local[2]` unless --master says otherwise):
-- shards (what this prints): one task per shard, task K running `patience solve --shard K/N FILES`
-  on files every executor can read (a shared volume); partition order is shard order, so the
-  collected output is the whole run's, bad deals' `error:` lines and their numbers included.
-- --pipe IN OUT: the deals of the file IN as records, one deal per record (its 36 cards on one
-  line), spread over --pipe-partitions partitions and piped through `patience solve -` with
-  `RDD.pipe`, one process per partition; the collected lines go to OUT. For a file of good deals
-  this is `patience solve IN` too; a bad deal's `error:` line would name its partition's standard
-  input and numbering instead of the file's, which is why shards are the way for real inputs.
+One Spark session (pyspark, `local[2]` unless --master says otherwise), one task per shard: task K
+runs `patience solve --shard K/N FILES` on files every executor can read (a shared volume);
+partition order is shard order, so the collected output is the whole run's, bad deals' `error:`
+lines and their numbers included.
+
+Deals held as records (a DataFrame's column) are not this script's: `patience.spark.solve` (the
+Python package, docs/python.md) answers them in the Python workers with `mapInArrow`, each answer
+beside its row. (This script's `--pipe` mode, deals piped through `patience solve -` with
+`RDD.pipe`, went for that reason: its error lines named a partition's standard input instead of
+the row.)
 
 Exit status: the whole run's (0, or 1 when some deal was bad); 2 when a task failed.
 
-Usage: spark_shards.py [--patience PATH] [--shards N] [--pipe IN OUT] FILE...
+Usage: spark_shards.py [--patience PATH] [--shards N] [--master URL] FILE...
 """
 
 import argparse
@@ -23,21 +24,11 @@ import subprocess
 import sys
 
 
-def deals_as_records(path):
-    """Each deal of a file of good UVa deals as one line of 36 cards: nine non-blank lines."""
-    with open(path, encoding="utf-8") as f:
-        lines = [line.split() for line in f if line.strip()]
-    for i in range(0, len(lines), 9):
-        yield " ".join(card for pile in lines[i : i + 9] for card in pile)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--patience", default="patience")
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--pipe", nargs=2, metavar=("IN", "OUT"))
-    parser.add_argument("--pipe-partitions", type=int, default=8)
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     files = [os.path.abspath(f) for f in args.files]
@@ -64,15 +55,6 @@ def main():
     try:
         parts = sc.parallelize(range(n), n).mapPartitionsWithIndex(shard).collect()
         status = max(code for code, _ in parts)
-        if args.pipe:
-            records = list(deals_as_records(args.pipe[0]))
-            lines = (
-                sc.parallelize(records, args.pipe_partitions)
-                .pipe(f"{patience} solve --workers 1 --quiet -")
-                .collect()
-            )
-            with open(args.pipe[1], "w", encoding="utf-8") as out:
-                out.writelines(line + "\n" for line in lines)
     except Exception as e:  # a task's failure, said once
         print(f"spark_shards: {e}", file=sys.stderr)
         return 2
