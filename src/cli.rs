@@ -269,6 +269,14 @@ pub struct ServeArgs {
     /// with the calls served.
     #[arg(long, env = "PATIENCE_MAX_JOBS", value_parser = at_least_one, default_value = "1")]
     pub max_jobs: NonZeroUsize,
+    /// Jobs that may wait for a place; a new one beyond is refused with RESOURCE_EXHAUSTED
+    /// (MAX_QUEUED_JOBS, HTTP 429) and a RetryInfo.
+    #[arg(long, env = "PATIENCE_MAX_QUEUED_JOBS", value_parser = at_least_one, default_value = "1000")]
+    pub max_queued_jobs: NonZeroUsize,
+    /// How long an ended job is kept (listed, watched, its record in DIR/.patience-jobs) before
+    /// it is forgotten; its output stays. DeleteJob forgets one at once.
+    #[arg(long, env = "PATIENCE_JOB_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    pub job_retention: std::time::Duration,
     /// Object storage's limits, for jobs' s3:// inputs and outputs.
     #[command(flatten)]
     pub storage: StorageFlags,

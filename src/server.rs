@@ -32,7 +32,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::auth::Secret;
-use crate::jobs::daemon::board::{Board, BoardSettings, JobMetrics, JobState};
+use crate::jobs::daemon::board::{Board, BoardSettings, Clock, JobMetrics, JobState};
 use crate::jobs::in_full;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
@@ -333,7 +333,10 @@ async fn serve(
                 tokio::task::spawn_blocking(move || Board::open(settings, pool, job_metrics))
                     .await
                     .map_err(|e| ServerError::Jobs(e.to_string()))?;
-            Some(opened.map_err(|e| ServerError::Jobs(in_full(&e)))?)
+            let board = opened.map_err(|e| ServerError::Jobs(in_full(&e)))?;
+            // Ended jobs leave after --job-retention, for as long as the daemon runs.
+            tokio::spawn(board.clone().sweep_every(Clock::start()));
+            Some(board)
         }
     };
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();

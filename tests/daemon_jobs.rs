@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::common::{Daemon, Output, S3Server, Scratch, data, patience, text};
+use crate::common::{Daemon, Output, S3Server, Scratch, data, fed_fifo, patience, text};
 
 /// Deals of the generated part of the inputs: enough that the job runs for a few seconds on two
 /// workers, so that it is seen running and killed or cancelled mid-way.
@@ -233,27 +233,6 @@ fn a_job_that_fails_on_its_input_says_why_in_its_words() {
         job["error"],
         "in/bad.in: line 10 is not text (a NUL byte at byte 6): not a file of deals or cases"
     );
-}
-
-/// A FIFO at `path` that a thread writes `bytes` into once a reader opens it, then holds open
-/// until `hold` says (or is dropped): a job reading it cannot finish before then.
-fn fed_fifo(
-    path: &Path,
-    bytes: Vec<u8>,
-    hold: std::sync::mpsc::Receiver<()>,
-) -> std::thread::JoinHandle<()> {
-    let made = Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(made.success(), "mkfifo {}", path.display());
-    let path = path.to_path_buf();
-    std::thread::spawn(move || {
-        use std::io::Write as _;
-        if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(&path) {
-            // A reader that goes away (the job cancelled) ends the write: not an error here.
-            if fifo.write_all(&bytes).is_ok() {
-                let _ = hold.recv();
-            }
-        }
-    })
 }
 
 /// A job is cancelled mid-way whatever the machine's speed: its second input is a FIFO that the

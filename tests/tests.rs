@@ -21,6 +21,7 @@ mod health;
 mod hostile;
 mod http_api;
 mod inputs;
+mod job_queue;
 mod json_cli;
 mod layout;
 mod long_jobs;

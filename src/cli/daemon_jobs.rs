@@ -1,5 +1,6 @@
 //! `patience jobs`: the daemon's jobs from the command line (patience.v1.JobService): `submit`
-//! one and watch it to its end with a progress bar, `watch`, `get`, `list`, `cancel`.
+//! one and watch it to its end with a progress bar, `watch`, `get`, `list` (page by page),
+//! `cancel`, `delete`.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -41,10 +42,42 @@ pub enum JobsCommand {
     Watch { job_id: String },
     /// Print a job as it is now.
     Get { job_id: String },
-    /// Print every job the daemon knows, oldest first.
-    List,
+    /// Print every job the daemon knows (those in one state with --state), oldest first, asking
+    /// for them a page at a time.
+    List {
+        /// Only jobs in this state.
+        #[arg(long, value_enum)]
+        state: Option<ListState>,
+        /// Jobs asked for per call (the daemon gives at most 1,000).
+        #[arg(long, default_value = "100", value_parser = clap::value_parser!(i32).range(1..=1000))]
+        page_size: i32,
+    },
     /// Stop a job (its output stays resumable: `submit` with the same id and spec goes on).
     Cancel { job_id: String },
+    /// Forget an ended job: its record goes, its output stays.
+    Delete { job_id: String },
+}
+
+/// A state `jobs list --state` takes.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ListState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl ListState {
+    fn proto(self) -> proto::JobState {
+        match self {
+            ListState::Queued => proto::JobState::Queued,
+            ListState::Running => proto::JobState::Running,
+            ListState::Succeeded => proto::JobState::Succeeded,
+            ListState::Failed => proto::JobState::Failed,
+            ListState::Cancelled => proto::JobState::Cancelled,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -140,16 +173,39 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitStatus> {
                 print_line(&line(&job.unwrap_or_default()))?;
                 Ok(ExitStatus::Ok)
             }
-            JobsCommand::List => {
-                let all = jobs
-                    .list_jobs(proto::ListJobsRequest {})
+            JobsCommand::List { state, page_size } => {
+                let mut request = proto::ListJobsRequest {
+                    page_size: *page_size,
+                    state: state.map_or(proto::JobState::Unspecified, ListState::proto) as i32,
+                    ..Default::default()
+                };
+                loop {
+                    let page = jobs
+                        .list_jobs(request.clone())
+                        .await
+                        .map_err(said)?
+                        .into_inner();
+                    for job in &page.jobs {
+                        print_line(&line(job))?;
+                    }
+                    if page.next_page_token.is_empty() {
+                        break;
+                    }
+                    request.page_token = page.next_page_token;
+                }
+                Ok(ExitStatus::Ok)
+            }
+            JobsCommand::Delete { job_id } => {
+                let request = proto::DeleteJobRequest {
+                    job_id: job_id.clone(),
+                };
+                let job = jobs
+                    .delete_job(request)
                     .await
                     .map_err(said)?
                     .into_inner()
-                    .jobs;
-                for job in &all {
-                    print_line(&line(job))?;
-                }
+                    .job;
+                print_line(&line(&job.unwrap_or_default()))?;
                 Ok(ExitStatus::Ok)
             }
             JobsCommand::Cancel { job_id } => {

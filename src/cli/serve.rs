@@ -84,6 +84,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
         jobs: args.jobs_dir.clone().map(|dir| BoardSettings {
             dir,
             max_jobs: args.max_jobs.get(),
+            max_queued: args.max_queued_jobs.get(),
+            retention: args.job_retention,
             storage: args.storage.settings(),
         }),
         ..ServerConfig::default()

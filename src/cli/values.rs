@@ -79,7 +79,7 @@ pub(super) fn at_least_one(text: &str) -> Result<NonZeroUsize, String> {
     })
 }
 
-/// Reads a duration such as `30s`, `500ms`, `2m` or a plain number of seconds.
+/// Reads a duration such as `30s`, `500ms`, `2m`, `12h`, `7d` or a plain number of seconds.
 pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
@@ -88,6 +88,10 @@ pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         (n, 1.0)
     } else if let Some(n) = text.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = text.strip_suffix('h') {
+        (n, 3600.0)
+    } else if let Some(n) = text.strip_suffix('d') {
+        (n, 86400.0)
     } else {
         (text, 1.0)
     };

@@ -22,7 +22,7 @@ pub const RETRY_AFTER_LOAD: Duration = Duration::from_secs(1);
 
 /// Every reason's name, in the order the documents list them (README.md, docs/api.md and the
 /// proto, which the tests hold to this list).
-pub const NAMES: [&str; 19] = [
+pub const NAMES: [&str; 20] = [
     "MAX_MESSAGE_BYTES",
     "MAX_DEALS_PER_REQUEST",
     "MAX_OPEN_STREAMS",
@@ -42,6 +42,7 @@ pub const NAMES: [&str; 19] = [
     "JOB_INVALID",
     "JOB_PRECONDITION",
     "JOB_NOT_FOUND",
+    "MAX_QUEUED_JOBS",
 ];
 
 /// Why a call failed or was refused.
@@ -96,6 +97,8 @@ pub enum Reason {
     JobPrecondition { field: String, detail: String },
     /// No job of that id.
     JobNotFound { id: String },
+    /// `--max-queued-jobs` jobs already wait for a place.
+    MaxQueuedJobs { limit: usize },
 }
 
 impl Reason {
@@ -123,6 +126,7 @@ impl Reason {
             Reason::JobInvalid { .. } => "JOB_INVALID",
             Reason::JobPrecondition { .. } => "JOB_PRECONDITION",
             Reason::JobNotFound { .. } => "JOB_NOT_FOUND",
+            Reason::MaxQueuedJobs { .. } => "MAX_QUEUED_JOBS",
         }
     }
 
@@ -132,7 +136,8 @@ impl Reason {
             Reason::MaxMessageBytes { .. }
             | Reason::MaxOpenCalls { .. }
             | Reason::MaxDealsInFlight { .. }
-            | Reason::StallTimeout { .. } => Code::ResourceExhausted,
+            | Reason::StallTimeout { .. }
+            | Reason::MaxQueuedJobs { .. } => Code::ResourceExhausted,
             Reason::MaxDealsPerRequest { .. }
             | Reason::BadTimeout
             | Reason::MalformedMessage { .. }
@@ -221,6 +226,10 @@ impl Reason {
                 format!("{field}: {detail}")
             }
             Reason::JobNotFound { id } => format!("no job {id:?} on this daemon"),
+            Reason::MaxQueuedJobs { limit } => format!(
+                "{limit} jobs already wait for a place (server flag --max-queued-jobs); retry \
+                 later, once some have started"
+            ),
         }
     }
 
@@ -243,6 +252,10 @@ impl Reason {
             }
             Reason::MaxOpenCalls { flag, limit } => {
                 put("flag", (*flag).to_string());
+                put("limit", limit.to_string());
+            }
+            Reason::MaxQueuedJobs { limit } => {
+                put("flag", "--max-queued-jobs".into());
                 put("limit", limit.to_string());
             }
             Reason::MaxDealsInFlight { limit } => {
@@ -283,6 +296,13 @@ impl Reason {
         match self {
             Reason::MaxOpenCalls { .. } | Reason::MaxDealsInFlight { .. } => {
                 details.set_retry_info(Some(RETRY_AFTER_LOAD));
+            }
+            Reason::MaxQueuedJobs { limit } => {
+                details.set_retry_info(Some(RETRY_AFTER_LOAD));
+                details.add_quota_failure_violation(
+                    "--max-queued-jobs",
+                    format!("at most {limit} jobs wait for a place"),
+                );
             }
             Reason::Draining | Reason::DrainTimeout { .. } | Reason::DrainCut { .. } => {
                 details.set_retry_info(Some(Duration::ZERO));
@@ -411,6 +431,7 @@ mod tests {
                 detail: "cannot read a.in".into(),
             },
             Reason::JobNotFound { id: "j1".into() },
+            Reason::MaxQueuedJobs { limit: 1000 },
         ];
         let mut names = std::collections::HashSet::new();
         for reason in all {
@@ -433,7 +454,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(names.len(), 19, "one name per cause");
+        assert_eq!(names.len(), 20, "one name per cause");
         assert_eq!(names, NAMES.into_iter().collect(), "NAMES lists them all");
     }
 

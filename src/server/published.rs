@@ -26,6 +26,13 @@ pub(super) fn limits(config: &ServerConfig, metrics: &Metrics) {
             config.jobs.as_ref().map_or(0, |jobs| jobs.max_jobs as u64),
         ),
         (
+            "max_queued_jobs",
+            config
+                .jobs
+                .as_ref()
+                .map_or(0, |jobs| jobs.max_queued as u64),
+        ),
+        (
             "metrics_max_connections",
             config.metrics_max_connections as u64,
         ),
@@ -49,6 +56,10 @@ pub(super) fn limits(config: &ServerConfig, metrics: &Metrics) {
         ("drain_cut_after", l.drain_cut_after),
         ("stall_timeout", l.stall_timeout),
         ("liveness_timeout", config.liveness_timeout),
+        (
+            "job_retention",
+            config.jobs.as_ref().map(|jobs| jobs.retention),
+        ),
     ] {
         metrics.limit_seconds(flag, value);
     }

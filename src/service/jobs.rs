@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::jobs::daemon::board::{Board, JobState, JobView};
+use crate::jobs::daemon::board::{Board, Cursor, JobState, JobView};
 use crate::jobs::daemon::spec::{JobGame, JobSpec, Refusal};
 use crate::proto::reason::Reason;
 use crate::proto::{self, job_service_server::JobService};
@@ -96,20 +96,31 @@ pub fn refused(refusal: Refusal) -> Reason {
             field,
             detail: message,
         },
+        Refusal::QueueFull { limit } => Reason::MaxQueuedJobs { limit },
+    }
+}
+
+/// A page of ListJobs when the request asks for none in particular, and the most one may hold
+/// (AIP-158: a larger page_size is taken as this).
+pub const DEFAULT_PAGE: usize = 100;
+pub const MAX_PAGE: usize = 1000;
+
+fn state_from(state: proto::JobState) -> JobState {
+    match state {
+        proto::JobState::Running => JobState::Running,
+        proto::JobState::Succeeded => JobState::Succeeded,
+        proto::JobState::Failed => JobState::Failed,
+        proto::JobState::Cancelled => JobState::Cancelled,
+        proto::JobState::Queued | proto::JobState::Unspecified => JobState::Queued,
     }
 }
 
 /// A state's short name (`queued`, `running`, ...), from the wire's number.
 pub fn state_name(state: i32) -> &'static str {
-    let state = match proto::JobState::try_from(state) {
-        Ok(proto::JobState::Queued) => JobState::Queued,
-        Ok(proto::JobState::Running) => JobState::Running,
-        Ok(proto::JobState::Succeeded) => JobState::Succeeded,
-        Ok(proto::JobState::Failed) => JobState::Failed,
-        Ok(proto::JobState::Cancelled) => JobState::Cancelled,
-        _ => return "unspecified",
-    };
-    state.name()
+    match proto::JobState::try_from(state) {
+        Ok(proto::JobState::Unspecified) | Err(_) => "unspecified",
+        Ok(state) => state_from(state).name(),
+    }
 }
 
 /// A job for the wire.
@@ -199,10 +210,64 @@ impl JobService for JobsService {
 
     async fn list_jobs(
         &self,
-        _: Request<proto::ListJobsRequest>,
+        request: Request<proto::ListJobsRequest>,
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        let request = request.into_inner();
+        let invalid = |field: &str, detail: String| {
+            Reason::JobInvalid {
+                field: field.into(),
+                detail,
+            }
+            .status()
+        };
+        let size = match request.page_size {
+            0 => DEFAULT_PAGE,
+            n if n < 0 => return Err(invalid("page_size", format!("{n}: not negative"))),
+            n => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
+        };
+        let state = match proto::JobState::try_from(request.state) {
+            Ok(proto::JobState::Unspecified) => None,
+            Ok(state) => Some(state_from(state)),
+            Err(_) => {
+                return Err(invalid(
+                    "state",
+                    format!("{} is not a state", request.state),
+                ));
+            }
+        };
+        let after = match request.page_token.as_str() {
+            "" => None,
+            token => Some(
+                Cursor::from_token(token, state)
+                    .map_err(|e| invalid("page_token", e.to_string()))?,
+            ),
+        };
+        let page = self.board()?.page(state, after.as_ref(), size);
         Ok(Response::new(proto::ListJobsResponse {
-            jobs: self.board()?.list().into_iter().map(job_to).collect(),
+            jobs: page.jobs.into_iter().map(job_to).collect(),
+            next_page_token: page.next.map(|c| c.token(state)).unwrap_or_default(),
+        }))
+    }
+
+    async fn delete_job(
+        &self,
+        request: Request<proto::DeleteJobRequest>,
+    ) -> Result<Response<proto::DeleteJobResponse>, Status> {
+        let id = request.into_inner().job_id;
+        let board = self.board()?.clone();
+        let asked = id.clone();
+        let gone = tokio::task::spawn_blocking(move || board.delete(&asked))
+            .await
+            .map_err(|e| {
+                Reason::Internal {
+                    detail: e.to_string(),
+                }
+                .status()
+            })?
+            .map_err(|r| refused(r).status())?
+            .ok_or_else(|| Reason::JobNotFound { id }.status())?;
+        Ok(Response::new(proto::DeleteJobResponse {
+            job: Some(job_to(gone)),
         }))
     }
 

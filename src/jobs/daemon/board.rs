@@ -10,7 +10,7 @@
 //! queued or running there when the daemon starts is queued again, and its run resumes its output
 //! where the last one stopped (`--resume`), ending with the same bytes as one uninterrupted run.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -38,8 +38,13 @@ use crate::pool::Pool;
 /// not for 256-deal ones (docs/jobs.md has the figures).
 pub const BATCH: BatchSize = BatchSize::growing(16, 64);
 
+mod forget;
 mod kept;
+mod page;
 mod run;
+
+pub use forget::Clock;
+pub use page::{Cursor, Page, PageError};
 
 pub use kept::{JobState, JobView};
 use kept::{Kept, VERSION, check_id, now_ms};
@@ -63,11 +68,16 @@ pub enum BoardError {
     },
 }
 
-/// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`).
+/// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`, `--max-queued-jobs`,
+/// `--job-retention`).
 #[derive(Clone, Debug)]
 pub struct BoardSettings {
     pub dir: PathBuf,
     pub max_jobs: usize,
+    /// Jobs that may wait for a place; a create beyond is refused (`Refusal::QueueFull`).
+    pub max_queued: usize,
+    /// How long an ended job is kept before it is forgotten ([`Board::sweep`]).
+    pub retention: Duration,
     pub storage: StorageSettings,
 }
 
@@ -93,8 +103,8 @@ struct JobEntry {
 #[derive(Default)]
 struct Table {
     jobs: HashMap<String, JobEntry>,
-    /// Every id, oldest first.
-    order: Vec<String>,
+    /// Every job by (created_ms, id): the order lists go in, and where a page goes on from.
+    order: BTreeSet<(i64, String)>,
     queue: VecDeque<String>,
     running: usize,
     made: u64,
@@ -186,7 +196,7 @@ impl Board {
             if !job.state.ended() {
                 table.queue.push_back(job.id.clone());
             }
-            table.order.push(job.id.clone());
+            table.order.insert((job.created_ms, job.id.clone()));
             let mut job = job;
             if !job.state.ended() {
                 job.state = JobState::Queued;
@@ -218,6 +228,7 @@ impl Board {
                 "taking up the jobs a last run left unfinished"
             );
         }
+        board.sweep(now_ms());
         board.pump(board.table());
         Ok(board)
     }
@@ -235,6 +246,7 @@ impl Board {
         if let Some(id) = id {
             check_id(id)?;
             let mut table = self.table();
+            let queued = table.queue.len();
             if let Some(entry) = table.jobs.get_mut(id) {
                 if entry.kept.spec != spec {
                     return Err(Refusal::Unmet {
@@ -242,8 +254,10 @@ impl Board {
                         message: format!("job {id} exists, with another spec"),
                     });
                 }
-                // A job cancelled or failed goes on from its output as it stands.
+                // A job cancelled or failed goes on from its output as it stands, if the queue
+                // has room for it.
                 if matches!(entry.kept.state, JobState::Cancelled | JobState::Failed) {
+                    self.room(queued)?;
                     entry.kept.state = JobState::Queued;
                     entry.kept.error.clear();
                     entry.kept.ended_ms = 0;
@@ -262,6 +276,7 @@ impl Board {
         // Checked before anything is kept: a refused spec leaves no trace.
         spec.place(&self.inner.settings.dir)?;
         let mut table = self.table();
+        self.room(table.queue.len())?;
         let id = match id {
             Some(id) => id.to_string(),
             None => loop {
@@ -293,7 +308,7 @@ impl Board {
             field: "job_id".into(),
             message: format!("cannot keep the job's record: {}", in_full(&e)),
         })?;
-        table.order.push(id.clone());
+        table.order.insert((kept.created_ms, id.clone()));
         table.queue.push_back(id.clone());
         table.jobs.insert(
             id.clone(),
@@ -309,20 +324,18 @@ impl Board {
         Ok(made)
     }
 
+    /// Whether one more job may wait, with `queued` waiting already.
+    fn room(&self, queued: usize) -> Result<(), Refusal> {
+        let limit = self.inner.settings.max_queued;
+        if queued >= limit {
+            return Err(Refusal::QueueFull { limit });
+        }
+        Ok(())
+    }
+
     /// Job `id` as it is now.
     pub fn get(&self, id: &str) -> Option<JobView> {
         self.table().jobs.get(id).map(view)
-    }
-
-    /// Every job, oldest first.
-    pub fn list(&self) -> Vec<JobView> {
-        let table = self.table();
-        table
-            .order
-            .iter()
-            .filter_map(|id| table.jobs.get(id))
-            .map(view)
-            .collect()
     }
 
     /// Stops job `id`: a queued one at once, a running one within a second (its output is left

@@ -52,6 +52,9 @@ pub enum Refusal {
     Invalid { field: String, message: String },
     #[error("{field}: {message}")]
     Unmet { field: String, message: String },
+    /// `--max-queued-jobs` jobs already wait.
+    #[error("{limit} jobs already wait (--max-queued-jobs)")]
+    QueueFull { limit: usize },
 }
 
 impl Refusal {
@@ -287,6 +290,7 @@ mod tests {
         let field = |r: Refusal| match r {
             Refusal::Invalid { field, .. } => format!("invalid {field}"),
             Refusal::Unmet { field, .. } => format!("unmet {field}"),
+            Refusal::QueueFull { .. } => "queue full".to_string(),
         };
         let refused = |s: JobSpec| field(s.place(&dir).unwrap_err());
         assert_eq!(refused(spec(&[], "o")), "invalid spec.inputs");
@@ -344,6 +348,7 @@ mod tests {
             Refusal::Invalid { field, message } | Refusal::Unmet { field, message } => {
                 format!("{field}: {message}")
             }
+            full @ Refusal::QueueFull { .. } => full.to_string(),
         };
         for (spec, said) in [
             (

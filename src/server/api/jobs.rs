@@ -1,7 +1,8 @@
 //! The daemon's jobs on the plain HTTP API, JSON in and out: `POST /v1/jobs` creates one (the
 //! body: `job_id`, `inputs`, `output`, `game`, `format`, `precision`, `shard`; only `inputs` and
-//! `output` needed), `GET /v1/jobs` lists them, `GET /v1/jobs/ID` shows one, `DELETE
-//! /v1/jobs/ID` cancels it. Each is entered in the call layer as its JobService rpc (the token,
+//! `output` needed), `GET /v1/jobs` lists them a page at a time (`?page_size=`, `&page_token=`,
+//! `&state=`), `GET /v1/jobs/ID` shows one, `POST /v1/jobs/ID:cancel` cancels it (AIP-136's
+//! custom method) and `DELETE /v1/jobs/ID` forgets an ended one. Each is entered in the call layer as its JobService rpc (the token,
 //! the unary calls' cap, the series, the span), then made on the service directly, as the
 //! solving routes are; a refusal is its reason's HTTP status with the words and
 //! `X-Patience-Reason`.
@@ -56,21 +57,29 @@ pub async fn answer(
     request: http::Request<Body>,
 ) -> http::Response<Body> {
     let path = request.uri().path().to_string();
-    let id = path.strip_prefix("/v1/jobs/").map(str::to_string);
+    let query = request.uri().query().unwrap_or_default().to_string();
+    let mut id = path.strip_prefix("/v1/jobs/").map(str::to_string);
+    let cancel = id
+        .as_ref()
+        .and_then(|i| i.strip_suffix(":cancel"))
+        .map(str::to_string);
     let method = request.method().clone();
-    let rpc = match (&method, &id) {
-        (&Method::POST, None) => "CreateJob",
-        (&Method::GET, None) => "ListJobs",
-        (&Method::GET, Some(_)) => "GetJob",
-        (&Method::DELETE, Some(_)) => "CancelJob",
+    let rpc = match (&method, &id, &cancel) {
+        (&Method::POST, None, _) => "CreateJob",
+        (&Method::GET, None, _) => "ListJobs",
+        (&Method::POST, Some(_), Some(_)) => "CancelJob",
+        (&Method::GET, Some(_), None) => "GetJob",
+        (&Method::DELETE, Some(_), None) => "DeleteJob",
         _ => {
             let mut response = plain(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "/v1/jobs takes POST (a job) and GET; /v1/jobs/ID takes GET and DELETE",
+                "/v1/jobs takes POST (a job) and GET; /v1/jobs/ID takes GET and DELETE (an ended \
+                 job); /v1/jobs/ID:cancel takes POST",
             );
-            let allow = match id {
-                None => "GET, POST",
-                Some(_) => "GET, DELETE",
+            let allow = match (id, cancel) {
+                (None, _) => "GET, POST",
+                (Some(_), Some(_)) => "POST",
+                (Some(_), None) => "GET, DELETE",
             };
             response
                 .headers_mut()
@@ -78,6 +87,9 @@ pub async fn answer(
             return response;
         }
     };
+    if cancel.is_some() {
+        id = cancel;
+    }
     let (parts, body) = request.into_parts();
     let peer = parts
         .extensions
@@ -103,16 +115,26 @@ pub async fn answer(
                 return plain(StatusCode::BAD_REQUEST, &words);
             }
         },
-        ("ListJobs", _) => jobs
-            .list_jobs(Request::new(proto::ListJobsRequest {}))
-            .await
-            .map(|r| {
-                let all: Vec<serde_json::Value> =
-                    r.into_inner().jobs.iter().map(job_json).collect();
-                serde_json::json!({ "jobs": all })
+        ("ListJobs", _) => match list_query(&query) {
+            Ok(request) => jobs.list_jobs(Request::new(request)).await.map(|r| {
+                let page = r.into_inner();
+                let all: Vec<serde_json::Value> = page.jobs.iter().map(job_json).collect();
+                let next = (!page.next_page_token.is_empty()).then_some(page.next_page_token);
+                serde_json::json!({ "jobs": all, "next_page_token": next })
             }),
+            Err(words) => {
+                entered.end(Code::InvalidArgument);
+                return plain(StatusCode::BAD_REQUEST, &words);
+            }
+        },
         ("GetJob", Some(job_id)) => jobs
             .get_job(Request::new(proto::GetJobRequest { job_id }))
+            .await
+            .map(|r| one(r.into_inner().job)),
+        ("DeleteJob", job_id) => jobs
+            .delete_job(Request::new(proto::DeleteJobRequest {
+                job_id: job_id.unwrap_or_default(),
+            }))
             .await
             .map(|r| one(r.into_inner().job)),
         (_, job_id) => jobs
@@ -141,6 +163,51 @@ pub async fn answer(
             refused_status(&status)
         }
     }
+}
+
+/// A `GET /v1/jobs`'s query (`page_size`, `page_token`, `state` by its short name) as its rpc's
+/// request; the words for what is wrong otherwise.
+fn list_query(query: &str) -> Result<proto::ListJobsRequest, String> {
+    let mut request = proto::ListJobsRequest::default();
+    let shown = |text: &str| crate::deal::Token::cut(text, 40);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match name {
+            "page_size" => {
+                request.page_size = value
+                    .parse()
+                    .ok()
+                    .filter(|n: &i32| *n >= 0)
+                    .ok_or_else(|| format!("page_size is a whole number, not {}", shown(value)))?;
+            }
+            "page_token" => request.page_token = value.to_string(),
+            "state" => {
+                let state = [
+                    proto::JobState::Queued,
+                    proto::JobState::Running,
+                    proto::JobState::Succeeded,
+                    proto::JobState::Failed,
+                    proto::JobState::Cancelled,
+                ]
+                .into_iter()
+                .find(|s| state_name(*s as i32) == value)
+                .ok_or_else(|| {
+                    format!(
+                        "state is queued, running, succeeded, failed or cancelled, not {}",
+                        shown(value)
+                    )
+                })?;
+                request.state = state as i32;
+            }
+            _ => {
+                return Err(format!(
+                    "{} is not a parameter of /v1/jobs: page_size, page_token, state",
+                    shown(name)
+                ));
+            }
+        }
+    }
+    Ok(request)
 }
 
 /// The body of a `POST /v1/jobs`, read (up to [`MAX_BODY`]) into its rpc's request.

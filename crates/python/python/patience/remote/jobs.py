@@ -1,5 +1,5 @@
 """Jobs a daemon runs (`patience serve --jobs-dir`, `patience.v1.JobService`): submit one, watch
-it to its end, get, list and cancel them. A job names its inputs and its output as paths under
+it to its end, get, list (page by page), cancel and delete them. A job names its inputs and its output as paths under
 the daemon's --jobs-dir or as s3:// objects; the daemon reads and writes them itself, so nothing
 but the job's spec and its progress crosses the wire.
 
@@ -8,7 +8,8 @@ but the job's spec and its progress crosses the wire.
     for job in jobs.watch("http://127.0.0.1:50051", job.job_id):
         print(jobs.STATES[job.state], job.items_done)
 
-A refusal raises `RpcFailure` with its reason (JOB_INVALID, JOB_PRECONDITION, JOB_NOT_FOUND).
+A refusal raises `RpcFailure` with its reason (JOB_INVALID, JOB_PRECONDITION, JOB_NOT_FOUND,
+MAX_QUEUED_JOBS).
 """
 
 from typing import Iterator, Optional, Sequence
@@ -61,7 +62,7 @@ def submit(addr: str, inputs: Sequence[str], output: str, job_id: str = "", rps:
     if chosen not in FORMATS:
         raise ValueError(f"format {chosen!r} is not one of {', '.join(FORMATS)}")
     spec = _proto.jobs.JobSpec(
-        inputs=list(inputs), output=output, shard=shard,
+        inputs=[*inputs], output=output, shard=shard,
         game=_proto.jobs.JOB_GAME_RPS if rps else _proto.jobs.JOB_GAME_DEALS,
         format=FORMATS[chosen])
     if precision is not None:
@@ -88,6 +89,32 @@ def get(addr: str, job_id: str, token: Optional[str] = None, **tls) -> _proto.jo
     channel, stub, metadata = _stub(addr, token, tls.get("tls_ca"), tls.get("tls_cert"), tls.get("tls_key"))
     with channel:
         return _call(addr, stub.GetJob, _proto.jobs.GetJobRequest(job_id=job_id), metadata).job
+
+
+def list(addr: str, state: Optional[str] = None, page_size: int = 100, token: Optional[str] = None,
+         **tls) -> Iterator[_proto.jobs.Job]:
+    """Every job the daemon knows (those in `state`, a name of STATES, when given), oldest first,
+    asked for `page_size` at a time."""
+    states = {name: number for number, name in STATES.items()}
+    if state is not None and state not in states:
+        raise ValueError(f"state {state!r} is not one of {', '.join(states)}")
+    channel, stub, metadata = _stub(addr, token, tls.get("tls_ca"), tls.get("tls_cert"), tls.get("tls_key"))
+    with channel:
+        request = _proto.jobs.ListJobsRequest(page_size=page_size, state=states.get(state, 0))
+        while True:
+            page = _call(addr, stub.ListJobs, request, metadata)
+            yield from page.jobs
+            if not page.next_page_token:
+                return
+            request.page_token = page.next_page_token
+
+
+def delete(addr: str, job_id: str, token: Optional[str] = None, **tls) -> _proto.jobs.Job:
+    """Forgets an ended job (its output stays); RpcFailure JOB_PRECONDITION for a queued or
+    running one."""
+    channel, stub, metadata = _stub(addr, token, tls.get("tls_ca"), tls.get("tls_cert"), tls.get("tls_key"))
+    with channel:
+        return _call(addr, stub.DeleteJob, _proto.jobs.DeleteJobRequest(job_id=job_id), metadata).job
 
 
 def cancel(addr: str, job_id: str, token: Optional[str] = None, **tls) -> _proto.jobs.Job:
