@@ -190,6 +190,10 @@ fn main() {
             println!("{engine}: no figure");
             continue;
         };
+        assert_eq!(
+            rows as usize, engine_deals,
+            "{engine} answered {rows} rows of {engine_deals}"
+        );
         println!(
             "{engine}: {:.0} deals/s = {:.3}x patience solve --workers 2 (target: 0.8 or more); start-up {:.1} s apart; {rows:.0} rows",
             rate(engine_deals, took),
