@@ -1,6 +1,7 @@
 //! Jobs benchmark: prints figures, asserts nothing about time.
 //!
-//! `cargo bench --bench jobs` (options after `--`: `--deals N` (1,000,000), `--calls C` (400)).
+//! `cargo bench --bench jobs` (options after `--`: `--deals N` (1,000,000), `--calls C` (400),
+//! `--queued Q` (10,000), `--queue-only` for the last part alone).
 //!
 //! N random deals (`patience gen --seed 2026`), zstd-compressed, as an object of a `moto_server`
 //! the bench starts (PyPI's S3-compatible store, from `PATIENCE_VENV`; without it the bench says
@@ -13,7 +14,11 @@
 //!   (median and p99);
 //! - the same job again, the daemon killed with SIGKILL two thirds of the way and started again: the
 //!   wall time from CreateJob to the end, restart included, and whether the object written is
-//!   byte for byte the first job's and `solve`'s.
+//!   byte for byte the first job's and `solve`'s;
+//! - Q jobs queued behind one held running (its input a FIFO the bench keeps open), on a local
+//!   `--jobs-dir`: the creates' rate (16 callers at once), ListJobs of one page (100 jobs; and of
+//!   1,000) median and p99 over 50 calls with the Q jobs there, and the daemon's start-up with
+//!   their Q records on disk (SIGKILL, then from spawn to the first ListJobs answered).
 
 mod support;
 
@@ -101,10 +106,157 @@ fn said(us: &[f64]) -> String {
     )
 }
 
+/// Q queued jobs: the creates' rate, a page's latency, and a start-up with their records.
+fn queue(queued: usize) {
+    let dir = TempDir::new("jobs-queue");
+    let folder = dir.join("jobs");
+    std::fs::create_dir_all(folder.join("in")).unwrap();
+    std::fs::write(folder.join("in/a.in"), b"AS 9S 6C KS\nJC QH AC KH\n7S QD JD KD\nQS TS JS 9H\n6D TD AD 8S\nQC TH KC 8D\n8C 9D TC 7C\n9C 7H JH 7D\n8H 6S AH 6H\n").unwrap();
+    let fifo = folder.join("in/f.in");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (hold, held) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            let _ = f.write_all(b"AS 9S 6C KS\n");
+            let _ = held.recv();
+        }
+    });
+    let path = folder.display().to_string();
+    let limit = (queued + 10).to_string();
+    let args = [
+        "--workers",
+        "1",
+        "--jobs-dir",
+        &path,
+        "--max-queued-jobs",
+        &limit,
+    ];
+    let mut daemon = Daemon::start_with(&args, &[("RUST_LOG", "warn")], None);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let local = |id: &str, input: &str| proto::CreateJobRequest {
+        job_id: id.into(),
+        spec: Some(proto::JobSpec {
+            inputs: vec![input.into()],
+            output: format!("out/{id}.txt"),
+            ..Default::default()
+        }),
+    };
+    let (made, pages, thousands) = runtime.block_on(async {
+        let mut client = jobs(&daemon).await;
+        client
+            .create_job(local("held", "in/f.in"))
+            .await
+            .expect("create");
+        let started = Instant::now();
+        let callers: Vec<_> = (0..16)
+            .map(|c| {
+                let addr = daemon.addr.clone();
+                tokio::spawn(async move {
+                    let mut client = JobServiceClient::connect(addr).await.expect("connect");
+                    for i in (c..queued).step_by(16) {
+                        let request = proto::CreateJobRequest {
+                            job_id: format!("q{i:06}"),
+                            spec: Some(proto::JobSpec {
+                                inputs: vec!["in/a.in".into()],
+                                output: format!("out/q{i:06}.txt"),
+                                ..Default::default()
+                            }),
+                        };
+                        client.create_job(request).await.expect("create");
+                    }
+                })
+            })
+            .collect();
+        for caller in callers {
+            caller.await.expect("a caller");
+        }
+        let made = started.elapsed();
+        let timed = |size: i32| {
+            let mut client = client.clone();
+            async move {
+                let mut took = Vec::new();
+                for _ in 0..50 {
+                    let at = Instant::now();
+                    let page = client
+                        .list_jobs(proto::ListJobsRequest {
+                            page_size: size,
+                            ..Default::default()
+                        })
+                        .await
+                        .expect("list");
+                    took.push(at.elapsed());
+                    assert_eq!(page.into_inner().jobs.len(), size as usize);
+                }
+                took.sort();
+                took
+            }
+        };
+        let pages = timed(100).await;
+        let thousands = timed(1000).await;
+        (made, pages, thousands)
+    });
+    let records = std::fs::read_dir(folder.join(".patience-jobs")).map_or(0, |d| d.count());
+    daemon.kill();
+    let started = Instant::now();
+    let again = Daemon::start_with(&args, &[("RUST_LOG", "warn")], None);
+    // The port listens before the board has read its records: the start-up ends at the first
+    // ListJobs answered.
+    let listening = started.elapsed();
+    let listed = runtime.block_on(async {
+        let mut client = jobs(&again).await;
+        loop {
+            let asked = proto::ListJobsRequest {
+                page_size: 1,
+                ..Default::default()
+            };
+            if client.list_jobs(asked).await.is_ok() {
+                return started.elapsed();
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+    drop(again);
+    drop(hold);
+    let _ = writer.join();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{queued} jobs created behind a running one:   {:>7.2} s, {:.0} creates/s (16 callers)",
+        made.as_secs_f64(),
+        queued as f64 / made.as_secs_f64()
+    );
+    println!(
+        "ListJobs, one page of 100 of them:          median {:.2} ms, p99 {:.2} ms",
+        ms(percentile(&pages, 0.5)),
+        ms(percentile(&pages, 0.99))
+    );
+    println!(
+        "ListJobs, one page of 1,000:                median {:.2} ms, p99 {:.2} ms",
+        ms(percentile(&thousands, 0.5)),
+        ms(percentile(&thousands, 0.99))
+    );
+    println!(
+        "start-up with {records} records on disk:        {:>7.3} s from spawn to the first ListJobs answered ({:.3} s to listening)",
+        listed.as_secs_f64(),
+        listening.as_secs_f64()
+    );
+}
+
 fn main() {
     let flags = Flags::from_env();
     let deals: usize = flags.get("--deals", 1_000_000usize);
     let calls: usize = flags.get("--calls", 400usize).max(10);
+    let queued: usize = flags.get("--queued", 10_000usize).max(1);
+    if flags.has("--queue-only") {
+        queue(queued);
+        return;
+    }
     let Some(s3) = S3Server::start() else {
         println!("no moto_server in PATIENCE_VENV: the jobs bench needs it");
         return;
@@ -262,4 +414,6 @@ fn main() {
             "DIFFERENT from solve's"
         }
     );
+    drop(daemon);
+    queue(queued);
 }
