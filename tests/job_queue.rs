@@ -75,19 +75,42 @@ async fn state(jobs: &mut JobServiceClient<Channel>, id: &str) -> Result<i32, to
         .state)
 }
 
-/// Creates job `run` on the FIFO and waits (for the event) until it runs: it then holds the one
-/// place until the test lets the FIFO end.
+/// Creates job `run` on the FIFO and waits for the event of its running (its watch), bounded by
+/// the hang limit: it then holds the one place until the test lets the FIFO end.
 async fn one_running(jobs: &mut JobServiceClient<Channel>) {
     create(jobs, "run", "in/f.in").await.unwrap();
-    let mut running = false;
-    for _ in 0..(HANG_LIMIT.as_millis() / 20) {
-        if state(jobs, "run").await.unwrap() == JobState::Running as i32 {
-            running = true;
-            break;
+    let request = proto::WatchJobRequest {
+        job_id: "run".into(),
+    };
+    let mut watch = jobs.watch_job(request).await.unwrap().into_inner();
+    let running = async {
+        while let Some(update) = watch.message().await.unwrap() {
+            if update
+                .job
+                .is_some_and(|j| j.state == JobState::Running as i32)
+            {
+                return;
+            }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(running, "the FIFO's job never ran");
+        panic!("the FIFO's job ended without running");
+    };
+    tokio::time::timeout(HANG_LIMIT, running)
+        .await
+        .expect("the FIFO's job never ran");
+}
+
+/// The ids of a `GET /v1/jobs` page, and its next page's token.
+fn http_page(url: &str) -> (Vec<String>, Option<String>) {
+    let (code, _, body) = curl(&[url]);
+    assert_eq!(code, "200", "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job_id"].as_str().unwrap().to_string())
+        .collect();
+    (ids, json["next_page_token"].as_str().map(str::to_string))
 }
 
 /// `curl`'s status code, headers and body for `args`.
@@ -340,25 +363,10 @@ async fn pages_list_every_job_once_while_jobs_come_and_go() {
 
     // HTTP: the same pages; and the command line goes through them all.
     let url = format!("{}/v1/jobs?page_size=2&state=cancelled", daemon.addr);
-    let (code, _, body) = curl(&[&url]);
-    assert_eq!(code, "200", "{body}");
-    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let ids: Vec<&str> = json["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["job_id"].as_str().unwrap())
-        .collect();
+    let (ids, token) = http_page(&url);
     assert_eq!(ids, left[..2]);
-    let token = json["next_page_token"].as_str().expect("a next page");
-    let (_, _, body) = curl(&[&format!("{url}&page_token={token}")]);
-    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let ids: Vec<&str> = json["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["job_id"].as_str().unwrap())
-        .collect();
+    let token = token.expect("a next page");
+    let (ids, _) = http_page(&format!("{url}&page_token={token}"));
     assert_eq!(ids, left[2..4]);
     let (code, _, body) = curl(&[&format!("{}/v1/jobs?state=sleeping", daemon.addr)]);
     assert_eq!(code, "400", "{body}");

@@ -100,6 +100,21 @@ pub fn refused(refusal: Refusal) -> Reason {
     }
 }
 
+/// Runs a board's file work on the blocking pool; a refusal as its status.
+async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Refusal> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| {
+            Reason::Internal {
+                detail: e.to_string(),
+            }
+            .status()
+        })?
+        .map_err(|r| refused(r).status())
+}
+
 /// A page of ListJobs when the request asks for none in particular, and the most one may hold
 /// (AIP-158: a larger page_size is taken as this).
 pub const DEFAULT_PAGE: usize = 100;
@@ -184,15 +199,7 @@ impl JobService for JobsService {
         let id = (!request.job_id.is_empty()).then_some(request.job_id);
         let board = self.board()?.clone();
         // The spec's check opens its inputs (an object's HEAD): off the runtime's threads.
-        let made = tokio::task::spawn_blocking(move || board.create(id.as_deref(), spec))
-            .await
-            .map_err(|e| {
-                Reason::Internal {
-                    detail: e.to_string(),
-                }
-                .status()
-            })?
-            .map_err(|r| refused(r).status())?;
+        let made = off_the_runtime(move || board.create(id.as_deref(), spec)).await?;
         Ok(Response::new(proto::CreateJobResponse {
             job: Some(job_to(made)),
         }))
@@ -256,15 +263,9 @@ impl JobService for JobsService {
         let id = request.into_inner().job_id;
         let board = self.board()?.clone();
         let asked = id.clone();
-        let gone = tokio::task::spawn_blocking(move || board.delete(&asked))
-            .await
-            .map_err(|e| {
-                Reason::Internal {
-                    detail: e.to_string(),
-                }
-                .status()
-            })?
-            .map_err(|r| refused(r).status())?
+        // A record removed is file work: off the runtime's threads too.
+        let gone = off_the_runtime(move || board.delete(&asked))
+            .await?
             .ok_or_else(|| Reason::JobNotFound { id }.status())?;
         Ok(Response::new(proto::DeleteJobResponse {
             job: Some(job_to(gone)),
