@@ -81,7 +81,7 @@ async fn ended_jobs_leave_by_delete_and_after_their_retention() {
     tokio::spawn(board.clone().sweep_every(Clock::start()));
     // Every sweep up to here saw the job younger than the retention (the clock, hence the
     // decision, is tokio's paused one: no race can sweep it early).
-    tokio::time::sleep(hour - Duration::from_secs(60)).await;
+    tokio::time::advance(hour - Duration::from_secs(60)).await;
     assert!(board.get("old").is_some(), "forgotten before its retention");
     assert_eq!(board.page(None, None, 10).jobs.len(), 1);
     // Then it goes at the next sweep (a minute apart): waited for as an event, bounded by

@@ -368,7 +368,7 @@ async fn pages_list_every_job_once_while_jobs_come_and_go() {
     let token = token.expect("a next page");
     let (ids, _) = http_page(&format!("{url}&page_token={token}"));
     assert_eq!(ids, left[2..4]);
-    let (code, _, body) = curl(&[&format!("{}/v1/jobs?state=sleeping", daemon.addr)]);
+    let (code, _, body) = curl(&[&format!("{}/v1/jobs?state=paused", daemon.addr)]);
     assert_eq!(code, "400", "{body}");
     let cli = patience()
         .args(&[
