@@ -84,14 +84,15 @@ fn the_rules_pass_promtool_and_their_unit_tests() {
         return;
     };
     let checked = promtool(&promtool_bin, &["check", "rules", "rules.yaml"]);
-    assert!(checked.contains("SUCCESS: 22 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 24 rules found"), "{checked}");
     let tested = promtool(&promtool_bin, &["test", "rules", "rules.test.yaml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
     promtool(&promtool_bin, &["check", "config", "prometheus.yml"]);
 }
 
-/// `record:` names and `expr:` expressions of a rule file, as written on their one line each.
-fn rule_lines(rules: &str, key: &str) -> Vec<String> {
+/// `record:` names and `expr:` expressions of a rule file, as written on their one line each
+/// (tests/autoscaling.rs reads KEDA's query against them too).
+pub(crate) fn rule_lines(rules: &str, key: &str) -> Vec<String> {
     rules
         .lines()
         .filter_map(|line| line.trim().trim_start_matches("- ").strip_prefix(key))
@@ -112,7 +113,7 @@ fn every_dashboard_query_is_a_checked_rule() {
     let rules = read("deploy/monitoring/rules.yaml");
     let records = rule_lines(&rules, "record:");
     let exprs = rule_lines(&rules, "expr:");
-    assert_eq!(records.len(), 14, "{records:?}");
+    assert_eq!(records.len(), 16, "{records:?}");
     let dashboard: serde_json::Value =
         serde_json::from_str(&read("deploy/monitoring/dashboard.json")).unwrap();
     let queries: Vec<String> = dashboard["panels"]
@@ -139,6 +140,7 @@ fn every_dashboard_query_is_a_checked_rule() {
         "patience:grpc_server_handling_seconds:p99_rate5m",
         "patience:memory_bound:ratio",
         "patience:http_server_requests:rate5m",
+        "patience:jobs_work_seconds:sum",
     ] {
         assert!(queries.iter().any(|q| q == main), "{main} is not drawn");
     }
@@ -306,7 +308,8 @@ fn query(prometheus: &str, promql: &str) -> Vec<(serde_json::Value, f64)> {
 /// serve, plain HTTP requests for a path it does not serve. Through Prometheus's HTTP API: the
 /// target is up, every rule evaluates without error, and the dashboard's main series have data:
 /// the rate of deals, calls by code (OK and NotFound), latency quantiles of unary calls and
-/// streams, solve time, memory and its bound, HTTP requests by route and status (404).
+/// streams, solve time, memory and its bound, HTTP requests by route and status (404), and the
+/// jobs' work left (0: the daemon has no --jobs-dir) that KEDA's query reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
     let Some(prometheus_bin) = tool("prometheus") else {
@@ -384,7 +387,7 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
 
     /// A query, and what its answer must be.
     type Check = (&'static str, fn(&[(serde_json::Value, f64)]) -> bool);
-    let checks: [Check; 12] = [
+    let checks: [Check; 13] = [
         ("up{job=\"patience\"}", |r| r.len() == 1 && r[0].1 == 1.0),
         ("patience:up:sum", |r| r.len() == 1 && r[0].1 == 1.0),
         (
@@ -437,6 +440,10 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
         ("patience:workers_busy:ratio", |r| {
             r.len() == 1 && (0.0..=1.0).contains(&r[0].1)
         }),
+        // A daemon without --jobs-dir has no jobs' work: 0, not absent, which KEDA would refuse.
+        ("patience:jobs_work_seconds:sum", |r| {
+            r.len() == 1 && r[0].1 == 0.0
+        }),
     ];
     let mut missing: Vec<String> = Vec::new();
     // A round is a unary call, a plain GET and some twenty queries: every 250 ms, not every
@@ -469,7 +476,7 @@ async fn a_real_prometheus_reads_the_daemon_with_the_shipped_configuration() {
             .flatten()
             .flat_map(|g| g["rules"].as_array().into_iter().flatten())
             .collect();
-        if all.len() != 22 || all.iter().any(|r| r["health"] != "ok") {
+        if all.len() != 24 || all.iter().any(|r| r["health"] != "ok") {
             missing.push(format!("rules: {all:?}"));
         }
         missing.is_empty().then_some(())
