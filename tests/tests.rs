@@ -7,6 +7,7 @@
 mod common;
 
 mod analysis;
+mod autoscaling;
 mod client_lib;
 mod clients;
 mod cluster;
