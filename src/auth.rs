@@ -5,10 +5,12 @@
 //! before admission and before any message is read, so a refused call takes no cap and costs no
 //! parsing and no solver time. Health and reflection need none: probes stay open.
 
+pub mod tenants;
 pub mod x509;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::proto::reason::Reason;
 use subtle::ConstantTimeEq as _;
@@ -69,31 +71,69 @@ pub fn read_token_file(path: &Path) -> Result<Secret, TokenFileError> {
     Ok(Secret::new(token))
 }
 
-/// The server's check: with a token, require `authorization: Bearer <token>`; without, let every
-/// call through. Refusals are counted and logged (rate-limited) through `metrics`.
+/// Who a call is from: the tenant whose token it carries (`serve --tenants`), or
+/// [`Caller::DEFAULT`] on a daemon with one token or none. The call layer puts it in the
+/// request's extensions, where the jobs service finds whose jobs a call may see.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Caller(Arc<str>);
+
+impl Caller {
+    /// The one tenant of a daemon without `--tenants`.
+    pub const DEFAULT: &str = "default";
+
+    pub fn new(tenant: &str) -> Caller {
+        Caller(tenant.into())
+    }
+
+    /// The tenant's name, as the file gives it.
+    pub fn tenant(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Caller {
+    fn default() -> Caller {
+        Caller::new(Caller::DEFAULT)
+    }
+}
+
+/// The server's check: with tokens, require `authorization: Bearer <token>` with one of them,
+/// which says who the caller is; without, let every call through as [`Caller::DEFAULT`].
+/// Refusals are counted and logged (rate-limited), and calls let through counted by tenant,
+/// through `metrics`.
 #[derive(Clone, Debug)]
 pub struct RequireBearer {
-    /// The token itself, without its scheme.
-    expected: Option<Vec<u8>>,
+    /// Each token itself, without its scheme, and whose it is; empty: no token needed.
+    expected: Vec<(Vec<u8>, Caller)>,
     metrics: crate::metrics::Metrics,
 }
 
 impl RequireBearer {
+    /// One token (`--auth-token-file`), or none: every caller is [`Caller::DEFAULT`].
     pub fn new(token: Option<&Secret>, metrics: crate::metrics::Metrics) -> RequireBearer {
+        let tokens = token.map(|t| (t.clone(), Caller::default()));
+        RequireBearer::of(tokens.into_iter().collect(), metrics)
+    }
+
+    /// Each tenant's token (`--tenants`).
+    pub fn of(tokens: Vec<(Secret, Caller)>, metrics: crate::metrics::Metrics) -> RequireBearer {
         RequireBearer {
-            expected: token.map(|t| t.expose().as_bytes().to_vec()),
+            expected: tokens
+                .into_iter()
+                .map(|(token, caller)| (token.expose().as_bytes().to_vec(), caller))
+                .collect(),
             metrics,
         }
     }
 
-    /// Whether an `authorization` value (its bytes) carries the server's token: the scheme
-    /// `Bearer` in any case (RFC 9110 makes schemes case-insensitive; RFC 6750 names it), one or
-    /// more spaces, the token. The token is compared in time independent of where the first
-    /// difference is (its length may show).
-    pub fn admits(&self, authorization: &[u8]) -> Result<(), Reason> {
-        let Some(expected) = &self.expected else {
-            return Ok(());
-        };
+    /// Who an `authorization` value (its bytes) is from, if it carries one of the server's
+    /// tokens: the scheme `Bearer` in any case (RFC 9110 makes schemes case-insensitive; RFC 6750
+    /// names it), one or more spaces, the token. The token is compared with every tenant's, each
+    /// in time independent of where the first difference is (its length may show).
+    pub fn admits(&self, authorization: &[u8]) -> Result<Caller, Reason> {
+        if self.expected.is_empty() {
+            return Ok(Caller::default());
+        }
         let token_given = !authorization.is_empty();
         let token = authorization
             .split_at_checked(6)
@@ -101,31 +141,42 @@ impl RequireBearer {
                 scheme.eq_ignore_ascii_case(b"bearer") && rest.first() == Some(&b' ')
             })
             .map(|(_, rest)| rest.trim_ascii_start());
-        match token {
-            Some(token) if bool::from(token.ct_eq(expected)) => Ok(()),
-            _ => Err(Reason::Unauthenticated { token_given }),
+        let mut found = None;
+        if let Some(token) = token {
+            for (expected, caller) in &self.expected {
+                if bool::from(token.ct_eq(expected)) {
+                    found = Some(caller.clone());
+                }
+            }
         }
+        found.ok_or(Reason::Unauthenticated { token_given })
     }
-}
 
-impl RequireBearer {
-    /// The check of one call: its `authorization` header against the token; a refusal is counted
-    /// and logged, with the peer, and is the status the call ends with.
+    /// The check of one call of `method` (`package.Service/Method`): its `authorization` header
+    /// against the tokens. A call let through is counted for its tenant; a refusal is counted and
+    /// logged, with the peer, and is the status the call ends with.
     pub fn check(
         &self,
         authorization: Option<&http::HeaderValue>,
         peer: Option<std::net::SocketAddr>,
-    ) -> Result<(), Status> {
+        method: &str,
+    ) -> Result<Caller, Status> {
         let given = authorization.map(|v| v.as_bytes()).unwrap_or_default();
-        self.admits(given).map_err(|reason| {
-            let what = if given.is_empty() {
-                "no token"
-            } else {
-                "a wrong token"
-            };
-            self.metrics.call_refused("unauthenticated", peer, what);
-            reason.status()
-        })
+        match self.admits(given) {
+            Ok(caller) => {
+                self.metrics.tenant_call(caller.tenant(), method);
+                Ok(caller)
+            }
+            Err(reason) => {
+                let what = if given.is_empty() {
+                    "no token"
+                } else {
+                    "a wrong token"
+                };
+                self.metrics.call_refused("unauthenticated", peer, what);
+                Err(reason.status())
+            }
+        }
     }
 }
 
@@ -174,7 +225,11 @@ mod tests {
             "BEARER s3cret",
             "bEaReR   s3cret",
         ] {
-            assert_eq!(check.admits(good.as_bytes()), Ok(()), "{good}");
+            assert_eq!(
+                check.admits(good.as_bytes()),
+                Ok(Caller::default()),
+                "{good}"
+            );
         }
         for bad in [
             "Bearer S3CRET",
@@ -194,7 +249,28 @@ mod tests {
             Err(Reason::Unauthenticated { token_given: false })
         );
         let open = RequireBearer::new(None, crate::metrics::Metrics::new());
-        assert_eq!(open.admits(b""), Ok(()));
+        assert_eq!(open.admits(b""), Ok(Caller::default()));
+    }
+
+    /// With tenants, a token says whose the call is; another tenant's token never passes for
+    /// the first's, and a token no tenant has passes for none.
+    #[test]
+    fn each_tenant_s_token_names_that_tenant() {
+        let check = RequireBearer::of(
+            vec![
+                (Secret::new("alice-token"), Caller::new("alice")),
+                (Secret::new("bob-token"), Caller::new("bob")),
+            ],
+            crate::metrics::Metrics::new(),
+        );
+        assert_eq!(
+            check.admits(b"Bearer alice-token"),
+            Ok(Caller::new("alice"))
+        );
+        assert_eq!(check.admits(b"bearer bob-token"), Ok(Caller::new("bob")));
+        for bad in ["Bearer alice-toke", "Bearer carol-token", ""] {
+            assert!(check.admits(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 
     /// Rough edge 2: the operating system's words are the source; the message must not repeat

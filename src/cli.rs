@@ -232,6 +232,13 @@ pub struct ServeArgs {
     /// (health stays open for probes) [default: no token needed].
     #[arg(long, env = "PATIENCE_AUTH_TOKEN_FILE")]
     pub auth_token_file: Option<PathBuf>,
+    /// Keep callers apart: a TOML file of [tenants.NAME] tables, each with token or token_file,
+    /// and optional weight (its share of the running jobs, 1), max_queued_jobs and
+    /// max_running_jobs. Every Solver and job call then needs one tenant's token; a tenant sees
+    /// its own jobs only, kept in DIR/NAME of --jobs-dir (docs/jobs.md#tenants) [default: one
+    /// tenant, "default"].
+    #[arg(long, env = "PATIENCE_TENANTS", conflicts_with = "auth_token_file")]
+    pub tenants: Option<PathBuf>,
     /// Compress each response message of at least this many bytes, with zstd or gzip, for clients
     /// that accept it (grpc-accept-encoding); "off" never compresses responses. Compressed
     /// requests (gzip, zstd) are taken either way.

@@ -407,16 +407,6 @@ impl Metrics {
         self.operations.pool_stalled(stalled);
     }
 
-    /// The gauge of the daemon's jobs in `state` (`queued`, `running`, ...).
-    pub fn jobs_in_state(&self, state: &'static str) -> Gauge {
-        self.jobs.in_state(state)
-    }
-
-    /// The count of items the daemon's jobs answered.
-    pub fn job_items(&self) -> Counter {
-        self.jobs.items()
-    }
-
     /// The standard gRPC series of one method, created now at zero, to record its calls into.
     pub fn grpc_method(&self, kind: GrpcType, service: &str, method: &str) -> MethodCounters {
         self.grpc.method(kind, service, method)

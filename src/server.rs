@@ -32,7 +32,8 @@ use tokio::sync::Semaphore;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::auth::Secret;
-use crate::jobs::daemon::board::{Board, BoardSettings, Clock, JobMetrics, JobState};
+use crate::auth::tenants::Tenant;
+use crate::jobs::daemon::board::{Board, BoardSettings, Clock, JobMetrics, JobState, TenantGauges};
 use crate::jobs::in_full;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
@@ -154,6 +155,9 @@ pub struct ServerConfig {
     pub tls: Option<TlsIdentity>,
     /// Require `authorization: Bearer <token>` on every Solver call.
     pub auth_token: Option<Secret>,
+    /// Callers told apart by their tokens (`--tenants`), each token required as `auth_token` is;
+    /// empty: `auth_token` or none, one tenant (`default`).
+    pub tenants: Vec<Tenant>,
     /// Compress response messages of at least this many bytes for clients that accept gzip or
     /// zstd; `None`: never compress responses.
     pub compress_min_bytes: Option<usize>,
@@ -220,6 +224,7 @@ impl Default for ServerConfig {
             ui: true,
             tls: None,
             auth_token: None,
+            tenants: Vec::new(),
             metrics_addr: None,
             metrics: Metrics::new(),
             jobs: None,
@@ -324,9 +329,15 @@ async fn serve(
     let board = match config.jobs.clone() {
         None => None,
         Some(settings) => {
+            let series = metrics.clone();
             let job_metrics = JobMetrics {
-                by_state: JobState::ALL.map(|state| metrics.jobs_in_state(state.name())),
-                items: metrics.job_items(),
+                tenant: Arc::new(move |tenant: &str| TenantGauges {
+                    by_state: JobState::ALL.map(|state| series.jobs_in_state(tenant, state.name())),
+                    items: series.job_items(tenant),
+                    work_bytes: ["queued", "running"]
+                        .map(|state| series.jobs_work_bytes(tenant, state)),
+                    work_seconds: series.jobs_work_seconds(tenant),
+                }),
             };
             let pool = pool.clone();
             let opened =
@@ -336,6 +347,8 @@ async fn serve(
             let board = opened.map_err(|e| ServerError::Jobs(in_full(&e)))?;
             // Ended jobs leave after --job-retention, for as long as the daemon runs.
             tokio::spawn(board.clone().sweep_every(Clock::start()));
+            // The work gauges follow the running jobs' progress.
+            tokio::spawn(board.clone().reckon_every());
             Some(board)
         }
     };

@@ -10,6 +10,9 @@ use patience::jobs::daemon::board::{Board, BoardSettings, Clock, JobMetrics, Job
 use patience::jobs::daemon::spec::{JobGame, JobSpec};
 use patience::pool::Pool;
 
+/// The one tenant of a board opened without tenants.
+const T: &str = "default";
+
 /// A board on a fresh folder holding one deal file, keeping ended jobs for `retention`.
 fn board(name: &str, retention: Duration) -> (Board, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("patience-{name}-{}", std::process::id()));
@@ -28,6 +31,7 @@ fn board_on(dir: &std::path::Path, retention: Duration) -> (Board, std::path::Pa
         max_queued: 10,
         retention,
         storage: Default::default(),
+        tenants: Vec::new(),
     };
     let pool = Arc::new(Pool::new(1, 4).unwrap());
     (
@@ -50,7 +54,7 @@ fn spec(output: &str) -> JobSpec {
 /// Waits (for events, not time) until job `id` has ended.
 async fn ended(board: &Board, id: &str) {
     let mut changes = board.changes();
-    while !board.get(id).is_some_and(|job| job.state.ended()) {
+    while !board.get(T, id).is_some_and(|job| job.state.ended()) {
         changes.changed().await.unwrap();
     }
 }
@@ -65,30 +69,36 @@ async fn ended_jobs_leave_by_delete_and_after_their_retention() {
     let (board, dir) = board("forget", hour);
     let records = dir.join(".patience-jobs");
 
-    let job = board.create(Some("done"), spec("done.txt")).unwrap();
+    let job = board.create(T, Some("done"), spec("done.txt")).unwrap();
     ended(&board, &job.id).await;
-    assert!(board.delete("nothing").unwrap().is_none());
-    let gone = board.delete("done").unwrap().expect("the job");
+    assert!(board.delete(T, "nothing").unwrap().is_none());
+    let gone = board.delete(T, "done").unwrap().expect("the job");
     assert_eq!(gone.state, JobState::Succeeded);
-    assert!(board.get("done").is_none());
+    assert!(board.get(T, "done").is_none());
     assert!(!records.join("done.json").exists());
     assert!(dir.join("done.txt").is_file());
 
-    let job = board.create(Some("old"), spec("old.txt")).unwrap();
+    let job = board.create(T, Some("old"), spec("old.txt")).unwrap();
     ended(&board, &job.id).await;
-    assert_eq!(board.get("old").map(|j| j.state), Some(JobState::Succeeded));
+    assert_eq!(
+        board.get(T, "old").map(|j| j.state),
+        Some(JobState::Succeeded)
+    );
     assert!(records.join("old.json").is_file());
     tokio::spawn(board.clone().sweep_every(Clock::start()));
     // Every sweep up to here saw the job younger than the retention (the clock, hence the
     // decision, is tokio's paused one: no race can sweep it early).
     tokio::time::advance(hour - Duration::from_secs(60)).await;
-    assert!(board.get("old").is_some(), "forgotten before its retention");
-    assert_eq!(board.page(None, None, 10).jobs.len(), 1);
+    assert!(
+        board.get(T, "old").is_some(),
+        "forgotten before its retention"
+    );
+    assert_eq!(board.page(T, None, None, 10).jobs.len(), 1);
     // Then it goes at the next sweep (a minute apart): waited for as an event, bounded by
     // a virtual hour.
     let mut changes = board.changes();
     let swept = async {
-        while board.get("old").is_some() {
+        while board.get(T, "old").is_some() {
             changes.changed().await.unwrap();
         }
     };
@@ -97,12 +107,12 @@ async fn ended_jobs_leave_by_delete_and_after_their_retention() {
         .expect("never forgotten");
     assert!(!records.join("old.json").exists(), "its record stays");
     assert!(dir.join("old.txt").is_file(), "its output went with it");
-    assert!(board.page(None, None, 10).jobs.is_empty());
+    assert!(board.page(T, None, None, 10).jobs.is_empty());
     board.close(Duration::from_secs(1));
 
     let (again, _) = board_on(&dir, hour);
     assert!(
-        again.page(None, None, 10).jobs.is_empty(),
+        again.page(T, None, None, 10).jobs.is_empty(),
         "a forgotten job came back"
     );
     again.close(Duration::from_secs(1));

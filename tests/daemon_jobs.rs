@@ -311,14 +311,21 @@ fn a_cancelled_job_stops_mid_way_and_goes_on_when_submitted_again() {
 
     let scrape = crate::common::scrape(&daemon.metrics_addr());
     assert_eq!(
-        crate::common::metric(&scrape, "patience_jobs{state=\"succeeded\"}"),
+        crate::common::metric(
+            &scrape,
+            "patience_jobs{tenant=\"default\",state=\"succeeded\"}"
+        ),
         Some(1.0)
     );
     assert_eq!(
-        crate::common::metric(&scrape, "patience_jobs{state=\"running\"}"),
+        crate::common::metric(
+            &scrape,
+            "patience_jobs{tenant=\"default\",state=\"running\"}"
+        ),
         Some(0.0)
     );
-    let items = crate::common::metric(&scrape, "patience_job_items_total").unwrap_or(0.0);
+    let items = crate::common::metric(&scrape, "patience_job_items_total{tenant=\"default\"}")
+        .unwrap_or(0.0);
     assert!(items >= 301_000.0, "{items}");
 }
 

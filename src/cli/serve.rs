@@ -12,7 +12,8 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 
 use super::{LogFormat, ServeArgs};
 use crate::auth::read_token_file;
-use crate::jobs::daemon::board::BoardSettings;
+use crate::auth::tenants::{Tenant, read_tenants};
+use crate::jobs::daemon::board::{BoardSettings, TenantShare};
 use crate::jobs::outcome::ExitStatus;
 use crate::metrics::Metrics;
 use crate::server::{self, ServerConfig, TlsIdentity};
@@ -39,6 +40,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
     })?;
     init_logging(args.log_format, tracing.as_ref())?;
     let open_files = raise_open_file_limit();
+    let tenants = args
+        .tenants
+        .as_deref()
+        .map(read_tenants)
+        .transpose()?
+        .unwrap_or_default();
     let config = ServerConfig {
         workers: args
             .workers
@@ -76,12 +83,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             .as_deref()
             .map(read_token_file)
             .transpose()?,
+        tenants: tenants.clone(),
         metrics_addr: args.metrics_addr,
         compress_min_bytes: args.compress_min_bytes.0,
         cors_allow_origins: server::CorsOrigins(args.cors_allow_origins.clone()),
         ui: !args.no_ui,
         metrics,
         jobs: args.jobs_dir.clone().map(|dir| BoardSettings {
+            tenants: tenants.iter().map(share).collect(),
             dir,
             max_jobs: args.max_jobs.get(),
             max_queued: args.max_queued_jobs.get(),
@@ -132,7 +141,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitStatus> {
             cors_allow_origin = %config.cors_allow_origins.0.join(","),
             ui = if config.ui { "on" } else { "off" },
             tls = config.tls.as_ref().map_or("off", |t| if t.client_ca_pem.is_some() { "mutual" } else { "on" }),
-            auth = if config.auth_token.is_some() { "bearer token" } else { "off" },
+            auth = match (config.tenants.len(), config.auth_token.is_some()) {
+                (0, true) => "bearer token".to_string(),
+                (0, false) => "off".to_string(),
+                (n, _) => format!("{n} tenants"),
+            },
+            tenants = %config.tenants.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(","),
             metrics_addr = %metrics_bound.map_or_else(|| "off".to_string(), |a| a.to_string()),
             log_format = match args.log_format {
                 LogFormat::Text => "text",
@@ -279,5 +293,16 @@ impl StopSignals {
         {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+/// A tenant's share of the jobs: its folder beneath `--jobs-dir` is its name.
+fn share(tenant: &Tenant) -> TenantShare {
+    TenantShare {
+        name: tenant.name.clone(),
+        home: Some(tenant.name.clone()),
+        weight: tenant.weight,
+        max_queued: tenant.max_queued_jobs,
+        max_running: tenant.max_running_jobs,
     }
 }

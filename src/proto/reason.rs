@@ -97,8 +97,12 @@ pub enum Reason {
     JobPrecondition { field: String, detail: String },
     /// No job of that id.
     JobNotFound { id: String },
-    /// `--max-queued-jobs` jobs already wait for a place.
-    MaxQueuedJobs { limit: usize },
+    /// `--max-queued-jobs` jobs already wait for a place, or the caller's tenant's own
+    /// `max_queued_jobs` of its jobs (`serve --tenants`).
+    MaxQueuedJobs {
+        limit: usize,
+        tenant: Option<String>,
+    },
 }
 
 impl Reason {
@@ -226,9 +230,19 @@ impl Reason {
                 format!("{field}: {detail}")
             }
             Reason::JobNotFound { id } => format!("no job {id:?} on this daemon"),
-            Reason::MaxQueuedJobs { limit } => format!(
+            Reason::MaxQueuedJobs {
+                limit,
+                tenant: None,
+            } => format!(
                 "{limit} jobs already wait for a place (server flag --max-queued-jobs); retry \
                  later, once some have started"
+            ),
+            Reason::MaxQueuedJobs {
+                limit,
+                tenant: Some(tenant),
+            } => format!(
+                "{limit} of tenant {tenant}'s jobs already wait for a place (its max_queued_jobs \
+                 in the server's --tenants file); retry later, once some have started"
             ),
         }
     }
@@ -254,9 +268,12 @@ impl Reason {
                 put("flag", (*flag).to_string());
                 put("limit", limit.to_string());
             }
-            Reason::MaxQueuedJobs { limit } => {
+            Reason::MaxQueuedJobs { limit, tenant } => {
                 put("flag", "--max-queued-jobs".into());
                 put("limit", limit.to_string());
+                if let Some(tenant) = tenant {
+                    put("tenant", tenant.clone());
+                }
             }
             Reason::MaxDealsInFlight { limit } => {
                 put("flag", "--max-deals-in-flight".into());
@@ -297,12 +314,18 @@ impl Reason {
             Reason::MaxOpenCalls { .. } | Reason::MaxDealsInFlight { .. } => {
                 details.set_retry_info(Some(RETRY_AFTER_LOAD));
             }
-            Reason::MaxQueuedJobs { limit } => {
+            Reason::MaxQueuedJobs { limit, tenant } => {
                 details.set_retry_info(Some(RETRY_AFTER_LOAD));
-                details.add_quota_failure_violation(
-                    "--max-queued-jobs",
-                    format!("at most {limit} jobs wait for a place"),
-                );
+                match tenant {
+                    None => details.add_quota_failure_violation(
+                        "--max-queued-jobs",
+                        format!("at most {limit} jobs wait for a place"),
+                    ),
+                    Some(tenant) => details.add_quota_failure_violation(
+                        format!("tenant {tenant}: max_queued_jobs"),
+                        format!("at most {limit} of its jobs wait for a place"),
+                    ),
+                };
             }
             Reason::Draining | Reason::DrainTimeout { .. } | Reason::DrainCut { .. } => {
                 details.set_retry_info(Some(Duration::ZERO));
@@ -431,7 +454,10 @@ mod tests {
                 detail: "cannot read a.in".into(),
             },
             Reason::JobNotFound { id: "j1".into() },
-            Reason::MaxQueuedJobs { limit: 1000 },
+            Reason::MaxQueuedJobs {
+                limit: 1000,
+                tenant: None,
+            },
         ];
         let mut names = std::collections::HashSet::new();
         for reason in all {

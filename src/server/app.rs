@@ -14,7 +14,7 @@ use super::front::Front;
 use super::http_metrics::HttpMetrics;
 use super::route::Route;
 use super::{ServerConfig, ServerError};
-use crate::auth::RequireBearer;
+use crate::auth::{Caller, RequireBearer};
 use crate::metrics::Metrics;
 use crate::proto::job_service_server::JobServiceServer;
 use crate::proto::rps_service_server::RpsServiceServer;
@@ -106,7 +106,17 @@ pub fn build(
             compress_min_bytes: config.compress_min_bytes,
         },
         Gate {
-            bearer: RequireBearer::new(config.auth_token.as_ref(), metrics.clone()),
+            bearer: match config.tenants.is_empty() {
+                true => RequireBearer::new(config.auth_token.as_ref(), metrics.clone()),
+                false => RequireBearer::of(
+                    config
+                        .tenants
+                        .iter()
+                        .map(|t| (t.token.clone(), Caller::new(&t.name)))
+                        .collect(),
+                    metrics.clone(),
+                ),
+            },
             admission: admission.clone(),
         },
     )?;

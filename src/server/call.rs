@@ -51,7 +51,7 @@ use tracing::Instrument as _;
 
 use super::frames::{Encoding, Incoming, Outgoing, advertise};
 use super::route::Route;
-use crate::auth::RequireBearer;
+use crate::auth::{Caller, RequireBearer};
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
 use crate::service::{Admission, Admitted, CallKind, Ending, Inbound, ServiceKinds, service_kinds};
@@ -251,9 +251,8 @@ impl Calls {
     fn admit(
         &self,
         request: &http::Request<Body>,
-        kind: CallKind,
-        token: bool,
-    ) -> Result<(Option<Encoding>, Admitted), tonic::Status> {
+        method: &Method,
+    ) -> Result<(Option<Encoding>, Caller, Admitted), tonic::Status> {
         let encoding = Encoding::of_request(request.headers().get("grpc-encoding"))
             .map_err(|reason| reason.status())?;
         let peer = request
@@ -261,21 +260,23 @@ impl Calls {
             .get::<TcpConnectInfo>()
             .and_then(|info| info.remote_addr);
         let authorization = request.headers().get(http::header::AUTHORIZATION);
-        Ok((encoding, self.pass(authorization, peer, kind, token)?))
+        let (caller, admitted) = self.pass(authorization, peer, method)?;
+        Ok((encoding, caller, admitted))
     }
 
-    /// The token, where the service needs one, then a place under the call's cap.
+    /// The token, where the service needs one (which says whose the call is), then a place under
+    /// the call's cap.
     fn pass(
         &self,
         authorization: Option<&HeaderValue>,
         peer: Option<SocketAddr>,
-        kind: CallKind,
-        token: bool,
-    ) -> Result<Admitted, tonic::Status> {
-        if token {
-            self.gate.bearer.check(authorization, peer)?;
-        }
-        self.gate.admission.admit(kind, peer)
+        method: &Method,
+    ) -> Result<(Caller, Admitted), tonic::Status> {
+        let caller = match method.token {
+            true => self.gate.bearer.check(authorization, peer, &method.name)?,
+            false => Caller::default(),
+        };
+        Ok((caller, self.gate.admission.admit(method.kind, peer)?))
     }
 
     /// Opens a call of the method at `path` made in process (the plain HTTP API's, for a request
@@ -296,12 +297,12 @@ impl Calls {
             http: Some(("POST", url_path)),
         };
         let span = span::open(&method.name, crate::trace::extract(headers), &origin);
-        let mut life = Life::start(method.counters, span);
+        let mut life = Life::start(method.counters.clone(), span);
         let authorization = headers.get(http::header::AUTHORIZATION);
-        match self.pass(authorization, peer, method.kind, method.token) {
-            Ok(admitted) => {
+        match self.pass(authorization, peer, &method) {
+            Ok((caller, admitted)) => {
                 life.admitted = Some(admitted);
-                Ok(InProcess { life })
+                Ok(InProcess { life, caller })
             }
             Err(status) => {
                 life.end_with(status.code(), Some(status.message()));
@@ -353,17 +354,19 @@ impl Service<http::Request<Body>> for Calls {
             crate::trace::extract(request.headers()),
             &origin,
         );
-        let mut life = Life::start(method.counters, span.clone());
+        let mut life = Life::start(method.counters.clone(), span.clone());
         // The service gives the call's ending its account (`service::SolverService`), and a
         // streaming call's task runs under the span it holds.
         request.extensions_mut().insert(life.ending.clone());
         // A service not served is answered as tonic's router answers it.
-        let Some(route) = method.route else {
+        let Some(route) = method.route.clone() else {
             return refused(life, tonic::Status::unimplemented(""));
         };
-        let incoming = match self.admit(&request, method.kind, method.token) {
-            Ok((encoding, admitted)) => {
+        let incoming = match self.admit(&request, &method) {
+            Ok((encoding, caller, admitted)) => {
                 life.admitted = Some(admitted);
+                // Whose the call is, for a service that keeps tenants apart (the jobs).
+                request.extensions_mut().insert(caller);
                 encoding
             }
             Err(status) => return refused(life, status),
@@ -431,9 +434,15 @@ impl Service<http::Request<Body>> for Calls {
 #[derive(Debug)]
 pub struct InProcess {
     life: Life,
+    caller: Caller,
 }
 
 impl InProcess {
+    /// Whose the call is, by its token.
+    pub fn caller(&self) -> Caller {
+        self.caller.clone()
+    }
+
     /// The call's requests as its service reads them, each counted as received when read.
     pub fn inbound<T: Send + 'static>(&self, requests: mpsc::Receiver<T>) -> Inbound<T> {
         let counters = self.life.counters.clone();

@@ -63,5 +63,21 @@ pub(super) fn limits(config: &ServerConfig, metrics: &Metrics) {
     ] {
         metrics.limit_seconds(flag, value);
     }
+    for tenant in &config.tenants {
+        let name = &tenant.name;
+        metrics.tenant_limit(name, "weight", u64::from(tenant.weight));
+        // Left out, a tenant's cap is the daemon's: shown as the daemon's value.
+        let jobs = config.jobs.as_ref();
+        let queued = tenant
+            .max_queued_jobs
+            .or(jobs.map(|jobs| jobs.max_queued))
+            .unwrap_or(0);
+        let running = tenant
+            .max_running_jobs
+            .or(jobs.map(|jobs| jobs.max_jobs))
+            .unwrap_or(0);
+        metrics.tenant_limit(name, "max_queued_jobs", queued as u64);
+        metrics.tenant_limit(name, "max_running_jobs", running as u64);
+    }
     metrics.memory_bound(super::memory_bound::bytes(config));
 }

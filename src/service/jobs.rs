@@ -10,6 +10,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::auth::Caller;
+
 use crate::jobs::daemon::board::{Board, Cursor, JobState, JobView};
 use crate::jobs::daemon::spec::{JobGame, JobSpec, Refusal};
 use crate::proto::reason::Reason;
@@ -96,7 +98,7 @@ pub fn refused(refusal: Refusal) -> Reason {
             field,
             detail: message,
         },
-        Refusal::QueueFull { limit } => Reason::MaxQueuedJobs { limit },
+        Refusal::QueueFull { limit, tenant } => Reason::MaxQueuedJobs { limit, tenant },
     }
 }
 
@@ -179,11 +181,22 @@ pub fn job_to(view: JobView) -> proto::Job {
 }
 
 impl JobsService {
-    fn found(&self, id: &str) -> Result<JobView, Status> {
+    /// `tenant`'s job `id`; another tenant's is not found, as one that does not exist.
+    fn found(&self, tenant: &str, id: &str) -> Result<JobView, Status> {
         self.board()?
-            .get(id)
+            .get(tenant, id)
             .ok_or_else(|| Reason::JobNotFound { id: id.to_string() }.status())
     }
+}
+
+/// Whose a call is: the tenant the call layer found by its token (`auth::Caller`); a call made
+/// without the layer is the one tenant's of a daemon without `--tenants`.
+fn tenant_of<T>(request: &Request<T>) -> Caller {
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .unwrap_or_default()
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<proto::WatchJobResponse, Status>> + Send>>;
@@ -194,12 +207,14 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::CreateJobRequest>,
     ) -> Result<Response<proto::CreateJobResponse>, Status> {
+        let caller = tenant_of(&request);
         let request = request.into_inner();
         let spec = spec_from(request.spec).map_err(|r| r.status())?;
         let id = (!request.job_id.is_empty()).then_some(request.job_id);
         let board = self.board()?.clone();
         // The spec's check opens its inputs (an object's HEAD): off the runtime's threads.
-        let made = off_the_runtime(move || board.create(id.as_deref(), spec)).await?;
+        let made =
+            off_the_runtime(move || board.create(caller.tenant(), id.as_deref(), spec)).await?;
         Ok(Response::new(proto::CreateJobResponse {
             job: Some(job_to(made)),
         }))
@@ -209,7 +224,8 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::GetJobRequest>,
     ) -> Result<Response<proto::GetJobResponse>, Status> {
-        let job = self.found(&request.into_inner().job_id)?;
+        let caller = tenant_of(&request);
+        let job = self.found(caller.tenant(), &request.into_inner().job_id)?;
         Ok(Response::new(proto::GetJobResponse {
             job: Some(job_to(job)),
         }))
@@ -219,6 +235,7 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::ListJobsRequest>,
     ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        let caller = tenant_of(&request);
         let request = request.into_inner();
         let invalid = |field: &str, detail: String| {
             Reason::JobInvalid {
@@ -249,7 +266,9 @@ impl JobService for JobsService {
                     .map_err(|e| invalid("page_token", e.to_string()))?,
             ),
         };
-        let page = self.board()?.page(state, after.as_ref(), size);
+        let page = self
+            .board()?
+            .page(caller.tenant(), state, after.as_ref(), size);
         Ok(Response::new(proto::ListJobsResponse {
             jobs: page.jobs.into_iter().map(job_to).collect(),
             next_page_token: page.next.map(|c| c.token(state)).unwrap_or_default(),
@@ -260,11 +279,12 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::DeleteJobRequest>,
     ) -> Result<Response<proto::DeleteJobResponse>, Status> {
+        let caller = tenant_of(&request);
         let id = request.into_inner().job_id;
         let board = self.board()?.clone();
         let asked = id.clone();
         // A record removed is file work: off the runtime's threads too.
-        let gone = off_the_runtime(move || board.delete(&asked))
+        let gone = off_the_runtime(move || board.delete(caller.tenant(), &asked))
             .await?
             .ok_or_else(|| Reason::JobNotFound { id }.status())?;
         Ok(Response::new(proto::DeleteJobResponse {
@@ -276,10 +296,11 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::CancelJobRequest>,
     ) -> Result<Response<proto::CancelJobResponse>, Status> {
+        let caller = tenant_of(&request);
         let id = request.into_inner().job_id;
         let job = self
             .board()?
-            .cancel(&id)
+            .cancel(caller.tenant(), &id)
             .ok_or_else(|| Reason::JobNotFound { id }.status())?;
         Ok(Response::new(proto::CancelJobResponse {
             job: Some(job_to(job)),
@@ -292,14 +313,17 @@ impl JobService for JobsService {
         &self,
         request: Request<proto::WatchJobRequest>,
     ) -> Result<Response<WatchStream>, Status> {
+        let caller = tenant_of(&request);
         let id = request.into_inner().job_id;
-        self.found(&id)?;
+        self.found(caller.tenant(), &id)?;
         let board = self.board()?.clone();
         let mut changes = board.changes();
         let (send, receive) = mpsc::channel(1);
         tokio::spawn(async move {
             loop {
-                let Some(job) = board.get(&id) else { return };
+                let Some(job) = board.get(caller.tenant(), &id) else {
+                    return;
+                };
                 if board.closing() {
                     // The daemon is ending: the watch ends (watch again once it is back).
                     return;

@@ -10,7 +10,7 @@
 //! queued or running there when the daemon starts is queued again, and its run resumes its output
 //! where the last one stopped (`--resume`), ending with the same bytes as one uninterrupted run.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -18,19 +18,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 
-use super::spec::{JobSpec, RECORDS, Refusal};
+use super::spec::RECORDS;
 use crate::jobs::in_full;
 use crate::jobs::report::progress::Progress;
 use crate::jobs::source::batches::BatchSize;
-use crate::jobs::store::beneath;
+use crate::jobs::store::FileError;
 use crate::jobs::store::location::Location;
 use crate::jobs::store::object::StorageSettings;
 use crate::jobs::store::record::{self, RecordError};
-use crate::jobs::store::{FileError, FileOp};
 use crate::pool::Pool;
 
 /// Items per pool job of a job's run: small, so that a unary call arriving while a job runs waits
@@ -38,16 +35,22 @@ use crate::pool::Pool;
 /// not for 256-deal ones (docs/jobs.md has the figures).
 pub const BATCH: BatchSize = BatchSize::growing(16, 64);
 
+mod create;
 mod forget;
 mod kept;
+mod lanes;
+mod open;
 mod page;
 mod run;
+mod work;
 
 pub use forget::Clock;
+pub use lanes::{TenantGauges, TenantShare};
 pub use page::{Cursor, Page, PageError};
 
 pub use kept::{JobState, JobView};
-use kept::{Kept, VERSION, check_id, now_ms};
+use kept::{Kept, now_ms};
+use lanes::{ShareClock, TenantLane};
 
 /// Why the daemon cannot keep its jobs in `--jobs-dir`: the records' folder cannot be made or
 /// read.
@@ -69,23 +72,40 @@ pub enum BoardError {
 }
 
 /// The daemon's settings for jobs (`serve --jobs-dir`, `--max-jobs`, `--max-queued-jobs`,
-/// `--job-retention`).
+/// `--job-retention`, `--tenants`).
 #[derive(Clone, Debug)]
 pub struct BoardSettings {
     pub dir: PathBuf,
     pub max_jobs: usize,
-    /// Jobs that may wait for a place; a create beyond is refused (`Refusal::QueueFull`).
+    /// Jobs that may wait for a place, all tenants' together; a create beyond is refused
+    /// (`Refusal::QueueFull`).
     pub max_queued: usize,
     /// How long an ended job is kept before it is forgotten ([`Board::sweep`]).
     pub retention: Duration,
     pub storage: StorageSettings,
+    /// The tenants whose jobs are kept apart; none: one tenant, `default`, at `dir` itself.
+    pub tenants: Vec<TenantShare>,
 }
 
-/// The series jobs report into: jobs by state, and items answered by jobs.
-#[derive(Clone, Debug, Default)]
+/// The series jobs report into: each tenant's, made when the board opens.
+#[derive(Clone)]
 pub struct JobMetrics {
-    pub by_state: [Gauge; 5],
-    pub items: Counter,
+    pub tenant: Arc<dyn Fn(&str) -> TenantGauges + Send + Sync>,
+}
+
+impl Default for JobMetrics {
+    /// Series no registry reads.
+    fn default() -> JobMetrics {
+        JobMetrics {
+            tenant: Arc::new(|_| TenantGauges::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for JobMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JobMetrics")
+    }
 }
 
 /// Why a running job is asked to stop.
@@ -100,20 +120,106 @@ struct JobEntry {
     stop: Arc<AtomicU8>,
 }
 
-#[derive(Default)]
+impl JobEntry {
+    fn new(kept: Kept) -> JobEntry {
+        JobEntry {
+            kept,
+            live: None,
+            stop: Arc::default(),
+        }
+    }
+
+    /// Input bytes the job has left to answer, as far as is known.
+    fn bytes_left(&self) -> u64 {
+        match self.live.as_ref().map(Progress::counts) {
+            Some(counts) => counts
+                .bytes
+                .unwrap_or(self.kept.bytes_total)
+                .saturating_sub(counts.consumed),
+            None => self.kept.bytes_total.saturating_sub(self.kept.bytes_done),
+        }
+    }
+}
+
+/// A job for the lanes' tests, created at `created_ms`.
+#[cfg(test)]
+fn test_entry(id: &str, created_ms: i64) -> JobEntry {
+    JobEntry::new(Kept {
+        version: kept::VERSION,
+        id: id.into(),
+        spec: super::spec::JobSpec {
+            inputs: vec!["in".into()],
+            output: "out".into(),
+            game: super::spec::JobGame::Deals,
+            format: "text".into(),
+            precision: 6,
+            shard: None,
+        },
+        state: JobState::Queued,
+        error: String::new(),
+        created_ms,
+        ended_ms: 0,
+        runs: 0,
+        done: 0,
+        bad: 0,
+        bytes_done: 0,
+        bytes_total: 0,
+    })
+}
+
 struct Table {
-    jobs: HashMap<String, JobEntry>,
-    /// Every job by (created_ms, id): the order lists go in, and where a page goes on from.
-    order: BTreeSet<(i64, String)>,
-    queue: VecDeque<String>,
+    /// Each tenant's jobs, in the settings' order (a runner names its lane by place).
+    lanes: Vec<TenantLane>,
+    by_name: HashMap<String, usize>,
+    /// Jobs waiting and running, all lanes together.
+    queued: usize,
     running: usize,
+    clock: ShareClock,
+    /// Input bytes a second the last run that answered for a second or more went at.
+    measured: Option<f64>,
     made: u64,
+}
+
+impl Table {
+    fn lane(&self, tenant: &str) -> Option<&TenantLane> {
+        self.by_name.get(tenant).map(|&at| &self.lanes[at])
+    }
+
+    /// A job's state changes: its lane's series follow.
+    fn moved(&mut self, lane: usize, id: &str, to: JobState) {
+        let lane = &mut self.lanes[lane];
+        let Some(entry) = lane.jobs.get_mut(id) else {
+            return;
+        };
+        lane.gauges.by_state[entry.kept.state.index()].dec();
+        lane.gauges.by_state[to.index()].inc();
+        entry.kept.state = to;
+    }
+
+    /// Job `id` of `lane` waits, at the end of its tenant's queue.
+    fn enqueue(&mut self, lane: usize, id: &str) {
+        let Some(entry) = self.lanes[lane].jobs.get(id) else {
+            return;
+        };
+        let bytes = entry.bytes_left();
+        self.lanes[lane].queued_bytes = self.lanes[lane].queued_bytes.saturating_add(bytes);
+        self.queued += 1;
+        lanes::enqueue(&mut self.lanes, &self.clock, lane, id.to_string());
+    }
+
+    /// Job `id` of `lane` no longer waits (it starts, or is cancelled).
+    fn dequeued(&mut self, lane: usize, id: &str) {
+        let lane = &mut self.lanes[lane];
+        if let Some(entry) = lane.jobs.get(id) {
+            lane.queued_bytes = lane.queued_bytes.saturating_sub(entry.bytes_left());
+        }
+        self.queued = self.queued.saturating_sub(1);
+    }
 }
 
 struct BoardShared {
     settings: BoardSettings,
     pool: Arc<Pool>,
-    metrics: JobMetrics,
     table: Mutex<Table>,
     changed: watch::Sender<u64>,
     runners: Mutex<Vec<JoinHandle<()>>>,
@@ -136,103 +242,6 @@ impl std::fmt::Debug for Board {
 }
 
 impl Board {
-    /// The jobs of `settings.dir`: those its records leave queued or running are queued again,
-    /// oldest first, and start as places free.
-    pub fn open(
-        settings: BoardSettings,
-        pool: Arc<Pool>,
-        metrics: JobMetrics,
-    ) -> Result<Board, BoardError> {
-        settings.storage.configure();
-        // The daemon's drain stops the jobs' outputs; their keepers leave the signals alone.
-        crate::jobs::sink::signals::leave_signals_alone();
-        // The folder is made as the daemon's flag names it; from then on no job's file is opened
-        // but beneath it, links and all.
-        if let Err(source) = beneath::create_dir_all(&settings.dir) {
-            return Err(BoardError::File(FileError {
-                op: FileOp::Make,
-                path: settings.dir.clone(),
-                source,
-            }));
-        }
-        beneath::confine(&settings.dir).map_err(|source| BoardError::Confine {
-            dir: settings.dir.clone(),
-            source,
-        })?;
-        let records = settings.dir.join(RECORDS);
-        if let Err(source) = beneath::create_dir_all(&records) {
-            return Err(BoardError::File(FileError {
-                op: FileOp::Make,
-                path: records,
-                source,
-            }));
-        }
-        let entries = match std::fs::read_dir(&records) {
-            Ok(entries) => entries,
-            Err(source) => {
-                return Err(BoardError::File(FileError {
-                    op: FileOp::Read,
-                    path: records,
-                    source,
-                }));
-            }
-        };
-        let mut kept: Vec<Kept> = Vec::new();
-        for entry in entries {
-            let path = entry.map_err(BoardError::Entry)?.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                match record::read::<Kept>(&Location::File(path.clone())) {
-                    Ok(Some(job)) => kept.push(job),
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %in_full(&e), "a job record is left out")
-                    }
-                }
-            }
-        }
-        kept.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
-        let mut table = Table::default();
-        for job in kept {
-            if !job.state.ended() {
-                table.queue.push_back(job.id.clone());
-            }
-            table.order.insert((job.created_ms, job.id.clone()));
-            let mut job = job;
-            if !job.state.ended() {
-                job.state = JobState::Queued;
-            }
-            table.jobs.insert(
-                job.id.clone(),
-                JobEntry {
-                    kept: job,
-                    live: None,
-                    stop: Arc::default(),
-                },
-            );
-        }
-        let board = Board {
-            inner: Arc::new(BoardShared {
-                settings,
-                pool,
-                metrics,
-                table: Mutex::new(table),
-                changed: watch::Sender::new(0),
-                runners: Mutex::default(),
-                closing: std::sync::atomic::AtomicBool::new(false),
-            }),
-        };
-        let resumed = board.table().queue.len();
-        if resumed > 0 {
-            tracing::info!(
-                jobs = resumed,
-                "taking up the jobs a last run left unfinished"
-            );
-        }
-        board.sweep(now_ms());
-        board.pump(board.table());
-        Ok(board)
-    }
-
     fn table(&self) -> MutexGuard<'_, Table> {
         self.inner
             .table
@@ -240,124 +249,44 @@ impl Board {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Creates job `id` (one made up when `None`) of `spec`, queued; with an `id` known already
-    /// and the same spec, that job as it is now.
-    pub fn create(&self, id: Option<&str>, spec: JobSpec) -> Result<JobView, Refusal> {
-        if let Some(id) = id {
-            check_id(id)?;
-            let mut table = self.table();
-            let queued = table.queue.len();
-            if let Some(entry) = table.jobs.get_mut(id) {
-                if entry.kept.spec != spec {
-                    return Err(Refusal::Unmet {
-                        field: "job_id".into(),
-                        message: format!("job {id} exists, with another spec"),
-                    });
-                }
-                // A job cancelled or failed goes on from its output as it stands, if the queue
-                // has room for it.
-                if matches!(entry.kept.state, JobState::Cancelled | JobState::Failed) {
-                    self.room(queued)?;
-                    entry.kept.state = JobState::Queued;
-                    entry.kept.error.clear();
-                    entry.kept.ended_ms = 0;
-                    let kept = entry.kept.clone();
-                    if let Err(e) = self.keep(&kept) {
+    /// Where `tenant`'s job names are placed: its folder beneath `--jobs-dir`.
+    fn home_of(&self, lane: &TenantLane) -> PathBuf {
+        home(&self.inner.settings.dir, &lane.share)
+    }
+
+    /// `tenant`'s job `id` as it is now.
+    pub fn get(&self, tenant: &str, id: &str) -> Option<JobView> {
+        self.table().lane(tenant)?.jobs.get(id).map(view)
+    }
+
+    /// Stops `tenant`'s job `id`: a queued one at once, a running one within a second (its output
+    /// is left as it stands, resumable); an ended one stays as it is.
+    pub fn cancel(&self, tenant: &str, id: &str) -> Option<JobView> {
+        let mut table = self.table();
+        let at = *table.by_name.get(tenant)?;
+        let state = table.lanes[at].jobs.get(id)?.kept.state;
+        match state {
+            JobState::Queued => {
+                table.dequeued(at, id);
+                table.lanes[at].queue.retain(|queued| queued != id);
+                table.moved(at, id, JobState::Cancelled);
+                let home = self.home_of(&table.lanes[at]);
+                if let Some(entry) = table.lanes[at].jobs.get_mut(id) {
+                    entry.kept.ended_ms = now_ms();
+                    if let Err(e) = self.keep(&home, &entry.kept) {
                         tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
                     }
-                    table.queue.push_back(id.to_string());
-                    let again = view(&table.jobs[id]);
-                    self.pump(table);
-                    return Ok(again);
-                }
-                return Ok(view(entry));
-            }
-        }
-        // Checked before anything is kept: a refused spec leaves no trace.
-        spec.place(&self.inner.settings.dir)?;
-        let mut table = self.table();
-        self.room(table.queue.len())?;
-        let id = match id {
-            Some(id) => id.to_string(),
-            None => loop {
-                table.made += 1;
-                let id = format!("job-{}-{}", now_ms(), table.made);
-                if !table.jobs.contains_key(&id) {
-                    break id;
-                }
-            },
-        };
-        if let Some(entry) = table.jobs.get(&id) {
-            // Created by a call racing this one.
-            return Ok(view(entry));
-        }
-        let kept = Kept {
-            version: VERSION,
-            id: id.clone(),
-            spec,
-            state: JobState::Queued,
-            error: String::new(),
-            created_ms: now_ms(),
-            ended_ms: 0,
-            runs: 0,
-            done: 0,
-            bad: 0,
-            bytes_done: 0,
-        };
-        self.keep(&kept).map_err(|e| Refusal::Unmet {
-            field: "job_id".into(),
-            message: format!("cannot keep the job's record: {}", in_full(&e)),
-        })?;
-        table.order.insert((kept.created_ms, id.clone()));
-        table.queue.push_back(id.clone());
-        table.jobs.insert(
-            id.clone(),
-            JobEntry {
-                kept,
-                live: None,
-                stop: Arc::default(),
-            },
-        );
-        tracing::info!(job_id = %id, "job created");
-        let made = view(&table.jobs[&id]);
-        self.pump(table);
-        Ok(made)
-    }
-
-    /// Whether one more job may wait, with `queued` waiting already.
-    fn room(&self, queued: usize) -> Result<(), Refusal> {
-        let limit = self.inner.settings.max_queued;
-        if queued >= limit {
-            return Err(Refusal::QueueFull { limit });
-        }
-        Ok(())
-    }
-
-    /// Job `id` as it is now.
-    pub fn get(&self, id: &str) -> Option<JobView> {
-        self.table().jobs.get(id).map(view)
-    }
-
-    /// Stops job `id`: a queued one at once, a running one within a second (its output is left
-    /// as it stands, resumable); an ended one stays as it is.
-    pub fn cancel(&self, id: &str) -> Option<JobView> {
-        let mut table = self.table();
-        let entry = table.jobs.get_mut(id)?;
-        match entry.kept.state {
-            JobState::Queued => {
-                entry.kept.state = JobState::Cancelled;
-                entry.kept.ended_ms = now_ms();
-                let kept = entry.kept.clone();
-                table.queue.retain(|queued| queued != id);
-                if let Err(e) = self.keep(&kept) {
-                    tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
                 }
                 self.told(&table);
             }
-            JobState::Running => entry.stop.store(CANCEL, Ordering::Relaxed),
+            JobState::Running => {
+                if let Some(entry) = table.lanes[at].jobs.get(id) {
+                    entry.stop.store(CANCEL, Ordering::Relaxed);
+                }
+            }
             _ => {}
         }
-        table.jobs.get(id).map(view)
+        table.lanes[at].jobs.get(id).map(view)
     }
 
     /// Whether the daemon is ending (watches end then).
@@ -376,10 +305,14 @@ impl Board {
         self.inner.closing.store(true, Ordering::Relaxed);
         {
             let mut table = self.table();
-            table.queue.clear();
-            for entry in table.jobs.values() {
-                if entry.kept.state == JobState::Running {
-                    entry.stop.store(CLOSE, Ordering::Relaxed);
+            table.queued = 0;
+            for lane in &mut table.lanes {
+                lane.queue.clear();
+                lane.queued_bytes = 0;
+                for entry in lane.jobs.values() {
+                    if entry.kept.state == JobState::Running {
+                        entry.stop.store(CLOSE, Ordering::Relaxed);
+                    }
                 }
             }
             self.told(&table);
@@ -399,27 +332,35 @@ impl Board {
         }
     }
 
-    /// Starts queued jobs while places are free.
+    /// Starts queued jobs while places are free, the places shared by weight between the
+    /// tenants with jobs waiting (`lanes.rs`).
     fn pump(&self, mut table: MutexGuard<'_, Table>) {
         while table.running < self.inner.settings.max_jobs.max(1) {
-            let Some(id) = table.queue.pop_front() else {
+            let table = &mut *table;
+            let Some(at) = lanes::next(&mut table.lanes, &mut table.clock) else {
                 break;
             };
-            let Some(entry) = table.jobs.get_mut(&id) else {
+            let Some(id) = table.lanes[at].queue.pop_front() else {
+                break;
+            };
+            table.dequeued(at, &id);
+            table.moved(at, &id, JobState::Running);
+            let home = self.home_of(&table.lanes[at]);
+            let Some(entry) = table.lanes[at].jobs.get_mut(&id) else {
                 continue;
             };
-            entry.kept.state = JobState::Running;
             entry.kept.runs += 1;
             entry.stop.store(GO, Ordering::Relaxed);
             let (kept, stop) = (entry.kept.clone(), entry.stop.clone());
             table.running += 1;
-            if let Err(e) = self.keep(&kept) {
+            table.lanes[at].running.insert(id.clone());
+            if let Err(e) = self.keep(&home, &kept) {
                 tracing::warn!(job_id = %id, error = %in_full(&e), "cannot keep the job's record");
             }
             let board = self.clone();
             let runner = std::thread::Builder::new()
                 .name(format!("job-{id}"))
-                .spawn(move || board.run(kept, stop));
+                .spawn(move || board.run(at, home, kept, stop));
             match runner {
                 Ok(runner) => self
                     .inner
@@ -429,8 +370,9 @@ impl Board {
                     .push(runner),
                 Err(e) => {
                     table.running -= 1;
-                    if let Some(entry) = table.jobs.get_mut(&id) {
-                        entry.kept.state = JobState::Failed;
+                    table.lanes[at].running.remove(&id);
+                    table.moved(at, &id, JobState::Failed);
+                    if let Some(entry) = table.lanes[at].jobs.get_mut(&id) {
                         entry.kept.error = format!("cannot start the job's thread: {e}");
                     }
                 }
@@ -439,28 +381,24 @@ impl Board {
         self.told(&table);
     }
 
-    /// Writes a job's record.
-    fn keep(&self, kept: &Kept) -> Result<(), RecordError> {
-        let at = self
-            .inner
-            .settings
-            .dir
-            .join(RECORDS)
-            .join(format!("{}.json", kept.id));
+    /// Writes a job's record, in the records' folder of `home`.
+    fn keep(&self, home: &std::path::Path, kept: &Kept) -> Result<(), RecordError> {
+        let at = home.join(RECORDS).join(format!("{}.json", kept.id));
         record::write(&Location::File(at), kept)
     }
 
-    /// Tells the watchers, and the metrics, that something changed.
+    /// Tells the watchers, and the work gauges, that something changed.
     fn told(&self, table: &Table) {
-        for (gauge, state) in self.inner.metrics.by_state.iter().zip(JobState::ALL) {
-            let n = table
-                .jobs
-                .values()
-                .filter(|entry| entry.kept.state == state)
-                .count();
-            gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
+        work::reckon(table);
         self.inner.changed.send_modify(|n| *n += 1);
+    }
+}
+
+/// Where a tenant's job names are placed and its records kept.
+fn home(dir: &std::path::Path, share: &TenantShare) -> PathBuf {
+    match &share.home {
+        Some(name) => dir.join(name),
+        None => dir.to_path_buf(),
     }
 }
 
@@ -490,6 +428,7 @@ fn view(entry: &JobEntry) -> JobView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::store::FileOp;
 
     /// The jobs' folder's failures in the words they have always had (written out here by hand),
     /// and a job's record that cannot be kept said with its cause, as the daemon's log and a

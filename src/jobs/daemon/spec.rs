@@ -52,9 +52,12 @@ pub enum Refusal {
     Invalid { field: String, message: String },
     #[error("{field}: {message}")]
     Unmet { field: String, message: String },
-    /// `--max-queued-jobs` jobs already wait.
-    #[error("{limit} jobs already wait (--max-queued-jobs)")]
-    QueueFull { limit: usize },
+    /// `--max-queued-jobs` jobs already wait, or the tenant's own `max_queued_jobs` of its jobs.
+    #[error("{limit} jobs already wait ({})", tenant.as_ref().map_or("--max-queued-jobs".to_string(), |t| format!("tenant {t}'s max_queued_jobs")))]
+    QueueFull {
+        limit: usize,
+        tenant: Option<String>,
+    },
 }
 
 impl Refusal {
@@ -82,6 +85,8 @@ pub struct Placed {
     pub shard: Option<Shard>,
     pub render: Render,
     pub unit: Unit,
+    /// The inputs' bytes as they are now (a FIFO's count as none): the work a job has waiting.
+    pub bytes: u64,
 }
 
 impl JobSpec {
@@ -119,6 +124,7 @@ impl JobSpec {
             .transpose()
             .map_err(|message| Refusal::invalid("spec.shard", message))?;
         let mut inputs = Vec::with_capacity(self.inputs.len());
+        let mut bytes = 0u64;
         for (i, name) in self.inputs.iter().enumerate() {
             let field = format!("spec.inputs[{i}]");
             let place = under(dir, name, &field)?;
@@ -138,11 +144,13 @@ impl JobSpec {
                 // waits for a writer, and the job reads it once, when it runs).
                 if meta.is_file() {
                     beneath::open(path, How::Read).map_err(cannot)?;
+                    bytes = bytes.saturating_add(meta.len());
                 }
             } else {
-                location
+                let size = location
                     .size()
                     .map_err(|e| Refusal::unmet(&field, format!("cannot read {name}: {e}")))?;
+                bytes = bytes.saturating_add(size);
             }
             inputs.push(location);
         }
@@ -200,6 +208,7 @@ impl JobSpec {
                 asked,
             },
             unit,
+            bytes,
         })
     }
 }

@@ -16,7 +16,7 @@ use tonic::{Code, Request};
 
 use super::{plain, refused_status};
 use crate::proto::{self, job_service_server::JobService as _};
-use crate::server::call::Calls;
+use crate::server::call::{Calls, InProcess};
 use crate::service::jobs::{JobsService, state_name};
 
 /// The most bytes a job's JSON may have.
@@ -107,7 +107,7 @@ pub async fn answer(
     let answered = match (rpc, id) {
         ("CreateJob", _) => match create(body).await {
             Ok(request) => jobs
-                .create_job(Request::new(request))
+                .create_job(asked(&entered, request))
                 .await
                 .map(|r| one(r.into_inner().job)),
             Err(words) => {
@@ -116,7 +116,7 @@ pub async fn answer(
             }
         },
         ("ListJobs", _) => match list_query(&query) {
-            Ok(request) => jobs.list_jobs(Request::new(request)).await.map(|r| {
+            Ok(request) => jobs.list_jobs(asked(&entered, request)).await.map(|r| {
                 let page = r.into_inner();
                 let all: Vec<serde_json::Value> = page.jobs.iter().map(job_json).collect();
                 let next = (!page.next_page_token.is_empty()).then_some(page.next_page_token);
@@ -128,19 +128,25 @@ pub async fn answer(
             }
         },
         ("GetJob", Some(job_id)) => jobs
-            .get_job(Request::new(proto::GetJobRequest { job_id }))
+            .get_job(asked(&entered, proto::GetJobRequest { job_id }))
             .await
             .map(|r| one(r.into_inner().job)),
         ("DeleteJob", job_id) => jobs
-            .delete_job(Request::new(proto::DeleteJobRequest {
-                job_id: job_id.unwrap_or_default(),
-            }))
+            .delete_job(asked(
+                &entered,
+                proto::DeleteJobRequest {
+                    job_id: job_id.unwrap_or_default(),
+                },
+            ))
             .await
             .map(|r| one(r.into_inner().job)),
         (_, job_id) => jobs
-            .cancel_job(Request::new(proto::CancelJobRequest {
-                job_id: job_id.unwrap_or_default(),
-            }))
+            .cancel_job(asked(
+                &entered,
+                proto::CancelJobRequest {
+                    job_id: job_id.unwrap_or_default(),
+                },
+            ))
             .await
             .map(|r| one(r.into_inner().job)),
     };
@@ -163,6 +169,14 @@ pub async fn answer(
             refused_status(&status)
         }
     }
+}
+
+/// The rpc's request for `message`, whose its call is (the token's tenant) in its extensions, as
+/// the call layer puts it for a call on the wire.
+fn asked<T>(entered: &InProcess, message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    request.extensions_mut().insert(entered.caller());
+    request
 }
 
 /// A `GET /v1/jobs`'s query (`page_size`, `page_token`, `state` by its short name) as its rpc's

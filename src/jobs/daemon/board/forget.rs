@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::{Board, JobView, RECORDS, view};
+use super::lanes::TenantLane;
+use super::{Board, JobView, RECORDS, home, view};
 use crate::jobs::daemon::spec::Refusal;
 use crate::jobs::in_full;
 
@@ -31,12 +32,24 @@ impl Clock {
     }
 }
 
+/// Takes ended job `id` off its lane and out of its series.
+fn forget(lane: &mut TenantLane, id: &str) {
+    if let Some(entry) = lane.jobs.remove(id) {
+        lane.gauges.by_state[entry.kept.state.index()].dec();
+        lane.order.remove(&(entry.kept.created_ms, id.to_string()));
+    }
+}
+
 impl Board {
-    /// Forgets ended job `id`: its record goes, its output stays. `Ok(None)`: no such job; a
-    /// queued or running one is refused (cancel it first).
-    pub fn delete(&self, id: &str) -> Result<Option<JobView>, Refusal> {
+    /// Forgets `tenant`'s ended job `id`: its record goes, its output stays. `Ok(None)`: no such
+    /// job; a queued or running one is refused (cancel it first).
+    pub fn delete(&self, tenant: &str, id: &str) -> Result<Option<JobView>, Refusal> {
         let mut table = self.table();
-        let Some(entry) = table.jobs.get(id) else {
+        let Some(&at) = table.by_name.get(tenant) else {
+            return Ok(None);
+        };
+        let lane = &mut table.lanes[at];
+        let Some(entry) = lane.jobs.get(id) else {
             return Ok(None);
         };
         if !entry.kept.state.ended() {
@@ -49,39 +62,41 @@ impl Board {
             });
         }
         let gone = view(entry);
-        let key = (entry.kept.created_ms, id.to_string());
-        self.unrecord(id);
-        table.jobs.remove(id);
-        table.order.remove(&key);
+        self.unrecord(&home(&self.inner.settings.dir, &lane.share), id);
+        forget(lane, id);
         self.told(&table);
-        tracing::info!(job_id = %id, "job deleted");
+        tracing::info!(job_id = %id, tenant, "job deleted");
         Ok(Some(gone))
     }
 
-    /// Forgets every job that ended `retention` or more before `now_ms`; how many went.
+    /// Forgets every job that ended `retention` or more before `now_ms`, every tenant's; how
+    /// many went.
     pub fn sweep(&self, now_ms: i64) -> usize {
         let retention =
             i64::try_from(self.inner.settings.retention.as_millis()).unwrap_or(i64::MAX);
         let mut table = self.table();
-        let old: Vec<(i64, String)> = table
-            .jobs
-            .values()
-            .filter(|e| e.kept.state.ended() && e.kept.ended_ms.saturating_add(retention) <= now_ms)
-            .map(|e| (e.kept.created_ms, e.kept.id.clone()))
-            .collect();
-        for key in &old {
-            self.unrecord(&key.1);
-            table.jobs.remove(&key.1);
-            table.order.remove(key);
+        let mut gone = 0;
+        for lane in &mut table.lanes {
+            let old: Vec<String> = lane
+                .jobs
+                .values()
+                .filter(|e| {
+                    e.kept.state.ended() && e.kept.ended_ms.saturating_add(retention) <= now_ms
+                })
+                .map(|e| e.kept.id.clone())
+                .collect();
+            let at = home(&self.inner.settings.dir, &lane.share);
+            for id in &old {
+                self.unrecord(&at, id);
+                forget(lane, id);
+            }
+            gone += old.len();
         }
-        if !old.is_empty() {
+        if gone > 0 {
             self.told(&table);
-            tracing::info!(
-                jobs = old.len(),
-                "ended jobs forgotten after --job-retention"
-            );
+            tracing::info!(jobs = gone, "ended jobs forgotten after --job-retention");
         }
-        old.len()
+        gone
     }
 
     /// Sweeps now and then every `every` (a tenth of the retention, at most a minute) for as
@@ -105,14 +120,9 @@ impl Board {
         }
     }
 
-    /// Removes job `id`'s record; a record already gone is fine.
-    fn unrecord(&self, id: &str) {
-        let at = self
-            .inner
-            .settings
-            .dir
-            .join(RECORDS)
-            .join(format!("{id}.json"));
+    /// Removes job `id`'s record from `home`'s records; a record already gone is fine.
+    fn unrecord(&self, home: &std::path::Path, id: &str) {
+        let at = home.join(RECORDS).join(format!("{id}.json"));
         match std::fs::remove_file(&at) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -40,6 +40,11 @@ impl JobState {
         }
     }
 
+    /// Its place in [`JobState::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn ended(self) -> bool {
         matches!(
             self,
@@ -70,6 +75,10 @@ pub(super) struct Kept {
     /// Input bytes the answers span, as the last run ended: an ended job's progress.
     #[serde(default)]
     pub(super) bytes_done: u64,
+    /// The inputs' bytes when the job was created (0: not known, a FIFO's or an older record's):
+    /// with `bytes_done`, the work it has waiting.
+    #[serde(default)]
+    pub(super) bytes_total: u64,
 }
 
 impl Versioned for Kept {

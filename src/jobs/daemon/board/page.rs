@@ -90,9 +90,22 @@ impl Cursor {
 }
 
 impl Board {
-    /// Up to `size` jobs (at least one) after `after`, oldest first, those in `state` when given.
-    pub fn page(&self, state: Option<JobState>, after: Option<&Cursor>, size: usize) -> Page {
+    /// Up to `size` of `tenant`'s jobs (at least one) after `after`, oldest first, those in
+    /// `state` when given.
+    pub fn page(
+        &self,
+        tenant: &str,
+        state: Option<JobState>,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Page {
         let table = self.table();
+        let Some(table) = table.lane(tenant) else {
+            return Page {
+                jobs: Vec::new(),
+                next: None,
+            };
+        };
         let start = after.map_or(Bound::Unbounded, |c| {
             Bound::Excluded((c.created_ms, c.id.clone()))
         });

@@ -1,12 +1,13 @@
 //! One run of a job, on a thread of its own: `solve` or `rps` with `--output` in this process, on
 //! the daemon's pool, then the job's end recorded.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use super::kept::{JobState, Kept, now_ms};
-use super::{BATCH, Board, CANCEL, CLOSE, GO};
+use super::{BATCH, Board, CANCEL, CLOSE, GO, work};
 use crate::deal::DealReader;
 use crate::jobs::daemon::spec::{JobGame, Placed, Refusal};
 use crate::jobs::in_full;
@@ -44,16 +45,17 @@ impl From<JobError> for JobFailure {
 }
 
 impl Board {
-    /// One run of a job, on its own thread.
-    pub(super) fn run(&self, kept: Kept, stop: Arc<AtomicU8>) {
+    /// One run of lane `at`'s job, on its own thread; its names are placed in `home`.
+    pub(super) fn run(&self, at: usize, home: PathBuf, kept: Kept, stop: Arc<AtomicU8>) {
         let span = tracing::info_span!("job", job_id = %kept.id, runs = kept.runs);
         let _entered = span.enter();
         tracing::info!(inputs = ?kept.spec.inputs, output = %kept.spec.output, "job started");
-        let ended = self.answer(&kept, &stop);
+        let ended = self.answer(at, &home, &kept, &stop);
         let why = stop.load(Ordering::Relaxed);
         let mut table = self.table();
         table.running -= 1;
-        let Some(entry) = table.jobs.get_mut(&kept.id) else {
+        table.lanes[at].running.remove(&kept.id);
+        let Some(entry) = table.lanes[at].jobs.get_mut(&kept.id) else {
             return;
         };
         let live = entry.live.take();
@@ -66,6 +68,7 @@ impl Board {
             entry.kept.bad = counts.bad + counts.skipped_bad;
             entry.kept.bytes_done = counts.consumed;
         }
+        let measured = last.as_ref().and_then(work::rate_of);
         let (state, error) = match (ended, why) {
             // The daemon is ending: the record stays running, for the next start.
             (Err(_), CLOSE) => {
@@ -87,9 +90,15 @@ impl Board {
                 }),
             ),
         };
-        entry.kept.state = state;
         entry.kept.error = error;
         entry.kept.ended_ms = now_ms();
+        table.moved(at, &kept.id, state);
+        if measured.is_some() {
+            table.measured = measured;
+        }
+        let Some(entry) = table.lanes[at].jobs.get(&kept.id) else {
+            return;
+        };
         let kept = entry.kept.clone();
         tracing::info!(
             job_id = %kept.id,
@@ -100,22 +109,29 @@ impl Board {
             error = %kept.error,
             "job ended"
         );
-        if let Err(e) = self.keep(&kept) {
+        if let Err(e) = self.keep(&home, &kept) {
             tracing::warn!(job_id = %kept.id, error = %in_full(&e), "cannot keep the job's record");
         }
         self.pump(table);
     }
 
     /// The job's answers, into its output.
-    fn answer(&self, kept: &Kept, stop: &AtomicU8) -> Result<ExitStatus, JobFailure> {
+    fn answer(
+        &self,
+        at: usize,
+        home: &Path,
+        kept: &Kept,
+        stop: &AtomicU8,
+    ) -> Result<ExitStatus, JobFailure> {
         let Placed {
             inputs,
             output,
             shard,
             render,
             unit,
-        } = kept.spec.place(&self.inner.settings.dir)?;
-        let dir = &self.inner.settings.dir;
+            ..
+        } = kept.spec.place(home)?;
+        let dir = home;
         let plan = JobPlan {
             // Named relative to the jobs folder, as the spec names them, so that the folder can
             // be mounted elsewhere and the job resumes.
@@ -135,7 +151,7 @@ impl Board {
             storage: self.inner.settings.storage,
             progress_every: Duration::from_secs(10),
         };
-        let items = self.inner.metrics.items.clone();
+        let items = self.table().lanes[at].gauges.items.clone();
         let stopped = || {
             items.inc();
             stop.load(Ordering::Relaxed) != GO
@@ -144,7 +160,7 @@ impl Board {
         match kept.spec.game {
             JobGame::Deals => {
                 let (job, sink) = JobRun::start::<DealReader<Reader>>(&plan, unit)?;
-                self.running(&kept.id, &job.progress);
+                self.running(at, &kept.id, &job.progress);
                 let share = local::PoolShare {
                     batch: BATCH,
                     at_once: Some(pool.workers()),
@@ -154,7 +170,7 @@ impl Board {
             }
             JobGame::Rps => {
                 let (job, sink) = JobRun::start::<CaseReader<Reader>>(&plan, unit)?;
-                self.running(&kept.id, &job.progress);
+                self.running(at, &kept.id, &job.progress);
                 let status = local::cases(&job, sink, render, pool, Some(pool.workers()), &stopped);
                 job.end(status.map_err(JobFailure::from), None)
             }
@@ -162,9 +178,9 @@ impl Board {
     }
 
     /// Job `id`'s run has its output open: its progress is what views show from now.
-    fn running(&self, id: &str, progress: &Progress) {
+    fn running(&self, at: usize, id: &str, progress: &Progress) {
         let mut table = self.table();
-        if let Some(entry) = table.jobs.get_mut(id) {
+        if let Some(entry) = table.lanes[at].jobs.get_mut(id) {
             entry.live = Some(progress.clone());
         }
         self.told(&table);
