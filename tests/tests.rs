@@ -40,6 +40,7 @@ mod shards;
 mod solve_cli;
 mod storage;
 mod storage_faults;
+mod tenants;
 mod timers;
 mod traces;
 mod ui;

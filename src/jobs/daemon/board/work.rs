@@ -5,7 +5,7 @@
 //! a waiting job's are its inputs' sizes when it was created, less what an earlier run answered;
 //! a running job's are its input's bytes not yet read. Seconds are bytes over the rate, in input
 //! bytes a second, that the daemon's jobs ran at: the running jobs' own rates while any has run a
-//! second, else the last run's that lasted a second, else [`ASSUMED_RATE`]. A job waiting or
+//! second, else the last run's that lasted a second (inputs of known size only), else [`ASSUMED_RATE`]. A job waiting or
 //! running counts at least one second (a FIFO's size is not known, nor that of a job an older
 //! daemon recorded), so the sum is never zero while a job waits or runs.
 
@@ -22,10 +22,12 @@ pub const ASSUMED_RATE: f64 = 4_000_000.0;
 /// How often the gauges are reckoned again while jobs run (a change reckons them at once).
 pub const RECKON_EVERY: Duration = Duration::from_secs(5);
 
-/// A run's rate in input bytes a second, once it has answered for a second.
+/// A run's rate in input bytes a second, once it has answered for a second; none for an input
+/// of unknown size (a FIFO), whose rate is its writer's rather than the solving's.
 pub(super) fn rate_of(counts: &Counts) -> Option<f64> {
     let seconds = counts.answering.as_secs_f64();
-    (seconds >= 1.0 && counts.consumed > 0).then(|| counts.consumed as f64 / seconds)
+    let known = counts.bytes.is_some() && counts.consumed > 0;
+    (seconds >= 1.0 && known).then(|| counts.consumed as f64 / seconds)
 }
 
 /// Sets every tenant's work gauges from the table as it is.
