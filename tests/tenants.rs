@@ -432,3 +432,48 @@ async fn the_place_is_shared_the_caps_hold_and_a_restart_rebuilds_every_queue() 
         assert_eq!(metric(&scraped, &series), Some(0.0), "{series}");
     }
 }
+
+/// docs/jobs.md's tenants, by example: its TOML file and its `serve` line, as shown, and every `$`
+/// example of the section printing what it shows (two tenants apart, bob's cap, pages, a delete,
+/// the work gauges at rest).
+#[test]
+fn the_tenants_examples_in_docs_jobs_print_what_they_show() {
+    let section = crate::common::doc_section("docs/jobs.md", "## Tenants");
+    let dir = Scratch::new("tenants-docs");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml block");
+    dir.write("tenants.toml", toml);
+    dir.write("alice.token", "alice-secret\n");
+    dir.write("bob.token", "bob-secret\n");
+    for tenant in ["alice", "bob"] {
+        let home = dir.join("jobs").join(tenant);
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::copy(data("random1000.in"), home.join("deals.in")).unwrap();
+    }
+    std::fs::copy(data("random1000.out6"), dir.join("random1000.out6")).unwrap();
+    let serve = section
+        .lines()
+        .find_map(|line| line.strip_prefix("patience serve "))
+        .expect("a `patience serve` line");
+    // The line's flags as given, its paths in the test's folder and its ports the test's own.
+    let args: Vec<String> = serve
+        .split_whitespace()
+        .map(|arg| match arg {
+            "jobs" | "tenants.toml" => dir.join(arg).display().to_string(),
+            "127.0.0.1:9090" => "127.0.0.1:0".to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let daemon = Daemon::start(&args);
+    let metrics = daemon.metrics_addr();
+    crate::common::doc_examples("docs/jobs.md", "## Tenants")
+        .at_least(14)
+        .rewrite("http://127.0.0.1:50051", &daemon.addr)
+        .rewrite("127.0.0.1:9090", &metrics)
+        .in_dir(dir.path())
+        .run();
+}
