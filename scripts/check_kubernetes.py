@@ -298,6 +298,17 @@ def main():
         if s["kind"] == "Service" and selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))
     ]
     check(len(scraped) == 1, "the ServiceMonitor selects one Service of the daemons")
+    jobs_scraped = [
+        s
+        for s in jobs_docs
+        if s["kind"] == "Service" and selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))
+    ]
+    check(
+        len(jobs_scraped) == 1
+        and selects(jobs_scraped[0]["spec"]["selector"], jobs_set["spec"]["template"]["metadata"]["labels"])
+        and any(p["name"] == monitor["spec"]["endpoints"][0]["port"] for p in jobs_scraped[0]["spec"]["ports"]),
+        "the ServiceMonitor scrapes the jobs daemon too (its work is what the autoscaler reads)",
+    )
     endpoint = monitor["spec"]["endpoints"][0]["port"]
     check(endpoint in [p["name"] for p in scraped[0]["spec"]["ports"]], f"that Service has the port it scrapes ({endpoint})")
     policy = one(daemons, "NetworkPolicy", "patience")
