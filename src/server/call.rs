@@ -39,10 +39,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::StreamExt as _;
 use http::HeaderValue;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
 use tonic::body::Body;
 use tonic::transport::server::TcpConnectInfo;
@@ -54,12 +51,15 @@ use super::route::Route;
 use crate::auth::{Caller, RequireBearer};
 use crate::metrics::{GrpcType, MethodCounters, Metrics};
 use crate::proto::{DescriptorError, service_methods};
-use crate::service::{Admission, Admitted, CallKind, Ending, Inbound, ServiceKinds, service_kinds};
+use crate::service::{Admission, Admitted, CallKind, ServiceKinds, service_kinds};
 use life::{Life, ReceivedBody, SentBody};
 use span::Origin;
 
+mod in_process;
 mod life;
 mod span;
+
+pub use in_process::InProcess;
 
 /// How the server frames gRPC messages: `--max-message-bytes`, and response compression.
 #[derive(Clone, Copy, Debug)]
@@ -425,46 +425,6 @@ impl Service<http::Request<Body>> for Calls {
             }
             .instrument(span),
         )
-    }
-}
-
-/// A call made in process, owned as [`Calls`] owns one on the wire: counted as started when it
-/// is entered, its messages counted as they pass, ended once (as `Canceled` if dropped before
-/// [`InProcess::end`]), its place under its cap given back when it is dropped.
-#[derive(Debug)]
-pub struct InProcess {
-    life: Life,
-    caller: Caller,
-}
-
-impl InProcess {
-    /// Whose the call is, by its token.
-    pub fn caller(&self) -> Caller {
-        self.caller.clone()
-    }
-
-    /// The call's requests as its service reads them, each counted as received when read.
-    pub fn inbound<T: Send + 'static>(&self, requests: mpsc::Receiver<T>) -> Inbound<T> {
-        let counters = self.life.counters.clone();
-        Box::pin(ReceiverStream::new(requests).map(move |request| {
-            counters.received(1);
-            Ok(request)
-        }))
-    }
-
-    /// A response message taken from the service.
-    pub fn sent(&self) {
-        self.life.counters.sent(1);
-    }
-
-    /// The call's status, once it is known.
-    pub fn end(&mut self, code: Code) {
-        self.life.end(code);
-    }
-
-    /// Where the call ends, which its service gives its account to, and which holds its span.
-    pub fn ending(&self) -> Ending {
-        self.life.ending.clone()
     }
 }
 
