@@ -339,14 +339,8 @@ fn jobs_on_the_http_api_and_specs_refused_in_words_before_they_start() {
     let daemon = Daemon::start(&["--workers", "1", "--jobs-dir", &folder]);
     let url = format!("{}/v1/jobs", daemon.addr);
     let curl = |args: &[&str]| {
-        let out = Command::new("curl")
-            .args(["-s", "-w", "\n%{http_code}"])
-            .args(args)
-            .output()
-            .unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
-        let (body, code) = text.rsplit_once('\n').unwrap();
-        (code.to_string(), body.to_string())
+        let (code, _, body) = crate::common::curl(args);
+        (code, body)
     };
     let post = |json: &str| curl(&["-X", "POST", "--data-binary", json, &url]);
 

@@ -4,7 +4,6 @@
 //! `patience jobs`. A job kept running by a FIFO the test holds open keeps the others queued.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 use std::time::Duration;
 
 use patience::proto::job_service_client::JobServiceClient;
@@ -13,7 +12,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 use tonic_types::StatusExt as _;
 
-use crate::common::{Daemon, HANG_LIMIT, Scratch, data, fed_fifo, metric, patience, scrape};
+use crate::common::{Daemon, HANG_LIMIT, Scratch, curl, data, fed_fifo, metric, patience, scrape};
 
 /// A jobs folder with `in/a.in` (the UVa sample) and the FIFO `in/f.in`, fed one deal and held
 /// open until the returned sender is dropped.
@@ -111,19 +110,6 @@ fn http_page(url: &str) -> (Vec<String>, Option<String>) {
         .map(|j| j["job_id"].as_str().unwrap().to_string())
         .collect();
     (ids, json["next_page_token"].as_str().map(str::to_string))
-}
-
-/// `curl`'s status code, headers and body for `args`.
-fn curl(args: &[&str]) -> (String, String, String) {
-    let out = Command::new("curl")
-        .args(["-s", "-D", "-", "-w", "\n%{http_code}"])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let (rest, code) = text.rsplit_once('\n').unwrap();
-    let (headers, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
-    (code.to_string(), headers.to_lowercase(), body.to_string())
 }
 
 /// Past `--max-queued-jobs`, a create is RESOURCE_EXHAUSTED (HTTP 429 with Retry-After) with a

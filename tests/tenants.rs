@@ -131,15 +131,9 @@ async fn reaches(jobs: &mut Jobs, id: &str, state: JobState) {
 
 /// `curl`'s status code and body for a request with `token`.
 fn curl(token: &str, args: &[&str]) -> (String, String) {
-    let out = std::process::Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}", "-H"])
-        .arg(format!("authorization: Bearer {token}"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let (body, code) = text.rsplit_once('\n').unwrap();
-    (code.to_string(), body.to_string())
+    let header = format!("authorization: Bearer {token}");
+    let (code, _, body) = crate::common::curl(&[&["-H", &header], args].concat());
+    (code, body)
 }
 
 /// Another tenant's job is NOT_FOUND on every rpc and HTTP route, in the same words as a job

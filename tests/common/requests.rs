@@ -105,3 +105,17 @@ pub async fn small_window_client(addr: &str) -> SolverClient<Channel> {
         .expect("connect");
     SolverClient::new(channel)
 }
+
+/// `curl -s`'s status code, headers (lowercased) and body for `args`: an HTTP route called as
+/// users call it.
+pub fn curl(args: &[&str]) -> (String, String, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-D", "-", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (rest, code) = text.rsplit_once('\n').unwrap();
+    let (headers, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    (code.to_string(), headers.to_lowercase(), body.to_string())
+}
