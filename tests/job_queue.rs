@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use patience::proto::job_service_client::JobServiceClient;
 use patience::proto::{self, JobState};
 use tonic::Code;
-use tonic::transport::Channel;
 use tonic_types::StatusExt as _;
 
-use crate::common::{Daemon, HANG_LIMIT, Scratch, curl, data, fed_fifo, metric, patience, scrape};
+use crate::common::{
+    Daemon, Jobs, Scratch, create_job, curl, data, fed_fifo, get_job, jobs_client, metric,
+    patience, reaches, scrape,
+};
 
 /// A jobs folder with `in/a.in` (the UVa sample) and the FIFO `in/f.in`, fed one deal and held
 /// open until the returned sender is dropped.
@@ -32,70 +33,15 @@ fn folder(
     (dir, hold, writer)
 }
 
-fn spec(input: &str, output: &str) -> proto::JobSpec {
-    proto::JobSpec {
-        inputs: vec![input.to_string()],
-        output: output.to_string(),
-        ..Default::default()
-    }
+/// Creates job `run` on the FIFO and waits for the event of its running: it then holds the one
+/// place until the test lets the FIFO end.
+async fn one_running(jobs: &mut Jobs) {
+    create_job(jobs, "run", "in/f.in").await.unwrap();
+    reaches(jobs, "run", JobState::Running).await;
 }
 
-async fn client(daemon: &Daemon) -> JobServiceClient<Channel> {
-    JobServiceClient::connect(daemon.addr.clone())
-        .await
-        .unwrap()
-}
-
-async fn create(
-    jobs: &mut JobServiceClient<Channel>,
-    id: &str,
-    input: &str,
-) -> Result<proto::Job, tonic::Status> {
-    let request = proto::CreateJobRequest {
-        job_id: id.to_string(),
-        spec: Some(spec(input, &format!("out/{id}.txt"))),
-    };
-    Ok(jobs
-        .create_job(request)
-        .await?
-        .into_inner()
-        .job
-        .unwrap_or_default())
-}
-
-async fn state(jobs: &mut JobServiceClient<Channel>, id: &str) -> Result<i32, tonic::Status> {
-    let request = proto::GetJobRequest { job_id: id.into() };
-    Ok(jobs
-        .get_job(request)
-        .await?
-        .into_inner()
-        .job
-        .unwrap_or_default()
-        .state)
-}
-
-/// Creates job `run` on the FIFO and waits for the event of its running (its watch), bounded by
-/// the hang limit: it then holds the one place until the test lets the FIFO end.
-async fn one_running(jobs: &mut JobServiceClient<Channel>) {
-    create(jobs, "run", "in/f.in").await.unwrap();
-    let request = proto::WatchJobRequest {
-        job_id: "run".into(),
-    };
-    let mut watch = jobs.watch_job(request).await.unwrap().into_inner();
-    let running = async {
-        while let Some(update) = watch.message().await.unwrap() {
-            if update
-                .job
-                .is_some_and(|j| j.state == JobState::Running as i32)
-            {
-                return;
-            }
-        }
-        panic!("the FIFO's job ended without running");
-    };
-    tokio::time::timeout(HANG_LIMIT, running)
-        .await
-        .expect("the FIFO's job never ran");
+async fn client(daemon: &Daemon) -> Jobs {
+    jobs_client(&daemon.addr, None).await
 }
 
 /// The ids of a `GET /v1/jobs` page, and its next page's token.
@@ -133,10 +79,10 @@ async fn a_full_queue_refuses_with_its_quota_and_ended_jobs_are_deleted() {
     let mut jobs = client(&daemon).await;
     one_running(&mut jobs).await;
     for id in ["q1", "q2", "q3"] {
-        let job = create(&mut jobs, id, "in/a.in").await.unwrap();
+        let job = create_job(&mut jobs, id, "in/a.in").await.unwrap();
         assert_eq!(job.state, JobState::Queued as i32, "{id}");
     }
-    let refused = create(&mut jobs, "q4", "in/a.in").await.unwrap_err();
+    let refused = create_job(&mut jobs, "q4", "in/a.in").await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(
         refused.message().contains("--max-queued-jobs"),
@@ -191,13 +137,13 @@ async fn a_full_queue_refuses_with_its_quota_and_ended_jobs_are_deleted() {
     let (code, _, body) = curl(&["-X", "POST", &format!("{url}/q1:cancel")]);
     assert_eq!(code, "200", "{body}");
     assert!(body.contains(r#""state":"cancelled""#), "{body}");
-    create(&mut jobs, "q4", "in/a.in").await.unwrap();
+    create_job(&mut jobs, "q4", "in/a.in").await.unwrap();
     let record = dir.join(".patience-jobs/q1.json");
     assert!(record.is_file());
     let (code, _, body) = curl(&["-X", "DELETE", &format!("{url}/q1")]);
     assert_eq!(code, "200", "{body}");
     assert!(!record.exists(), "the deleted job's record stays");
-    let gone = state(&mut jobs, "q1").await.unwrap_err();
+    let gone = get_job(&mut jobs, "q1").await.unwrap_err();
     assert_eq!(gone.code(), Code::NotFound);
     let cli = patience()
         .args(&["jobs", "--addr", &daemon.addr, "delete", "q2"])
@@ -215,7 +161,7 @@ async fn a_full_queue_refuses_with_its_quota_and_ended_jobs_are_deleted() {
 /// The ids of every page of ListJobs (`state` when given), `size` a page; `between(page)` runs
 /// before each page after the first.
 async fn all_pages(
-    jobs: &mut JobServiceClient<Channel>,
+    jobs: &mut Jobs,
     state: Option<JobState>,
     size: i32,
     mut between: impl AsyncFnMut(usize),
@@ -257,7 +203,7 @@ async fn pages_list_every_job_once_while_jobs_come_and_go() {
     one_running(&mut jobs).await;
     let first: Vec<String> = (0..240).map(|i| format!("j{i:03}")).collect();
     for id in &first {
-        create(&mut jobs, id, "in/a.in").await.unwrap();
+        create_job(&mut jobs, id, "in/a.in").await.unwrap();
     }
     let cancelled: BTreeSet<String> = first.iter().step_by(3).cloned().collect();
     for id in &cancelled {
@@ -277,7 +223,7 @@ async fn pages_list_every_job_once_while_jobs_come_and_go() {
     let listed = all_pages(&mut jobs, None, 7, async |page| {
         for k in 0..5 {
             let id = format!("new{page:02}-{k}");
-            create(&mut other, &id, "in/a.in").await.unwrap();
+            create_job(&mut other, &id, "in/a.in").await.unwrap();
             made.push(id);
         }
         for id in doomed.by_ref().take(1) {

@@ -11,13 +11,13 @@ use patience::proto::job_service_client::JobServiceClient;
 use patience::proto::solver_client::SolverClient;
 use patience::proto::{self, JobState};
 use tonic::Code;
-use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic_types::StatusExt as _;
 
-use crate::common::{Daemon, HANG_LIMIT, Scratch, data, fed_fifo, metric, scrape};
-
-type Jobs = JobServiceClient<InterceptedService<Channel, AddBearer>>;
+use crate::common::{
+    Daemon, Jobs, Scratch, create_job, data, fed_fifo, get_job, job_spec, jobs_client, metric,
+    reaches, scrape,
+};
 
 /// A jobs folder for tenants `alice` (token inline, weight 1) and `bob` (token in a file,
 /// `max_queued_jobs = 2`), each with `in/a.in` (the UVa sample) in its own folder; the file's
@@ -55,44 +55,7 @@ fn serve(dir: &Scratch, tenants: &str) -> Daemon {
 }
 
 async fn as_tenant(daemon: &Daemon, token: &str) -> Jobs {
-    let channel = Channel::from_shared(daemon.addr.clone())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let bearer = AddBearer::new(Some(&Secret::new(token))).unwrap();
-    JobServiceClient::with_interceptor(channel, bearer)
-}
-
-fn spec(input: &str, output: &str) -> proto::JobSpec {
-    proto::JobSpec {
-        inputs: vec![input.to_string()],
-        output: output.to_string(),
-        ..Default::default()
-    }
-}
-
-async fn create(jobs: &mut Jobs, id: &str, input: &str) -> Result<proto::Job, tonic::Status> {
-    let request = proto::CreateJobRequest {
-        job_id: id.to_string(),
-        spec: Some(spec(input, &format!("out/{id}.txt"))),
-    };
-    Ok(jobs
-        .create_job(request)
-        .await?
-        .into_inner()
-        .job
-        .unwrap_or_default())
-}
-
-async fn get(jobs: &mut Jobs, id: &str) -> Result<proto::Job, tonic::Status> {
-    let request = proto::GetJobRequest { job_id: id.into() };
-    Ok(jobs
-        .get_job(request)
-        .await?
-        .into_inner()
-        .job
-        .unwrap_or_default())
+    jobs_client(&daemon.addr, Some(token)).await
 }
 
 async fn ids(jobs: &mut Jobs) -> Vec<String> {
@@ -102,31 +65,6 @@ async fn ids(jobs: &mut Jobs) -> Vec<String> {
         .unwrap()
         .into_inner();
     page.jobs.into_iter().map(|j| j.job_id).collect()
-}
-
-/// Waits for the event of job `id` reaching `state` (its watch), bounded by the hang limit.
-async fn reaches(jobs: &mut Jobs, id: &str, state: JobState) {
-    let request = proto::WatchJobRequest { job_id: id.into() };
-    let mut watch = jobs.watch_job(request).await.unwrap().into_inner();
-    let reached = async {
-        while let Some(update) = watch.message().await.unwrap() {
-            let now = update.job.map_or(0, |j| j.state);
-            if now == state as i32 {
-                return;
-            }
-            assert!(
-                !matches!(
-                    JobState::try_from(now),
-                    Ok(JobState::Succeeded | JobState::Failed | JobState::Cancelled)
-                ),
-                "job {id} ended as {now} before reaching {state:?}"
-            );
-        }
-        panic!("job {id}'s watch ended before it reached {state:?}");
-    };
-    tokio::time::timeout(HANG_LIMIT, reached)
-        .await
-        .unwrap_or_else(|_| panic!("job {id} never reached {state:?}"));
 }
 
 /// `curl`'s status code and body for a request with `token`.
@@ -147,12 +85,12 @@ async fn each_tenant_sees_only_its_own_jobs_on_every_rpc_and_route() {
     let mut alice = as_tenant(&daemon, "alice-secret").await;
     let mut bob = as_tenant(&daemon, "bob-secret").await;
 
-    create(&mut alice, "same", "in/a.in").await.unwrap();
+    create_job(&mut alice, "same", "in/a.in").await.unwrap();
     reaches(&mut alice, "same", JobState::Succeeded).await;
     // Bob's "same" has another spec: in one tenant that would be refused as a different job.
     let request = proto::CreateJobRequest {
         job_id: "same".into(),
-        spec: Some(spec("in/a.in", "out/other-name.txt")),
+        spec: Some(job_spec("in/a.in", "out/other-name.txt")),
     };
     bob.create_job(request).await.unwrap();
     reaches(&mut bob, "same", JobState::Succeeded).await;
@@ -169,15 +107,15 @@ async fn each_tenant_sees_only_its_own_jobs_on_every_rpc_and_route() {
     assert!(dir.join("bob/.patience-jobs/same.json").is_file());
     assert!(!dir.join(".patience-jobs/same.json").exists());
 
-    create(&mut alice, "mine", "in/a.in").await.unwrap();
+    create_job(&mut alice, "mine", "in/a.in").await.unwrap();
     reaches(&mut alice, "mine", JobState::Succeeded).await;
     assert_eq!(ids(&mut alice).await, ["same", "mine"]);
     assert_eq!(ids(&mut bob).await, ["same"]);
 
     // Every rpc of bob's on alice's job, in the words of a job that does not exist.
     let words = |status: &tonic::Status, id: &str| status.message().replace(id, "ID");
-    let never = get(&mut bob, "never").await.unwrap_err();
-    let hidden = get(&mut bob, "mine").await.unwrap_err();
+    let never = get_job(&mut bob, "never").await.unwrap_err();
+    let hidden = get_job(&mut bob, "mine").await.unwrap_err();
     assert_eq!(hidden.code(), Code::NotFound, "{hidden:?}");
     assert_eq!(words(&hidden, "mine"), words(&never, "never"));
     let job_id = || "mine".to_string();
@@ -198,7 +136,7 @@ async fn each_tenant_sees_only_its_own_jobs_on_every_rpc_and_route() {
         assert_eq!(words(&status, "mine"), words(&never, "never"));
     }
     assert_eq!(
-        get(&mut alice, "mine").await.unwrap().state,
+        get_job(&mut alice, "mine").await.unwrap().state,
         JobState::Succeeded as i32,
         "bob's calls changed alice's job"
     );
@@ -222,7 +160,7 @@ async fn each_tenant_sees_only_its_own_jobs_on_every_rpc_and_route() {
     assert_eq!(code, "200", "{body}");
 
     // A tenant's paths stay in its folder.
-    let escape = create(&mut bob, "escape", "../alice/in/a.in")
+    let escape = create_job(&mut bob, "escape", "../alice/in/a.in")
         .await
         .unwrap_err();
     assert_eq!(escape.code(), Code::InvalidArgument, "{escape:?}");
@@ -238,7 +176,7 @@ async fn each_tenant_sees_only_its_own_jobs_on_every_rpc_and_route() {
     assert_eq!(refused.code(), Code::Unauthenticated);
     let mut stranger = as_tenant(&daemon, "carol-secret").await;
     assert_eq!(
-        get(&mut stranger, "mine").await.unwrap_err().code(),
+        get_job(&mut stranger, "mine").await.unwrap_err().code(),
         Code::Unauthenticated
     );
 
@@ -313,13 +251,13 @@ async fn the_place_is_shared_the_caps_hold_and_a_restart_rebuilds_every_queue() 
     let mut alice = as_tenant(&daemon, "alice-secret").await;
     let mut bob = as_tenant(&daemon, "bob-secret").await;
 
-    create(&mut alice, "a1", "in/f.in").await.unwrap();
+    create_job(&mut alice, "a1", "in/f.in").await.unwrap();
     reaches(&mut alice, "a1", JobState::Running).await;
-    create(&mut alice, "a2", "in/a.in").await.unwrap();
-    create(&mut alice, "a3", "in/a.in").await.unwrap();
-    create(&mut bob, "b1", "in/f.in").await.unwrap();
-    create(&mut bob, "b2", "in/a.in").await.unwrap();
-    let refused = create(&mut bob, "b3", "in/a.in").await.unwrap_err();
+    create_job(&mut alice, "a2", "in/a.in").await.unwrap();
+    create_job(&mut alice, "a3", "in/a.in").await.unwrap();
+    create_job(&mut bob, "b1", "in/f.in").await.unwrap();
+    create_job(&mut bob, "b2", "in/a.in").await.unwrap();
+    let refused = create_job(&mut bob, "b3", "in/a.in").await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert!(refused.message().contains("tenant bob"), "{refused:?}");
     let details = refused.get_error_details();
@@ -330,7 +268,7 @@ async fn the_place_is_shared_the_caps_hold_and_a_restart_rebuilds_every_queue() 
         Some(Duration::from_secs(1))
     );
     // Alice has no cap of her own: the daemon's (1,000) is far.
-    create(&mut alice, "a4", "in/a.in").await.unwrap();
+    create_job(&mut alice, "a4", "in/a.in").await.unwrap();
 
     // The backlog by hand: alice's a2, a3, a4 wait with the sample's bytes each, her a1 runs
     // with a FIFO (size unknown: 0 bytes, its floor of 1 s); bob's b1 (a FIFO) and b2 wait. No
@@ -359,11 +297,11 @@ async fn the_place_is_shared_the_caps_hold_and_a_restart_rebuilds_every_queue() 
     writer_a.join().unwrap();
     reaches(&mut alice, "a1", JobState::Succeeded).await;
     assert_eq!(
-        get(&mut bob, "b1").await.unwrap().state,
+        get_job(&mut bob, "b1").await.unwrap().state,
         JobState::Running as i32
     );
     assert_eq!(
-        get(&mut alice, "a2").await.unwrap().state,
+        get_job(&mut alice, "a2").await.unwrap().state,
         JobState::Queued as i32
     );
 
@@ -390,8 +328,8 @@ async fn the_place_is_shared_the_caps_hold_and_a_restart_rebuilds_every_queue() 
     // Bob's queue is rebuilt with his cap: once b1 runs again (after alice's a2, the oldest
     // waiting), b2 waits, so b3 may wait and b4 may not.
     reaches(&mut bob, "b1", JobState::Running).await;
-    create(&mut bob, "b3", "in/a.in").await.unwrap();
-    let full = create(&mut bob, "b4", "in/a.in").await.unwrap_err();
+    create_job(&mut bob, "b3", "in/a.in").await.unwrap();
+    let full = create_job(&mut bob, "b4", "in/a.in").await.unwrap_err();
     assert_eq!(full.code(), Code::ResourceExhausted, "{full:?}");
     // b1's FIFO gets a writer again; then every job runs to its end.
     let fifo = dir.join("bob/in/f.in");
