@@ -3,9 +3,10 @@
 //! `cargo bench --bench engine` (options after `--`: `--deals N --runs R --reference-deals M`).
 //!
 //! Measures, side by side in one run on the same uniformly random deals (seeded):
-//! - the engine on one thread (one reused `Solver`), median of R runs, and ns per position,
+//! - the engine on one thread (one reused `Solver`), before and after the prefetch (`search.rs`),
+//!   R runs each taken in turn, their medians and the median ratio of the pairs; ns per position,
 //!   real and hot (the same searches with every probe in cache: the floor memory leaves);
-//! - the engine on two threads, a solver each;
+//! - the engine on two threads, a solver each, before and after;
 //! - states visited per deal (median, p99, max, mean);
 //! - what reading a deal and printing its line cost, per deal;
 //! - `reference-solve` (seed 001's memo DFS, whole process) on the first M deals (all by
@@ -97,43 +98,91 @@ fn main() {
         o.deals, o.runs
     );
 
-    // Engine, one thread, one reused solver: deal by deal, then interleaved.
+    // The engine before and after the prefetch (the one change this bench compares, see
+    // docs/performance.md), each one reused solver: the same answers to the bit, then runs taken
+    // in turn, before and after, so that the machine's drift falls on both alike.
+    let mut before = Solver::new();
+    before.set_prefetch(false);
     let mut solver = Solver::new();
     let solutions: Vec<_> = deals.iter().map(|d| solver.solve(d)).collect();
+    for (d, s) in deals.iter().zip(&solutions) {
+        let b = before.solve(d);
+        assert_eq!(
+            (b.probability.to_bits(), b.states),
+            (s.probability.to_bits(), s.states),
+            "the prefetch changed an answer"
+        );
+    }
     let mut states: Vec<u32> = solutions.iter().map(|s| s.states).collect();
     let mean_states = states.iter().map(|&s| f64::from(s)).sum::<f64>() / states.len() as f64;
-    let (single, single_runs) = rates(o.runs, deals.len(), || {
-        for d in &deals {
-            std::hint::black_box(solver.solve(d));
-        }
-    });
+    let (mut runs_before, mut runs_after, mut paired) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..o.runs {
+        let (b, _) = rates(1, deals.len(), || {
+            for d in &deals {
+                std::hint::black_box(before.solve(d));
+            }
+        });
+        let (a, _) = rates(1, deals.len(), || {
+            for d in &deals {
+                std::hint::black_box(solver.solve(d));
+            }
+        });
+        runs_before.push(b);
+        runs_after.push(a);
+        paired.push(a / b);
+    }
+    let list = |xs: &[f64]| {
+        xs.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (b_list, a_list) = (list(&runs_before), list(&runs_after));
+    let (single_before, single) = (median(runs_before), median(runs_after));
     let ns = |rate: f64| 1e9 / (rate * mean_states);
     println!(
-        "engine, 1 thread: median {single:.0} deals/s, {:.1} ns per position  (runs: {single_runs})",
+        "engine, 1 thread, before (no prefetch): median {single_before:.0} deals/s, {:.1} ns per position  (runs: {b_list})",
+        ns(single_before)
+    );
+    println!(
+        "engine, 1 thread, after: median {single:.0} deals/s, {:.1} ns per position  (runs: {a_list})",
         ns(single)
+    );
+    println!(
+        "  after against before: {:.3}x (median of the {} paired runs)",
+        median(paired),
+        o.runs
     );
     // The floor: the same searches with every probe in cache. Each deal is solved once, then
     // timed solving it again at once: the second solve starts its deal afresh (the solver trusts
     // no entry of the last deal) and makes the same probes, to cache lines the first just
     // brought in. What the real figure costs above this one is what waiting on memory costs.
-    let hot: Vec<f64> = (0..o.runs)
-        .map(|_| {
-            let mut took = std::time::Duration::ZERO;
-            for d in &deals {
-                std::hint::black_box(solver.solve(d));
-                let start = Instant::now();
-                std::hint::black_box(solver.solve(d));
-                took += start.elapsed();
-            }
-            took.as_secs_f64() * 1e9 / (mean_states * deals.len() as f64)
-        })
-        .collect();
-    let hot = median(hot);
-    println!(
-        "ns per position: real {:.1}, hot {hot:.1} (every probe in cache): memory's part {:.0}% of the real cost",
-        ns(single),
-        100.0 * (1.0 - hot / ns(single))
-    );
+    let hot = |solver: &mut Solver| {
+        let runs: Vec<f64> = (0..o.runs)
+            .map(|_| {
+                let mut took = std::time::Duration::ZERO;
+                for d in &deals {
+                    std::hint::black_box(solver.solve(d));
+                    let start = Instant::now();
+                    std::hint::black_box(solver.solve(d));
+                    took += start.elapsed();
+                }
+                took.as_secs_f64() * 1e9 / (mean_states * deals.len() as f64)
+            })
+            .collect();
+        median(runs)
+    };
+    for (name, solver, rate) in [
+        ("before", &mut before, single_before),
+        ("after", &mut solver, single),
+    ] {
+        let hot = hot(solver);
+        println!(
+            "ns per position, {name}: real {:.1}, hot {hot:.1} (every probe in cache): memory's part {:.0}% of the real cost",
+            ns(rate),
+            100.0 * (1.0 - hot / ns(rate))
+        );
+    }
     states.sort_unstable();
     println!(
         "states visited per deal: median {}, p99 {}, max {}, mean {mean_states:.0}",
@@ -144,22 +193,25 @@ fn main() {
 
     // The same engine on two threads, each with its own solver, splitting the deals: what this
     // machine's cores give this load with no I/O at all, to read the solve ratio against.
-    let (pair, _) = rates(o.runs, deals.len(), || {
-        std::thread::scope(|scope| {
-            for half in deals.chunks(deals.len().div_ceil(2)) {
-                scope.spawn(move || {
-                    let mut solver = Solver::new();
-                    for d in half {
-                        std::hint::black_box(solver.solve(d));
-                    }
-                });
-            }
+    for (name, prefetch, one) in [("before", false, single_before), ("after", true, single)] {
+        let (pair, _) = rates(o.runs, deals.len(), || {
+            std::thread::scope(|scope| {
+                for half in deals.chunks(deals.len().div_ceil(2)) {
+                    scope.spawn(move || {
+                        let mut solver = Solver::new();
+                        solver.set_prefetch(prefetch);
+                        for d in half {
+                            std::hint::black_box(solver.solve(d));
+                        }
+                    });
+                }
+            });
         });
-    });
-    println!(
-        "engine, 2 threads (a solver each): median {pair:.0} deals/s = {:.2}x one thread",
-        pair / single
-    );
+        println!(
+            "engine, 2 threads (a solver each), {name}: median {pair:.0} deals/s = {:.2}x one thread",
+            pair / one
+        );
+    }
     let dir = std::env::temp_dir();
     let all_path = dir.join(format!("patience-bench-{}.in", std::process::id()));
     write_deals(&all_path, &deals);
@@ -214,7 +266,8 @@ fn main() {
             "reference-solve (seed 001, g++ -O2, whole process) on {m} deals: {ref_rate:.0} deals/s; largest difference {worst:.1e}"
         );
         println!(
-            "  the engine (1 thread) against it: {:.1}x",
+            "  the engine (1 thread) against it: before {:.1}x, after {:.1}x",
+            single_before / ref_rate,
             single / ref_rate
         );
         let _ = std::fs::remove_file(&ref_path);

@@ -69,6 +69,9 @@ pub struct Solver {
     /// The last deal's start and table width, for reading its results back afterwards.
     root: State,
     wide_in_use: bool,
+    /// Whether the search prefetches each new position's index entry (`search.rs`): always,
+    /// but for the benchmark that sets the engine with and without it side by side.
+    prefetch: bool,
 }
 
 /// The tables are megabytes of numbers: only what the last solve left behind is worth printing.
@@ -96,6 +99,7 @@ impl Solver {
             search: Search::new(),
             root: State::default(),
             wide_in_use: false,
+            prefetch: true,
         }
     }
 
@@ -105,6 +109,13 @@ impl Solver {
     /// out exactly and returned as the double nearest the exact value: otherwise the last bits of
     /// a floating-point sum would decide how it prints. Ties are real (about 1 random deal in
     /// 3,500 is exactly, say, 3/128 = 0.0234375), and a solve near one costs about 1.5 solves.
+    /// Turns the search's prefetch off or on: for the benchmark, which prints the engine with and
+    /// without it in one run. Answers are the same either way.
+    #[doc(hidden)]
+    pub fn set_prefetch(&mut self, on: bool) {
+        self.prefetch = on;
+    }
+
     pub fn solve(&mut self, deal: &Deal) -> Solution {
         let (solution, _) = self.search::<false>(deal);
         if near_a_tie(solution.probability) {
@@ -144,14 +155,19 @@ impl Solver {
             return (lost, Fraction::reduced(U320::ZERO, pairs));
         }
         let (tables, memo) = (&self.tables, &mut self.memo);
-        let probability = match self.search.run::<Narrow, EXACT>(tables, memo, start) {
+        let narrow = if self.prefetch {
+            self.search.run::<Narrow, EXACT, true>(tables, memo, start)
+        } else {
+            self.search.run::<Narrow, EXACT, false>(tables, memo, start)
+        };
+        let probability = match narrow {
             Some(p) => p,
             None => {
                 self.wide_in_use = true;
                 // The wide table names every slot of the dense array, which holds every position
                 // of one parity, more than any deal can reach: this search cannot run out.
                 self.search
-                    .run::<Wide, EXACT>(tables, memo, start)
+                    .run::<Wide, EXACT, true>(tables, memo, start)
                     .unwrap_or(f64::NAN)
             }
         };

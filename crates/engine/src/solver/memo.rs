@@ -153,6 +153,13 @@ impl Memo {
         Some(slot)
     }
 
+    /// Asks for the cache line of `key`'s index entry without waiting for it: the search calls
+    /// this on its way down to a new position, whose entry it writes when it comes back up.
+    #[inline(always)]
+    pub fn prefetch<I: IndexTable>(&self, key: u32) {
+        I::prefetch(self, key);
+    }
+
     /// Records the exact value of the position just remembered in `slot`.
     #[inline(always)]
     pub fn set_exact(&mut self, slot: usize, n: Limbs) {
@@ -192,6 +199,19 @@ pub(super) trait IndexTable {
     fn set(memo: &mut Memo, key: u32, slot: usize) -> bool;
     /// How many slots this table can name.
     fn slots(memo: &Memo) -> usize;
+    /// Starts bringing `key`'s entry into the cache.
+    fn prefetch(memo: &Memo, key: u32);
+}
+
+/// Starts bringing the cache line holding `at` into every level of the cache, and goes on at
+/// once: a hint, which changes no value anywhere. Where there is no prefetch instruction to reach
+/// without unsafe code (not x86_64), nothing.
+#[inline(always)]
+fn prefetch_line<T>(at: &T) {
+    #[cfg(target_arch = "x86_64")]
+    safe_arch::prefetch_t0(at);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 pub(super) struct Narrow;
@@ -215,6 +235,12 @@ impl IndexTable for Narrow {
     fn slots(memo: &Memo) -> usize {
         memo.narrow_limit.min(NARROW_SLOTS)
     }
+    #[inline(always)]
+    fn prefetch(memo: &Memo, key: u32) {
+        if let Some(entry) = memo.narrow.get(key as usize) {
+            prefetch_line(entry);
+        }
+    }
 }
 
 impl IndexTable for Wide {
@@ -234,6 +260,12 @@ impl IndexTable for Wide {
     }
     fn slots(memo: &Memo) -> usize {
         memo.positions.len()
+    }
+    #[inline(always)]
+    fn prefetch(memo: &Memo, key: u32) {
+        if let Some(entry) = memo.wide.get(key as usize) {
+            prefetch_line(entry);
+        }
     }
 }
 
