@@ -246,6 +246,10 @@ pub struct ServeArgs {
     pub compress_min_bytes: MaybeBytes,
     /// Let browsers on this origin call with gRPC-Web (CORS), e.g. https://app.example; repeat
     /// it, or separate origins with commas; "*" allows any [default: none].
+    #[allow(
+        rustdoc::bare_urls,
+        reason = "the comment is the flag's help, where a bare address reads best"
+    )]
     #[arg(
         long = "cors-allow-origin",
         env = "PATIENCE_CORS_ALLOW_ORIGIN",

@@ -63,7 +63,8 @@ pub const STREAMS: usize = 4;
 /// a file to spread; well under nginx's default body limit (`client_max_body_size 1m`), which
 /// counts a whole call's requests as one body.
 pub const STREAM_MAX_BYTES: usize = 160 << 10;
-/// The defaults of [`ClientConfig::keepalive_interval`] and [`ClientConfig::keepalive_timeout`]:
+/// The defaults of [`Connector::keepalive`]'s interval and timeout (`--keepalive-interval`,
+/// `--keepalive-timeout`):
 /// a daemon cut off without its connection closing (a partition, a dead host) is abandoned
 /// within their sum, under 10 s; its chunks were hedged onto the others before that.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(3);

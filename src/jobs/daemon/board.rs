@@ -2,9 +2,9 @@
 //! daemon's own solver pool, watched, cancelled, and taken up again after a restart.
 //!
 //! A job's run is `patience solve INPUTS --output OUTPUT` (or `rps`) in this process: the same
-//! [`JobRun`] opens its output with its records (the answers appear whole: a file holds a correct
+//! [`JobRun`](crate::jobs::pipeline::job::JobRun) opens its output with its records (the answers appear whole: a file holds a correct
 //! prefix with `NAME.resume.json` beside it, an object shows once its upload completes) and the
-//! same pipeline ([`local`]) answers it on the shared pool, in jobs of at most [`BATCH`] items so
+//! same pipeline ([`local`](crate::jobs::pipeline::local)) answers it on the shared pool, in jobs of at most [`BATCH`] items so
 //! that the calls the daemon serves meanwhile wait behind little. What the daemon knows of each
 //! job (its spec, state, counts) is a record in `--jobs-dir/.patience-jobs/ID.json`; a job still
 //! queued or running there when the daemon starts is queued again, and its run resumes its output

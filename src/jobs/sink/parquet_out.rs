@@ -9,7 +9,7 @@
 //! synced; the run record (`NAME.resume.json`) is written once, at the start. A resume cuts the
 //! file where the log's last whole line says and goes on, the new row groups' offsets shifted past
 //! the kept ones; a run that ends, or stops on SIGINT or SIGTERM, writes the footer at the file's
-//! end. A SIGKILL loses the row group being gathered: at most [`layout::ROW_GROUP_ROWS`] answers, or
+//! end. A SIGKILL loses the row group being gathered: at most `layout::ROW_GROUP_ROWS` answers, or
 //! [`CHECKPOINT_EVERY`] of a slow run. A record written before the log held the whole footer
 //! (rewritten at every row group: quadratic bytes); it still resumes.
 //!

@@ -24,7 +24,7 @@ pub struct ReadThroughError {
     source: io::Error,
 }
 
-/// Reads `from` to its end in chunks of [`BUFFER`] bytes, handing each to `each`; the bytes read.
+/// Reads `from` to its end in chunks of `BUFFER` bytes, handing each to `each`; the bytes read.
 /// The one loop for what reads a whole file or object as bytes (a part's checksum, a resumed
 /// file's complete lines, `merge`'s copy): `shown` names it in a read error, which becomes the
 /// caller's error `E` as `each`'s own failures are.
@@ -59,7 +59,7 @@ pub fn read_through<E: From<ReadThroughError>>(
 pub struct Input(Result<Location, String>, Option<String>);
 
 /// A buffered input whose buffer can be inspected: when it is empty the next read may block, which
-/// is when interactive input should see the answers so far. With [`Reader::consumed`] it also
+/// is when interactive input should see the answers so far. With [`consumed`] it also
 /// tells how far into the input the deals read so far reach, which is what a progress bar needs.
 pub type Reader = BufReader<Counting>;
 
@@ -88,7 +88,7 @@ impl std::fmt::Debug for Counting {
 const WRITER_PAUSE: Duration = Duration::from_millis(100);
 
 /// Whether more of `reader`'s input is at hand: buffered, or sent by its writer within
-/// [`WRITER_PAUSE`]. Always for a file or an object, which no writer feeds.
+/// `WRITER_PAUSE`. Always for a file or an object, which no writer feeds.
 pub fn at_hand(reader: &Reader) -> bool {
     if !reader.buffer().is_empty() {
         return true;

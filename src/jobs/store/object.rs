@@ -388,7 +388,7 @@ pub fn remove(url: &ObjectUrl) -> io::Result<()> {
 }
 
 /// A streamed GET of the object at `url` from byte `offset`, as a [`Read`]: the body is fetched
-/// [`AHEAD`] chunks ahead of the reader, so memory stays flat whatever the object's size.
+/// `AHEAD` chunks ahead of the reader, so memory stays flat whatever the object's size.
 pub fn open(url: &ObjectUrl, offset: u64) -> io::Result<ObjectReader> {
     // Known missing or unreachable already: said at once, without the retries again.
     size(url)?;

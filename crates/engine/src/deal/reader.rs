@@ -89,7 +89,7 @@ const REALIGN_LINES: usize = 2 * PILES - 1 + PILES;
 const HELD_LINE_BYTES: usize = 1024;
 
 /// Iterates over the deals of a UVa-format input. Holds one line at a time, and up to
-/// [`REALIGN_LINES`] lines after a deal that does not read.
+/// `REALIGN_LINES` lines after a deal that does not read.
 #[derive(Debug)]
 pub struct DealReader<R> {
     lines: Lines<R>,

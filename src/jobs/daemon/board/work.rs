@@ -58,7 +58,7 @@ pub(super) fn reckon(table: &Table) {
 }
 
 impl Board {
-    /// Reckons the work gauges every [`RECKON_EVERY`] for as long as the board lives, so that
+    /// Reckons the work gauges every `RECKON_EVERY` for as long as the board lives, so that
     /// running jobs' progress shows between changes; the daemon spawns it.
     pub async fn reckon_every(self) {
         let mut ticks = tokio::time::interval(RECKON_EVERY);
