@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::wheel::{installed, ran};
+use crate::common::wheel::{installed, maturin, ran, target_dir};
 use crate::common::{self, Daemon, Scratch, data};
 
 /// The fenced blocks of a document's section, each with its language.
@@ -37,6 +37,61 @@ fn fenced(section: &str) -> Vec<(String, String)> {
 /// `remote` extra (grpcio and what reads the daemon's status details); abi3audit
 /// finds no symbol outside the stable ABI of 3.9 in it (Python here is one version: this is
 /// what shows the wheel loads on the others).
+/// A source distribution holds all its build reads: `maturin sdist`'s archive, unpacked away
+/// from the checkout, has the proto files and passes `cargo check` offline, whose run of the
+/// build script compiles them. (The `proto` link in crates/python is what puts them there:
+/// without it the build script looks for `../../proto`, which the archive has not.)
+#[test]
+fn the_source_distribution_builds_away_from_the_checkout() {
+    let Some(maturin) = maturin() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Scratch::new("sdist");
+    let (dist, unpacked) = (dir.join("dist"), dir.join("unpacked"));
+    ran(
+        Command::new(maturin)
+            .args(["sdist", "--manifest-path"])
+            .arg(root.join("crates/python/Cargo.toml"))
+            .arg("--out")
+            .arg(&dist),
+        "maturin sdist",
+    );
+    let archives: Vec<_> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [archive] = archives.as_slice() else {
+        panic!("maturin sdist made {archives:?}, not one archive");
+    };
+    std::fs::create_dir_all(&unpacked).unwrap();
+    ran(
+        Command::new("tar")
+            .arg("xzf")
+            .arg(archive)
+            .arg("-C")
+            .arg(&unpacked),
+        "tar xzf",
+    );
+    let tops: Vec<_> = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [top] = tops.as_slice() else {
+        panic!("the archive holds {tops:?}, not one folder");
+    };
+    for proto in ["patience.proto", "jobs.proto"] {
+        let path = top.join("crates/python/proto/patience/v1").join(proto);
+        assert!(path.is_file(), "{} is not in the archive", path.display());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    ran(
+        Command::new(cargo)
+            .args(["check", "--release", "--offline", "--quiet", "--manifest-path"])
+            .arg(top.join("crates/python/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", target_dir()),
+        "cargo check of the unpacked source distribution",
+    );
+}
+
 #[test]
 fn the_wheel_is_one_small_abi3_wheel_with_no_dependency() {
     let Some(installed) = installed() else { return };

@@ -9,7 +9,15 @@ use prost::Message as _;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
-    let proto = manifest.join("../../proto");
+    // `proto` here is a link to the repository's `proto/`, so that `maturin sdist` packs the
+    // files themselves and a source distribution builds on its own. Where a checkout has no
+    // links (Windows without them), the repository's own folder.
+    let linked = manifest.join("proto");
+    let proto = if linked.join("patience/v1/patience.proto").is_file() {
+        linked
+    } else {
+        manifest.join("../../proto")
+    };
     println!("cargo:rerun-if-changed={}", proto.display());
     let descriptors = protox::compile(
         ["patience/v1/patience.proto", "patience/v1/jobs.proto"],

@@ -31,7 +31,7 @@ fn root() -> &'static Path {
 
 /// The target directory this test binary was built in (`target/release/deps/tests-...`), for
 /// maturin to build in too.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     exe.ancestors()
         .nth(3)
@@ -79,6 +79,11 @@ fn tools_python() -> Option<PathBuf> {
         );
     }
     ready.then_some(python)
+}
+
+/// The tools venv's maturin, where the venv has what the tests need (see [`installed`]).
+pub fn maturin() -> Option<PathBuf> {
+    tools_python().map(|python| python.with_file_name("maturin"))
 }
 
 /// Builds the wheel and installs it into a fresh venv, once per run.
