@@ -85,7 +85,13 @@ fn the_source_distribution_builds_away_from_the_checkout() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     ran(
         Command::new(cargo)
-            .args(["check", "--release", "--offline", "--quiet", "--manifest-path"])
+            .args([
+                "check",
+                "--release",
+                "--offline",
+                "--quiet",
+                "--manifest-path",
+            ])
             .arg(top.join("crates/python/Cargo.toml"))
             .env("CARGO_TARGET_DIR", target_dir()),
         "cargo check of the unpacked source distribution",
