@@ -55,29 +55,17 @@ fn the_source_distribution_builds_away_from_the_checkout() {
             .arg(&dist),
         "maturin sdist",
     );
-    let archives: Vec<_> = std::fs::read_dir(&dist)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let [archive] = archives.as_slice() else {
-        panic!("maturin sdist made {archives:?}, not one archive");
-    };
+    let archive = only_entry(&dist, "maturin sdist's output");
     std::fs::create_dir_all(&unpacked).unwrap();
     ran(
         Command::new("tar")
             .arg("xzf")
-            .arg(archive)
+            .arg(&archive)
             .arg("-C")
             .arg(&unpacked),
         "tar xzf",
     );
-    let tops: Vec<_> = std::fs::read_dir(&unpacked)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let [top] = tops.as_slice() else {
-        panic!("the archive holds {tops:?}, not one folder");
-    };
+    let top = only_entry(&unpacked, "the unpacked archive");
     for proto in ["patience.proto", "jobs.proto"] {
         let path = top.join("crates/python/proto/patience/v1").join(proto);
         assert!(path.is_file(), "{} is not in the archive", path.display());
@@ -96,6 +84,18 @@ fn the_source_distribution_builds_away_from_the_checkout() {
             .env("CARGO_TARGET_DIR", target_dir()),
         "cargo check of the unpacked source distribution",
     );
+}
+
+/// The one entry of `dir`, which `what` must hold alone.
+fn only_entry(dir: &Path, what: &str) -> std::path::PathBuf {
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [entry] = entries.as_slice() else {
+        panic!("{what} holds {entries:?}, not one entry");
+    };
+    entry.clone()
 }
 
 #[test]
