@@ -15,7 +15,9 @@
 //!   memory load.
 //! - A deal's index-table entries sit in one half of the table (positions of one parity), and a
 //!   4 KiB filter of the positions this deal has seen answers "new" without touching the table at
-//!   all, so the probes that would miss the cache are mostly never made (`memo.rs`).
+//!   all, so the probes that would miss the cache are mostly never made (`memo.rs`). The entry a
+//!   new position will write is prefetched on the way down to it, so the store at its end does not
+//!   wait for the line (`search.rs`).
 //! - Positions that can no longer be won are not explored: a rank with more cards left in one pile
 //!   than in all the others together can never be paired off, and two ranks whose last two cards
 //!   cross in the same two piles wait on each other forever. Such moves still count when the
@@ -103,12 +105,6 @@ impl Solver {
         }
     }
 
-    /// Solves one deal or position. Allocates nothing.
-    ///
-    /// A probability within a hair of a tie at the 6th decimal (the problem's output) is worked
-    /// out exactly and returned as the double nearest the exact value: otherwise the last bits of
-    /// a floating-point sum would decide how it prints. Ties are real (about 1 random deal in
-    /// 3,500 is exactly, say, 3/128 = 0.0234375), and a solve near one costs about 1.5 solves.
     /// Turns the search's prefetch off or on: for the benchmark, which prints the engine with and
     /// without it in one run. Answers are the same either way.
     #[doc(hidden)]
@@ -116,6 +112,12 @@ impl Solver {
         self.prefetch = on;
     }
 
+    /// Solves one deal or position. Allocates nothing.
+    ///
+    /// A probability within a hair of a tie at the 6th decimal (the problem's output) is worked
+    /// out exactly and returned as the double nearest the exact value: otherwise the last bits of
+    /// a floating-point sum would decide how it prints. Ties are real (about 1 random deal in
+    /// 3,500 is exactly, say, 3/128 = 0.0234375), and a solve near one costs about 1.5 solves.
     pub fn solve(&mut self, deal: &Deal) -> Solution {
         let (solution, _) = self.search::<false>(deal);
         if near_a_tie(solution.probability) {

@@ -21,7 +21,7 @@
 //! lines one deal writes are not the last deal's. Without the prefetch the store waits for the line
 //! at the end of the position, with the position's whole subtree already done; with it, the line
 //! is on its way while the subtree is worked out. Measured in `cargo bench --bench engine`, which
-//! runs the engine with and without it in turn: 1.05x on one thread (docs/performance.md).
+//! runs the engine with and without it in turn: 1.07x-1.12x on one thread (docs/performance.md).
 //!
 //! A value is the sum of the children's values, added in pair order (`Frame::sum`), divided by
 //! the number of moves; the order is fixed by the position alone, whichever children were found
