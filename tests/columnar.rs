@@ -634,25 +634,26 @@ fn what_parquet_cannot_do_is_refused_in_words() {
     }
 }
 
-/// The README's Parquet example, run as shown in a directory of its own, with the venv's python
-/// (DuckDB from PyPI) first on the `PATH`: its count and average are the reference answers'.
+/// docs/columnar.md's Parquet example, run as shown in a directory of its own, with the venv's
+/// python (DuckDB from PyPI) first on the `PATH`: its count and average are the reference
+/// answers'.
 #[test]
-fn the_readme_parquet_example_runs_as_shown() {
+fn the_parquet_example_runs_as_shown() {
     let Some(py) = python() else { return };
     let reference = common::answers("random1000.out9");
     let mean = reference.iter().sum::<f64>() / reference.len() as f64;
-    let section = common::doc_section("README.md", "### Parquet and Arrow");
+    let section = common::doc_section("docs/columnar.md", "## Parquet answers");
     assert!(
         section.contains(&format!("({}, {mean:.6})", reference.len())),
-        "the README's average is not the reference answers' ({mean:.6})"
+        "docs/columnar.md's average is not the reference answers' ({mean:.6})"
     );
-    let dir = Scratch::for_docs("columnar-readme");
+    let dir = Scratch::for_docs("columnar-doc");
     let path = format!(
         "{}:{}",
         py.bin_dir().display(),
         common::path_with_exe().to_string_lossy()
     );
-    common::doc_examples("README.md", "### Parquet and Arrow")
+    common::doc_examples("docs/columnar.md", "## Parquet answers")
         .in_dir(dir.path())
         .env("PATH", &path)
         .at_least(2)

@@ -688,30 +688,30 @@ fn refused_credentials_are_said_as_such() {
     );
 }
 
-/// The README's compressed-file examples, run as shown in a directory of their own: Debian's
+/// docs/storage.md's compressed-file examples, run as shown in a directory of their own: Debian's
 /// zstd compresses the input, and Debian's gzip finds the reference answers in the output.
 #[test]
-fn the_readme_compressed_examples_run_as_shown() {
-    let dir = Scratch::for_docs("storage-readme-compressed");
-    doc_examples("README.md", "### Compressed files")
+fn the_compressed_examples_run_as_shown() {
+    let dir = Scratch::for_docs("storage-doc-compressed");
+    doc_examples("docs/storage.md", "## Compressed files")
         .in_dir(dir.path())
         .at_least(3)
         .run();
 }
 
-/// The README's object storage examples, run as shown against moto with the bucket they name
-/// holding the zstd-compressed test deals: the lines it shows are the reference's first answers,
-/// and the object written decodes to the reference answers.
+/// docs/storage.md's object storage examples, run as shown against moto with the bucket they
+/// name holding the zstd-compressed test deals: the lines they show are the reference's first
+/// answers, and the object written decodes to the reference answers.
 #[test]
-fn the_readme_object_storage_examples_run_as_shown() {
+fn the_object_storage_examples_run_as_shown() {
     let expected = text("random1000.out6");
     let first: String = expected.lines().take(3).map(|l| format!("{l}\n")).collect();
     assert!(
-        doc_section("README.md", "### Object storage").contains(&first),
-        "the README shows other answers than random1000.out6's first three"
+        doc_section("docs/storage.md", "### Trying it on a store").contains(&first),
+        "docs/storage.md shows other answers than random1000.out6's first three"
     );
     let Some(s3) = S3Server::start() else { return };
-    let dir = Scratch::for_docs("storage-readme-s3");
+    let dir = Scratch::for_docs("storage-doc-s3");
     let plain = std::fs::read(data("random1000.in")).unwrap();
     let zst = dir.write("random1000.in.zst", zstd(&plain));
     s3.make_bucket("deals");
@@ -719,14 +719,14 @@ fn the_readme_object_storage_examples_run_as_shown() {
     s3.vars()
         .into_iter()
         .fold(
-            doc_examples("README.md", "### Object storage").in_dir(dir.path()),
+            doc_examples("docs/storage.md", "### Trying it on a store").in_dir(dir.path()),
             |examples, (key, value)| examples.env(key, value),
         )
         .at_least(2)
         .run();
     let written = s3
         .get("deals", "answers.txt.gz")
-        .expect("the README's --output object");
+        .expect("the example's --output object");
     let mut decoded = String::new();
     flate2::read::MultiGzDecoder::new(&written[..])
         .read_to_string(&mut decoded)
