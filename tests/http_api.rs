@@ -360,10 +360,11 @@ fn a_500000_deal_upload_is_answered_in_flat_memory() {
     assert!(peak < 48 * 1024, "peak RSS {peak} KiB for a 54 MB body");
 }
 
-/// The reasons a client may get, listed where users look for them: the README, docs/api.md's
-/// table and the proto's comment, each naming every reason the daemon sends and no other.
+/// The reasons a client may get, listed where users look for them: docs/api.md's table and the
+/// proto's comment, each naming every reason the daemon sends and no other. (The README links to
+/// the table.)
 #[test]
-fn every_reason_is_listed_in_the_readme_the_api_page_and_the_proto() {
+fn every_reason_is_listed_in_the_api_page_and_the_proto() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
     let names = |text: &str| -> std::collections::BTreeSet<String> {
@@ -376,15 +377,10 @@ fn every_reason_is_listed_in_the_readme_the_api_page_and_the_proto() {
         .iter()
         .map(|n| n.to_string())
         .collect();
-    let readme = common::doc_section("README.md", "## Calling it from any gRPC client");
     let api = common::doc_section("docs/api.md", "### The reasons");
     let proto = read("proto/patience/v1/patience.proto");
     let proto = &proto[proto.find("// Errors.").unwrap()..proto.find("syntax").unwrap()];
-    for (place, text) in [
-        ("README", readme.as_str()),
-        ("docs/api.md", &api),
-        ("proto", proto),
-    ] {
+    for (place, text) in [("docs/api.md", api.as_str()), ("proto", proto)] {
         assert_eq!(names(text), all, "{place}");
     }
 }
@@ -403,35 +399,34 @@ fn the_documented_curl_examples_print_what_they_show() {
         .run();
 }
 
-/// The gRPC-Web examples (`buf curl --protocol grpcweb`) of the README and docs/api.md, when buf
-/// is there: `.ci/run` installs it and sets `PATIENCE_BUF`, which makes it required.
+/// The gRPC-Web example (`buf curl --protocol grpcweb`) of docs/api.md, when buf is there:
+/// `.ci/run` installs it and sets `PATIENCE_BUF`, which makes it required.
 #[test]
-fn the_documented_grpc_web_calls_answer_the_sample() {
+fn the_documented_grpc_web_call_answers_the_sample() {
     let buf = std::env::var("PATIENCE_BUF").ok().or_else(|| {
         let local = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("target/tools/buf/node_modules/.bin/buf");
         local.is_file().then(|| local.display().to_string())
     });
     let Some(buf) = buf else {
-        eprintln!("note: skipping the gRPC-Web examples: no buf (.ci/run installs it)");
+        eprintln!("note: skipping the gRPC-Web example: no buf (.ci/run installs it)");
         return;
     };
     let daemon = Daemon::start(&["--workers", "1"]);
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for doc in ["README.md", "docs/api.md"] {
-        let text = std::fs::read_to_string(root.join(doc)).unwrap();
-        let start = text.find("buf curl --protocol grpcweb -d").expect(doc);
-        let end = start + text[start..].find("/Solve").unwrap() + "/Solve".len();
-        let command = text[start..end]
-            .replace("\\\n", " ")
-            .replacen("buf", &buf, 1)
-            .replace("http://127.0.0.1:50051", &daemon.addr);
-        let out = Command::new("sh").args(["-c", &command]).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.contains("\"probability\": 0.5893141864127796"),
-            "{doc}: $ {command}\n{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let doc = "docs/api.md";
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+        .unwrap();
+    let start = text.find("buf curl --protocol grpcweb -d").expect(doc);
+    let end = start + text[start..].find("/Solve").unwrap() + "/Solve".len();
+    let command = text[start..end]
+        .replace("\\\n", " ")
+        .replacen("buf", &buf, 1)
+        .replace("http://127.0.0.1:50051", &daemon.addr);
+    let out = Command::new("sh").args(["-c", &command]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\"probability\": 0.5893141864127796"),
+        "{doc}: $ {command}\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
