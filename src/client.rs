@@ -152,8 +152,13 @@ pub enum Event {
     },
     /// A failed daemon answers again.
     Back { daemon: Daemon },
-    /// A daemon answered nothing for a while: its `holding` chunks also go to others.
-    Slowed { daemon: Daemon, holding: usize },
+    /// A daemon answered nothing for a while: its `holding` chunks also go to the `others`
+    /// daemons up (with none, they wait for it).
+    Slowed {
+        daemon: Daemon,
+        holding: usize,
+        others: usize,
+    },
     /// A new address under a name.
     Found { daemon: Daemon },
     /// An address left its name: it takes nothing new, and answers the `holding` chunks it has

@@ -267,7 +267,12 @@ impl<G: Protocol> Session<G> {
                     if first {
                         let holding = group.iter().map(|&l| self.dispatcher.holding(l)).sum();
                         let daemon = self.daemon(lane);
-                        self.tell(Event::Slowed { daemon, holding });
+                        let others = self.lanes.get(lane).map_or(0, |l| self.daemons_up(l.group));
+                        self.tell(Event::Slowed {
+                            daemon,
+                            holding,
+                            others,
+                        });
                     }
                 }
             }

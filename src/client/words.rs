@@ -42,6 +42,14 @@ fn percent(part: u64, whole: u64) -> u64 {
     u64::try_from(((part * 200 + whole) / (2 * whole)).min(100)).unwrap_or(100)
 }
 
+/// "its unanswered request", or "its N unanswered requests".
+fn unanswered(n: usize) -> String {
+    match n {
+        1 => "its unanswered request".to_string(),
+        n => format!("its {n} unanswered requests"),
+    }
+}
+
 /// The line on standard error about what happened to a daemon; `None` for the run's end, whose
 /// summary the caller says.
 pub fn event(event: &Event) -> Option<String> {
@@ -52,10 +60,7 @@ pub fn event(event: &Event) -> Option<String> {
             resent,
             others,
         } => {
-            let requests = match resent {
-                1 => "its unanswered request".to_string(),
-                n => format!("its {n} unanswered requests"),
-            };
+            let requests = unanswered(*resent);
             let what = match (resent, others) {
                 (0, _) => String::new(),
                 (1, 0) => format!("; {requests} waits for a daemon to be back (it is retried)"),
@@ -66,10 +71,27 @@ pub fn event(event: &Event) -> Option<String> {
             format!("patience: warning: {daemon} failed: {reason}{what}")
         }
         Event::Back { daemon } => format!("patience: note: {daemon} is back"),
-        Event::Slowed { daemon, holding } => format!(
-            "patience: note: {daemon} has answered nothing for a while; its {holding} unanswered \
-             requests also go to the other daemons, and the first answer counts"
-        ),
+        Event::Slowed {
+            daemon,
+            holding,
+            others,
+        } => {
+            let requests = unanswered(*holding);
+            let (wait, go, them) = match holding {
+                1 => ("waits", "goes", "it"),
+                _ => ("wait", "go", "them"),
+            };
+            let what = match others {
+                // With no other daemon up, the dispatcher has nowhere to send them.
+                0 => {
+                    format!("{requests} {wait} for it: there is no other daemon to send {them} to")
+                }
+                _ => format!(
+                    "{requests} also {go} to the other daemons, and the first answer counts"
+                ),
+            };
+            format!("patience: note: {daemon} has answered nothing for a while; {what}")
+        }
         Event::Found { daemon } => format!("patience: note: found {daemon}; it takes work too"),
         Event::Left { daemon, holding } => {
             let what = match holding {
@@ -91,6 +113,33 @@ pub fn event(event: &Event) -> Option<String> {
 mod tests {
     use super::*;
     use crate::client::{Daemon, Share};
+
+    /// A quiet daemon's chunks are hedged only where another daemon is up to take them, and the
+    /// note says which.
+    #[test]
+    fn a_quiet_daemon_s_note_says_where_its_requests_go() {
+        let slowed = |holding, others| {
+            event(&Event::Slowed {
+                daemon: Daemon::Url("http://a:1".into()),
+                holding,
+                others,
+            })
+        };
+        assert_eq!(
+            slowed(3, 1).as_deref(),
+            Some(
+                "patience: note: http://a:1 has answered nothing for a while; its 3 unanswered \
+                 requests also go to the other daemons, and the first answer counts"
+            )
+        );
+        assert_eq!(
+            slowed(1, 0).as_deref(),
+            Some(
+                "patience: note: http://a:1 has answered nothing for a while; its unanswered \
+                 request waits for it: there is no other daemon to send it to"
+            )
+        );
+    }
 
     #[test]
     fn the_summary_adds_the_daemons_shares_and_resends() {
