@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::common::process::{ran, succeeds};
 use crate::common::{self, Scratch};
 use crate::monitoring::rule_lines;
 
@@ -54,13 +55,6 @@ struct Tools {
     modules: PathBuf,
 }
 
-fn runs(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
 /// kubectl and node with KEDA's schema, or `None` (said) where they are missing and no variable
 /// asks for them.
 fn tools() -> Option<&'static Tools> {
@@ -83,7 +77,7 @@ fn tools() -> Option<&'static Tools> {
                 .map_or_else(|| PathBuf::from("node"), PathBuf::from);
             let modules = root().join("target/tools/keda/node_modules");
             let keda = modules.join("@kubernetes-models/keda/package.json");
-            let node_ready = runs(&node, &["--version"]) && keda.is_file();
+            let node_ready = succeeds(&node, &["--version"]) && keda.is_file();
             assert!(
                 node_ready || given.is_none(),
                 "PATIENCE_NODE={} does not run, or {} is missing (.ci/run installs it: npm ci of \
@@ -91,7 +85,7 @@ fn tools() -> Option<&'static Tools> {
                 node.display(),
                 keda.display()
             );
-            let kubectl_ready = runs(&kubectl, &["version", "--client"]);
+            let kubectl_ready = succeeds(&kubectl, &["version", "--client"]);
             if !(node_ready && kubectl_ready) {
                 eprintln!(
                     "skipped the autoscaling checks: they need kubectl (in target/tools/venv, \
@@ -112,18 +106,10 @@ fn tools() -> Option<&'static Tools> {
 
 /// `kubectl kustomize DIR`: the YAML it renders.
 fn kustomize(tools: &Tools, dir: &Path) -> String {
-    let out = Command::new(&tools.kubectl)
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("run kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("kubectl's YAML is UTF-8")
+    ran(
+        Command::new(&tools.kubectl).arg("kustomize").arg(dir),
+        &format!("kubectl kustomize {}", dir.display()),
+    )
 }
 
 /// YAML documents through `tests/keda/validate.mjs`: the documents, or what it says is wrong

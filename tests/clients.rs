@@ -12,6 +12,7 @@
 //! `PATIENCE_VENV` or `PATIENCE_NODE` is given (as `.ci/run` gives both), a missing tool fails.
 
 use crate::common;
+use crate::common::process::succeeds;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -57,14 +58,6 @@ impl Client {
             .expect("run the client")
             .into()
     }
-}
-
-/// Whether `program args` runs and exits 0.
-fn succeeds(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .output()
-        .is_ok_and(|out| out.status.success())
 }
 
 /// The Python client: the wheel's `patience-py`, with the `remote` extra's grpcio lent by the

@@ -52,6 +52,7 @@ pub mod delay;
 pub mod fifo;
 pub mod jobs;
 pub mod otlp;
+pub mod process;
 pub mod proxy;
 pub mod requests;
 pub mod s3;

@@ -38,18 +38,7 @@ pub fn target_dir() -> PathBuf {
         .map_or_else(|| root().join("target"), Path::to_path_buf)
 }
 
-/// Runs `command`, failing the test with its output if it fails; its standard output.
-pub fn ran(command: &mut Command, what: &str) -> String {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+pub use super::process::ran;
 
 /// The tools venv's python, with what the tests need; `None` (with a note) where it lacks
 /// them and `PATIENCE_VENV` is not set.
